@@ -1,0 +1,308 @@
+/**
+ * The typed errors of the client. Every failure of a call is one of these, so a caller can handle
+ * them by `_tag` (`Effect.catchTag("NotFound", ...)`). None of them ever holds a token or a header.
+ *
+ * @since 0.1.0
+ */
+import { Predicate, Schema } from "effect"
+
+/**
+ * Where a failed request went and what the server said. The method and path name the endpoint
+ * (`POST /api/microappdata`), never the full URL, so no base URL with credentials can leak.
+ */
+const RequestFields = {
+  method: Schema.String,
+  path: Schema.String,
+  status: Schema.optional(Schema.Number),
+  serverMessage: Schema.optional(Schema.String),
+  attempts: Schema.optional(Schema.Number)
+}
+
+const suffix = (serverMessage: string | undefined): string =>
+  serverMessage === undefined || serverMessage === "" ? "" : `: ${serverMessage}`
+
+/**
+ * The input of a call was rejected before any request was sent.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInput", {
+  method: Schema.String,
+  path: Schema.String,
+  /** The offending input, as a path into the call's options (`limit`, `filters[1].fieldID`). */
+  input: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `invalid ${this.input}: ${this.reason}`
+  }
+}
+
+/**
+ * The server refused the credentials (HTTP 401): missing, wrong or expired token.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", RequestFields) {
+  override get message(): string {
+    return `not authenticated${suffix(this.serverMessage)}`
+  }
+}
+
+/**
+ * The user may not do this (HTTP 403).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", RequestFields) {
+  override get message(): string {
+    return `not permitted${suffix(this.serverMessage)}`
+  }
+}
+
+/**
+ * The row (or Microapp) does not exist: HTTP 404, or a success envelope without the row.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
+  ...RequestFields,
+  rowID: Schema.optional(Schema.String),
+  microAppID: Schema.optional(Schema.String)
+}) {
+  override get message(): string {
+    const what = this.rowID !== undefined
+      ? `row ${this.rowID}`
+      : this.microAppID !== undefined
+      ? `Microapp ${this.microAppID}`
+      : "resource"
+    return `${what} not found${suffix(this.serverMessage)}`
+  }
+}
+
+/**
+ * The server throttled the client (HTTP 429) and retrying did not get through.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
+  ...RequestFields,
+  /** What the server's `Retry-After` asked for, in milliseconds. */
+  retryAfterMillis: Schema.optional(Schema.Number)
+}) {
+  override get message(): string {
+    const wait = this.retryAfterMillis === undefined ? "" : ` (retry after ${Math.ceil(this.retryAfterMillis / 1000)} s)`
+    return `rate limited by the server${wait}${suffix(this.serverMessage)}`
+  }
+}
+
+/**
+ * The server failed (HTTP 5xx), possibly with a body that is not JSON.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ServerError extends Schema.TaggedError<ServerError>()("ServerError", RequestFields) {
+  override get message(): string {
+    return `the server failed${suffix(this.serverMessage)}`
+  }
+}
+
+/**
+ * The request did not complete at the network level: refused, reset, dropped.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class Transport extends Schema.TaggedError<Transport>()("Transport", {
+  ...RequestFields,
+  /** Whether the failure is known to have happened before the request reached the server. */
+  notSent: Schema.Boolean,
+  description: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {
+  override get message(): string {
+    return `network failure: ${this.description}`
+  }
+}
+
+/**
+ * No answer in time: the client's per-request timeout passed, or the server answered 408.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class Timeout extends Schema.TaggedError<Timeout>()("Timeout", {
+  ...RequestFields,
+  timeoutMillis: Schema.optional(Schema.Number)
+}) {
+  override get message(): string {
+    return this.status === 408
+      ? `the server timed out the request${suffix(this.serverMessage)}`
+      : `no response within ${this.timeoutMillis ?? "?"} ms`
+  }
+}
+
+/**
+ * The server refused the request: another 4xx, or a 200 whose envelope status is not "success".
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class RequestRejected extends Schema.TaggedError<RequestRejected>()("RequestRejected", {
+  ...RequestFields,
+  /** The envelope's `status` when the server answered one ("error", "fail"). */
+  serverStatus: Schema.optional(Schema.String)
+}) {
+  override get message(): string {
+    return `the server rejected the request${suffix(this.serverMessage)}`
+  }
+}
+
+/**
+ * The response did not have the documented shape. Names the row by index and `_id`, and the
+ * path of the offending value, when a row is at fault.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class UnexpectedResponse extends Schema.TaggedError<UnexpectedResponse>()("UnexpectedResponse", {
+  ...RequestFields,
+  /** What was wrong: a body that is not JSON (often cut in transit), the envelope, or one row. */
+  kind: Schema.Literal("NotJson", "Envelope", "Row"),
+  reason: Schema.String,
+  rowIndex: Schema.optional(Schema.Number),
+  rowID: Schema.optional(Schema.String),
+  fieldPath: Schema.optional(Schema.String)
+}) {
+  override get message(): string {
+    const row = this.rowIndex === undefined
+      ? ""
+      : ` in row ${this.rowIndex}${this.rowID === undefined ? "" : ` (_id ${this.rowID})`}`
+    const at = this.fieldPath === undefined || this.fieldPath === "" ? "" : ` at ${this.fieldPath}`
+    return `unexpected response${row}${at}: ${this.reason}`
+  }
+}
+
+/**
+ * A full-table scan could not prove that it saw every row exactly once, typically because rows
+ * were deleted before the scan's position while it ran.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ScanInconsistent extends Schema.TaggedError<ScanInconsistent>()("ScanInconsistent", {
+  method: Schema.String,
+  path: Schema.String,
+  microAppID: Schema.String,
+  /** The skip at which the scan lost its place. */
+  position: Schema.Number,
+  rowsEmitted: Schema.Number,
+  pages: Schema.Number,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `scan of ${this.microAppID} cannot prove completeness at row ${this.position}: ${this.reason}`
+  }
+}
+
+/**
+ * Collecting a table into memory met more rows than the caller's maximum. Nothing partial is
+ * returned as if it were the whole table.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class TooManyRows extends Schema.TaggedError<TooManyRows>()("TooManyRows", {
+  microAppID: Schema.String,
+  max: Schema.Number
+}) {
+  override get message(): string {
+    return `${this.microAppID} has more than ${this.max} rows (the maximum asked to collect)`
+  }
+}
+
+/**
+ * Every error a call of the client can fail with.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type MicroappError =
+  | InvalidInput
+  | Unauthorized
+  | Forbidden
+  | NotFound
+  | RateLimited
+  | ServerError
+  | Transport
+  | Timeout
+  | RequestRejected
+  | UnexpectedResponse
+  | ScanInconsistent
+  | TooManyRows
+
+/**
+ * The Schema of the union, e.g. to send errors across a boundary.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const MicroappError: Schema.Union<[
+  typeof InvalidInput,
+  typeof Unauthorized,
+  typeof Forbidden,
+  typeof NotFound,
+  typeof RateLimited,
+  typeof ServerError,
+  typeof Transport,
+  typeof Timeout,
+  typeof RequestRejected,
+  typeof UnexpectedResponse,
+  typeof ScanInconsistent,
+  typeof TooManyRows
+]> = Schema.Union(
+  InvalidInput,
+  Unauthorized,
+  Forbidden,
+  NotFound,
+  RateLimited,
+  ServerError,
+  Transport,
+  Timeout,
+  RequestRejected,
+  UnexpectedResponse,
+  ScanInconsistent,
+  TooManyRows
+)
+
+const tags: ReadonlySet<string> = new Set(MicroappError.members.map((member) => member._tag))
+
+/**
+ * @since 0.1.0
+ * @category guards
+ */
+export const isMicroappError = (u: unknown): u is MicroappError =>
+  Predicate.hasProperty(u, "_tag") && typeof u._tag === "string" && tags.has(u._tag) &&
+  Predicate.hasProperty(u, "message")
+
+/**
+ * One line for people: what happened, then the tag, HTTP status, method and path where known.
+ * `error: ` prefixes it in the CLI.
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
+export const describe = (error: MicroappError): string => {
+  const where = "method" in error
+    ? [error.method, error.path].join(" ")
+    : ""
+  const status = "status" in error && error.status !== undefined ? `HTTP ${error.status} ` : ""
+  const detail = where === "" ? error._tag : `${error._tag}, ${status}${where}`
+  return `${error.message} (${detail})`
+}

@@ -1,0 +1,252 @@
+/**
+ * Schemas of what the service returns: row metadata, cross-application and location values,
+ * rows, and the response envelopes.
+ *
+ * @since 0.1.0
+ */
+import { Data, DateTime, ParseResult, Schema } from "effect"
+import type { UnexpectedResponse } from "./MicroappError.js"
+
+const clientSubmittedPattern = /^(\d{4})-(\d{2})-(\d{2}) \((\d{2}):(\d{2}):(\d{2})\) ([+-])(\d{2})(\d{2})$/
+
+/**
+ * The client-side submission time as the service writes it: `2021-03-01 (15:34:49) +1100`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ClientSubmittedString = Schema.String.pipe(
+  Schema.pattern(clientSubmittedPattern, {
+    identifier: "ClientSubmittedString",
+    message: () => "expected YYYY-MM-DD (HH:mm:ss) +hhmm"
+  })
+)
+
+/**
+ * `clientSubmitted` decoded to a zoned `DateTime` that keeps the client's UTC offset; encodes back
+ * to the service's format.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ClientSubmitted = Schema.transformOrFail(ClientSubmittedString, Schema.DateTimeZonedFromSelf, {
+  strict: true,
+  decode: (text, _, ast) => {
+    const match = clientSubmittedPattern.exec(text)
+    const part = (index: number): number => Number(match?.[index])
+    const [year, month, day] = [part(1), part(2), part(3)]
+    const offset = (match?.[7] === "-" ? -1 : 1) * (part(8) * 60 + part(9)) * 60_000
+    const wallClock = new Date(Date.UTC(year, month - 1, day, part(4), part(5), part(6)))
+    // Date.UTC rolls 2021-02-31 over into March: a date that does not round-trip is not a date
+    const valid = wallClock.getUTCFullYear() === year && wallClock.getUTCMonth() === month - 1 &&
+      wallClock.getUTCDate() === day && part(4) < 24 && part(5) < 60 && part(6) < 60
+    return valid
+      ? ParseResult.succeed(DateTime.unsafeMakeZoned(wallClock.getTime() - offset, { timeZone: offset }))
+      : ParseResult.fail(new ParseResult.Type(ast, text, "not a valid date and time"))
+  },
+  encode: (dateTime) => ParseResult.succeed(formatClientSubmitted(dateTime))
+})
+
+const pad = (n: number, width = 2): string => String(Math.abs(n)).padStart(width, "0")
+
+/**
+ * Formats a zoned time the way the service writes `clientSubmitted`.
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
+export const formatClientSubmitted = (dateTime: DateTime.Zoned): string => {
+  const parts = DateTime.toParts(dateTime)
+  const offset = DateTime.zonedOffset(dateTime)
+  const sign = offset < 0 ? "-" : "+"
+  const minutes = Math.abs(Math.round(offset / 60_000))
+  return `${parts.year}-${pad(parts.month)}-${pad(parts.day)} (${pad(parts.hours)}:${pad(parts.minutes)}:${
+    pad(parts.seconds)
+  }) ${sign}${pad(Math.floor(minutes / 60))}${pad(minutes % 60)}`
+}
+
+/**
+ * A displayed field value: its label and its value.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const LabelledValue = Schema.Struct({ label: Schema.String, value: Schema.String })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type LabelledValue = typeof LabelledValue.Type
+
+/**
+ * The value of a cross-application field: a reference to a row of another Microapp, with the
+ * displayed target field and further target fields by fieldID.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CrossAppValue = Schema.Struct({
+  crossAppRowID: Schema.String,
+  value: LabelledValue,
+  additionalValues: Schema.optional(Schema.Record({ key: Schema.String, value: LabelledValue }))
+})
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type CrossAppValue = typeof CrossAppValue.Type
+
+/**
+ * The point of a location: `[longitude, latitude]`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Geometry = Schema.Struct({
+  type: Schema.Literal("point"),
+  coordinates: Schema.Tuple(Schema.Number, Schema.Number)
+})
+
+/**
+ * The address of a location field value.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Address = Schema.Struct({
+  country: Schema.String,
+  formattedAddress: Schema.String,
+  geometry: Geometry,
+  addressLastLine: Schema.String,
+  addressNumber: Schema.String,
+  areaName1: Schema.String,
+  areaName2: Schema.String,
+  areaName3: Schema.String,
+  areaName4: Schema.String,
+  mainAddressLine: Schema.String,
+  placeName: Schema.String,
+  postCode: Schema.String,
+  postCodeExt: Schema.String,
+  streetName: Schema.String,
+  unitType: Schema.String,
+  unitValue: Schema.String
+})
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Address = typeof Address.Type
+
+/**
+ * The value of a location field.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const LocationValue = Schema.Struct({ address: Address })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type LocationValue = typeof LocationValue.Type
+
+/**
+ * The metadata keys of a row. Only `_id` is required: the list of keys is open and a server
+ * that leaves one out should not make every read fail; those present must have the seed's types.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const RowMetadata = Schema.Struct({
+  _id: Schema.NonEmptyString,
+  userID: Schema.optional(Schema.String),
+  viewers: Schema.optional(Schema.Array(Schema.Unknown)),
+  isLocked: Schema.optional(Schema.Boolean),
+  submitted: Schema.optional(Schema.Number),
+  deviceID: Schema.optional(Schema.NullOr(Schema.String)),
+  appVersion: Schema.optional(Schema.NullOr(Schema.String)),
+  hasConflict: Schema.optional(Schema.Boolean),
+  clientCounter: Schema.optional(Schema.NullOr(Schema.Number)),
+  clientSubmitted: Schema.optional(ClientSubmittedString),
+  embeddingRowID: Schema.optional(Schema.NullOr(Schema.String))
+})
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type RowMetadata = typeof RowMetadata.Type
+
+/**
+ * A row: its metadata plus one key per field label, and any other key the server sends, kept.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Row = Schema.Struct(RowMetadata.fields, Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Row = typeof Row.Type
+
+/**
+ * The envelope every answer of the service comes in. Anything but "success" is a refusal.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const StatusEnvelope = Schema.Struct({
+  status: Schema.String,
+  message: Schema.optional(Schema.Unknown)
+})
+
+/**
+ * `POST /api/microappdata`: the rows, still undecoded, so each row is decoded (and reported)
+ * on its own.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const RowsBody = Schema.Struct({
+  body: Schema.Struct({ microAppRows: Schema.Array(Schema.Unknown) })
+})
+
+/**
+ * `POST /api/microappdata/row`: the row is `currentRow`; a missing or null one means no such row.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CurrentRowBody = Schema.Struct({
+  body: Schema.optional(Schema.NullOr(Schema.Struct({ currentRow: Schema.optional(Schema.NullOr(Schema.Unknown)) })))
+})
+
+/**
+ * `POST /api/login`: the token and user id, under `data` as documented or at the top level as
+ * the service's own client reads them.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const LoginBody = Schema.Union(
+  Schema.Struct({ data: Schema.Struct({ authToken: Schema.NonEmptyString, userId: Schema.NonEmptyString }) }),
+  Schema.Struct({ authToken: Schema.NonEmptyString, userId: Schema.NonEmptyString })
+)
+
+/**
+ * A row that failed its Schema, handed on undecoded when the caller asked for invalid rows to be
+ * passed through (`invalidRows: "raw"`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export class InvalidRow extends Data.TaggedClass("InvalidRow")<{
+  readonly row: unknown
+  readonly error: UnexpectedResponse
+}> {}

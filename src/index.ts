@@ -1,0 +1,41 @@
+/**
+ * effect-microapp: an Effect client for the Microapp Data Service.
+ *
+ * @since 0.1.0
+ */
+
+/**
+ * The client: `MicroappClient.layer`, `layerConfig`, `layerLogin`, and the service's calls.
+ *
+ * @since 0.1.0
+ */
+export { MicroappClient } from "./MicroappClient.js"
+export type { InvalidRowPolicy, RetryOptions } from "./MicroappClient.js"
+
+/**
+ * The typed errors.
+ *
+ * @since 0.1.0
+ */
+export * from "./MicroappError.js"
+
+/**
+ * Schemas of rows and of the values of cross-application and location fields.
+ *
+ * @since 0.1.0
+ */
+export * as Row from "./Row.js"
+
+/**
+ * Filters, sort and paging of a read.
+ *
+ * @since 0.1.0
+ */
+export * as Query from "./Query.js"
+
+/**
+ * The paging engine behind `rows`: its options and its summary.
+ *
+ * @since 0.1.0
+ */
+export * as RowStream from "./RowStream.js"

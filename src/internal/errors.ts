@@ -1,0 +1,181 @@
+/**
+ * The one place where HTTP statuses, bodies and platform errors become `MicroappError`s.
+ * Nothing here keeps a request or a header: only method, path, status and the server's message.
+ */
+import type * as HttpClientError from "@effect/platform/HttpClientError"
+import { Predicate } from "effect"
+import {
+  Forbidden,
+  type MicroappError,
+  NotFound,
+  RateLimited,
+  RequestRejected,
+  ServerError,
+  Timeout,
+  Transport,
+  Unauthorized,
+  UnexpectedResponse
+} from "../MicroappError.js"
+
+/** An endpoint of the service: its path and whether calling it can change data. */
+export interface Endpoint {
+  readonly path: string
+  readonly write: boolean
+}
+
+/** Identifies one attempt of one call in the errors it produces. */
+export interface AttemptInfo {
+  readonly endpoint: Endpoint
+  readonly attempt: number
+}
+
+const where = (info: AttemptInfo) => ({ method: "POST", path: info.endpoint.path, attempts: info.attempt })
+
+/** Network error codes that mean the connection was never made, so the request was not sent. */
+const notSentCodes: ReadonlySet<string> = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT"
+])
+
+/** The chain of causes of a low-level error, innermost last (fetch and undici nest them). */
+const causeChain = (error: unknown): ReadonlyArray<unknown> => {
+  const chain: Array<unknown> = []
+  let current: unknown = error
+  while (current !== undefined && current !== null && chain.length < 8 && !chain.includes(current)) {
+    chain.push(current)
+    current = Predicate.hasProperty(current, "cause") ? current.cause : undefined
+  }
+  return chain
+}
+
+const codesOf = (error: unknown): ReadonlyArray<string> =>
+  causeChain(error).flatMap((link) => [
+    ...(Predicate.hasProperty(link, "code") && typeof link.code === "string" ? [link.code] : []),
+    // happy-eyeballs connects report each address's failure in an AggregateError
+    ...(Predicate.hasProperty(link, "errors") && Array.isArray(link.errors) ? link.errors.flatMap(codesOf) : [])
+  ])
+
+const messageOf = (error: unknown): string | undefined =>
+  Predicate.hasProperty(error, "message") && typeof error.message === "string" && error.message !== ""
+    ? error.message
+    : undefined
+
+/** A platform request error (nothing came back) as `Transport`, keeping only the network cause. */
+export const fromRequestError = (error: HttpClientError.RequestError, info: AttemptInfo): Transport => {
+  const chain = causeChain(error.cause)
+  const innermost = chain[chain.length - 1]
+  const codes = codesOf(error.cause)
+  const detail = [...chain].reverse().map(messageOf).find(Predicate.isNotUndefined) ?? error.reason
+  return new Transport({
+    ...where(info),
+    notSent: error.reason !== "Transport" || codes.some((code) => notSentCodes.has(code)),
+    description: codes.length === 0 || detail.includes(codes[0] ?? "") ? detail : `${detail} (${codes[0]})`,
+    ...(innermost === undefined ? {} : { cause: innermost })
+  })
+}
+
+/** A body read that failed after the status arrived: the connection broke mid-response. */
+export const fromBodyError = (error: HttpClientError.ResponseError, info: AttemptInfo): Transport =>
+  new Transport({
+    ...where(info),
+    status: error.response.status,
+    notSent: false,
+    description: `the response body could not be read: ${messageOf(error.cause) ?? error.reason}`
+  })
+
+/** What an error body says: the envelope's `message` and `status`, or a short text of a non-JSON body. */
+export const serverSays = (text: string): { readonly message?: string; readonly status?: string } => {
+  const json = parseJson(text)
+  if (json !== undefined && Predicate.isRecord(json)) {
+    return {
+      ...(typeof json.message === "string" ? { message: json.message } : {}),
+      ...(typeof json.status === "string" ? { status: json.status } : {})
+    }
+  }
+  const plain = text.replace(/<[^>]*>/g, " ").replace(/\s+/g, " ").trim()
+  return plain === "" ? {} : { message: plain.length > 120 ? `${plain.slice(0, 117)}...` : plain }
+}
+
+/** JSON.parse without throwing: `undefined` for anything that is not JSON. */
+export const parseJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * `Retry-After` as milliseconds from `now`: delay-seconds or an HTTP date.
+ * Anything else is ignored rather than trusted.
+ */
+export const parseRetryAfter = (header: string | undefined, now: number): number | undefined => {
+  if (header === undefined) return undefined
+  const trimmed = header.trim()
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
+  const date = Date.parse(trimmed)
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now)
+}
+
+/** A non-2xx status as the error it means. */
+export const fromStatus = (
+  status: number,
+  text: string,
+  retryAfterMillis: number | undefined,
+  info: AttemptInfo
+): MicroappError => {
+  const said = serverSays(text)
+  const fields = {
+    ...where(info),
+    status,
+    ...(said.message === undefined ? {} : { serverMessage: said.message })
+  }
+  switch (status) {
+    case 401:
+      return new Unauthorized(fields)
+    case 403:
+      return new Forbidden(fields)
+    case 404:
+      return new NotFound(fields)
+    case 408:
+      return new Timeout(fields)
+    case 429:
+      return new RateLimited({ ...fields, ...(retryAfterMillis === undefined ? {} : { retryAfterMillis }) })
+  }
+  return status >= 500
+    ? new ServerError(fields)
+    : new RequestRejected({ ...fields, ...(said.status === undefined ? {} : { serverStatus: said.status }) })
+}
+
+/** The client's own per-request timeout passed. */
+export const timedOut = (info: AttemptInfo, timeoutMillis: number): Timeout =>
+  new Timeout({ ...where(info), timeoutMillis })
+
+/** A 2xx body that is not JSON at all. */
+export const notJson = (status: number, info: AttemptInfo): UnexpectedResponse =>
+  new UnexpectedResponse({ ...where(info), status, kind: "NotJson", reason: "the body is not valid JSON" })
+
+/**
+ * Whether another attempt may help, and may be made: reads retry every transient failure; writes
+ * only what the server certainly did not act on (a 429, or a request that was never sent), because
+ * an update can fire the Microapp's action rules.
+ */
+export const isRetryable = (error: MicroappError, endpoint: Endpoint): boolean => {
+  switch (error._tag) {
+    case "RateLimited":
+      return true
+    case "Transport":
+      return !endpoint.write || error.notSent
+    case "Timeout":
+    case "ServerError":
+      return !endpoint.write
+    case "UnexpectedResponse":
+      return !endpoint.write && error.kind === "NotJson"
+    default:
+      return false
+  }
+}

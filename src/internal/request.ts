@@ -1,0 +1,120 @@
+/**
+ * Sends one call to the service: auth headers, timeout, rate gate and limits, retries, and the
+ * classification of whatever comes back. The only module that touches `HttpClient`.
+ */
+import * as Headers from "@effect/platform/Headers"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import { Clock, Duration, Effect, Redacted, Ref } from "effect"
+import type { MicroappError } from "../MicroappError.js"
+import * as Errors from "./errors.js"
+import { defaultRateLimitPause, type RateGate, retrySchedule, type RetryOptions } from "./retry.js"
+
+/** The two values that authenticate a call. */
+export interface Credentials {
+  readonly authToken: Redacted.Redacted<string>
+  readonly userId: string
+}
+
+/** A successful (2xx) answer: its body as text, and how many attempts it took. */
+export interface Reply {
+  readonly status: number
+  readonly text: string
+  readonly contentType: string
+  readonly attempts: number
+}
+
+export interface RequesterOptions {
+  readonly baseUrl: string
+  readonly timeout: Duration.Duration
+  readonly retry: RetryOptions | false
+  readonly gate: RateGate
+  /** Client-side limits (requests per second, in flight) around each attempt. */
+  readonly limit: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+}
+
+export interface CallOptions {
+  /** `undefined` for the one call that needs none: login. */
+  readonly credentials: Credentials | undefined
+  readonly timeout?: Duration.DurationInput | undefined
+}
+
+// the token header must never reach a span attribute or a printed request
+const redactedHeaderNames = ["x-auth-token"]
+
+/** Builds the sender over the caller's HttpClient. */
+export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOptions) => {
+  const attemptOnce = (
+    endpoint: Errors.Endpoint,
+    body: unknown,
+    call: CallOptions,
+    attempt: number
+  ): Effect.Effect<Reply, MicroappError> => {
+    const info: Errors.AttemptInfo = { endpoint, attempt }
+    const timeout = call.timeout === undefined ? options.timeout : Duration.decode(call.timeout)
+    const request = HttpClientRequest.post(`${options.baseUrl}${endpoint.path}`).pipe(
+      HttpClientRequest.bodyUnsafeJson(body),
+      HttpClientRequest.setHeaders(
+        call.credentials === undefined ? {} : {
+          "X-Auth-Token": Redacted.value(call.credentials.authToken),
+          "X-User-Id": call.credentials.userId
+        }
+      )
+    )
+    const exchange = Effect.gen(function*() {
+      const response = yield* Effect.mapError(http.execute(request), (error) =>
+        error._tag === "RequestError" ? Errors.fromRequestError(error, info) : Errors.fromBodyError(error, info))
+      const text = yield* Effect.mapError(response.text, (error) => Errors.fromBodyError(error, info))
+      const contentType = response.headers["content-type"] ?? ""
+      if (response.status >= 200 && response.status < 300) {
+        return { status: response.status, text, contentType, attempts: attempt }
+      }
+      const now = yield* Clock.currentTimeMillis
+      const retryAfter = Errors.parseRetryAfter(response.headers["retry-after"], now)
+      if (response.status === 429) {
+        yield* options.gate.holdFor(retryAfter ?? Duration.toMillis(defaultRateLimitPause))
+      } else if (retryAfter !== undefined && response.status === 503) {
+        yield* options.gate.holdFor(retryAfter)
+      }
+      return yield* Effect.fail(Errors.fromStatus(response.status, text, retryAfter, info))
+    }).pipe(
+      Effect.timeoutFail({ duration: timeout, onTimeout: () => Errors.timedOut(info, Duration.toMillis(timeout)) }),
+      Effect.locallyWith(Headers.currentRedactedNames, (names) => [...names, ...redactedHeaderNames])
+    )
+    return Effect.zipRight(options.gate.pass, options.limit(exchange))
+  }
+
+  /**
+   * Sends `body` to `endpoint` and reads the 2xx answer with `read`, retrying both as the policy
+   * allows; fails with the last attempt's error.
+   */
+  const send = <A>(
+    endpoint: Errors.Endpoint,
+    body: unknown,
+    call: CallOptions,
+    read: (reply: Reply) => Effect.Effect<A, MicroappError>
+  ): Effect.Effect<A, MicroappError> => {
+    const retry = options.retry
+    if (retry === false) return Effect.flatMap(attemptOnce(endpoint, body, call, 1), read)
+    return Effect.flatMap(Ref.make(0), (attempts) =>
+      Effect.retry(
+        Effect.flatMap(Ref.updateAndGet(attempts, (n) => n + 1), (attempt) =>
+          Effect.flatMap(attemptOnce(endpoint, body, call, attempt), read)),
+        retrySchedule(retry, endpoint)
+      ))
+  }
+
+  /** Sends and parses a JSON answer; a 2xx body that is not JSON fails (and, for reads, is retried). */
+  const sendJson = (endpoint: Errors.Endpoint, body: unknown, call: CallOptions) =>
+    send(endpoint, body, call, (reply) => {
+      const json = Errors.parseJson(reply.text)
+      return json === undefined
+        ? Effect.fail(Errors.notJson(reply.status, { endpoint, attempt: reply.attempts }))
+        : Effect.succeed({ json, attempts: reply.attempts })
+    })
+
+  return { send, sendJson } as const
+}
+
+/** The sender's interface, for the modules that use it. */
+export type Requester = ReturnType<typeof makeRequester>

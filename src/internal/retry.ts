@@ -1,0 +1,90 @@
+/**
+ * The retry policy and the rate gate: what is retried, how long to wait, and holding back every
+ * request of a client while the server has asked it to.
+ */
+import { Clock, Duration, Effect, Ref, Schedule } from "effect"
+import type { MicroappError } from "../MicroappError.js"
+import { type Endpoint, isRetryable } from "./errors.js"
+
+/**
+ * How failed reads (and writes, where safe) are tried again.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RetryOptions {
+  /** Attempts in all, the first included. Default 5. */
+  readonly maxAttempts?: number
+  /** The first backoff delay, doubled at each retry, with jitter. Default 250 ms. */
+  readonly initialDelay?: Duration.DurationInput
+  /** The largest backoff delay. Default 10 s. */
+  readonly maxDelay?: Duration.DurationInput
+  /** No retry starts after this long since the first failure. Default 60 s. */
+  readonly maxElapsed?: Duration.DurationInput
+  /** Replaces the backoff delays (attempt and time bounds still apply). */
+  readonly schedule?: Schedule.Schedule<unknown, MicroappError>
+}
+
+const defaults = {
+  maxAttempts: 5,
+  initialDelay: Duration.millis(250),
+  maxDelay: Duration.seconds(10),
+  maxElapsed: Duration.seconds(60)
+}
+
+/** How long a 429 without `Retry-After` holds the client back. */
+export const defaultRateLimitPause = Duration.seconds(1)
+
+/** The schedule for one endpoint: backoff with jitter, bounded in attempts and time, logging each retry. */
+export const retrySchedule = (options: RetryOptions, endpoint: Endpoint): Schedule.Schedule<unknown, MicroappError> => {
+  const maxElapsed = Duration.decode(options.maxElapsed ?? defaults.maxElapsed)
+  const backoff: Schedule.Schedule<unknown, MicroappError> = options.schedule ??
+    Schedule.exponential(options.initialDelay ?? defaults.initialDelay).pipe(
+      Schedule.union(Schedule.spaced(options.maxDelay ?? defaults.maxDelay)),
+      Schedule.jittered
+    )
+  return Schedule.delays(backoff).pipe(
+    Schedule.intersect(Schedule.recurs(Math.max(0, (options.maxAttempts ?? defaults.maxAttempts) - 1))),
+    Schedule.intersect(Schedule.identity<MicroappError>()),
+    Schedule.upTo(maxElapsed),
+    // a server that asks for a longer pause than the whole budget will not be waited for
+    Schedule.whileInput((error: MicroappError) =>
+      isRetryable(error, endpoint) &&
+      !(error._tag === "RateLimited" && (error.retryAfterMillis ?? 0) > Duration.toMillis(maxElapsed))
+    ),
+    Schedule.tapOutput(([[delay, retry], error]) =>
+      Effect.logDebug("retrying request").pipe(
+        Effect.annotateLogs({
+          endpoint: endpoint.path,
+          attempt: retry + 2,
+          delayMillis: Math.round(Duration.toMillis(delay)),
+          cause: `${error._tag}: ${error.message}`
+        })
+      )
+    )
+  )
+}
+
+/**
+ * Holds back every request of one client until a point in time, as a 429's `Retry-After` asks.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RateGate {
+  readonly pass: Effect.Effect<void>
+  readonly holdFor: (millis: number) => Effect.Effect<void>
+}
+
+export const makeRateGate: Effect.Effect<RateGate> = Effect.map(Ref.make(0), (until) => {
+  const pass: Effect.Effect<void> = Effect.flatMap(
+    Effect.zip(Ref.get(until), Clock.currentTimeMillis),
+    // the gate may move while we sleep (another 429), so look again after waking
+    ([openAt, now]) => openAt > now ? Effect.zipRight(Effect.sleep(Duration.millis(openAt - now)), pass) : Effect.void
+  )
+  return {
+    pass,
+    holdFor: (millis) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => Ref.update(until, (openAt) => Math.max(openAt, now + millis)))
+  }
+})
