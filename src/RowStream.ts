@@ -8,7 +8,7 @@
  * 1. every request sends an explicit `limit`, and `skip` advances by the rows received;
  * 2. a short page is not the end: the scan ends only when nothing follows the current position;
  *    a short page followed by more rows reveals the server's cap, which is recorded;
- * 3. each window after the first re-reads `overlap` rows before the position and finds the last
+ * 3. each window after the first re-reads `overlap + 1` rows before the position and finds the last
  *    row emitted (by `_id`, or an earlier one) to emit only what follows it; when no such anchor
  *    is found the scan cannot prove completeness and says so;
  * 4. no row is emitted twice (a bounded window of recent ids);
@@ -210,8 +210,10 @@ export const make = <A>(source: ScanSource<A>, options: ScanOptions = {}): Scan<
         startedAt: yield* Clock.currentTimeMillis,
         endedAt: undefined
       })
-      let overlap = Math.max(0, Math.floor(options.overlap ?? scanDefaults.overlap))
-      const recent = new RecentIds(Math.max(2 * (pageSize + overlap), 64))
+      const overlap = Math.max(0, Math.floor(options.overlap ?? scanDefaults.overlap))
+      // rows re-read before each window: the last row emitted and `overlap` before it
+      let reread = overlap + 1
+      const recent = new RecentIds(Math.max(2 * (pageSize + reread), 64))
       // position: rows of the result consumed so far, i.e. where the next new row is
       let position = 0
       // new rows a full window yields, once known (first page full, or the server's cap seen)
@@ -234,8 +236,8 @@ export const make = <A>(source: ScanSource<A>, options: ScanOptions = {}): Scan<
         })
 
       const plan = (from: number, speculative: boolean): Window => {
-        const reread = Math.min(overlap, from)
-        return { start: from - reread, from, limit: reread + (stride ?? pageSize), speculative }
+        const back = Math.min(reread, from)
+        return { start: from - back, from, limit: back + (stride ?? pageSize), speculative }
       }
 
       const fetch = (window: Window) =>
@@ -273,7 +275,7 @@ export const make = <A>(source: ScanSource<A>, options: ScanOptions = {}): Scan<
         rows: ReadonlyArray<unknown>,
         expected: number
       ): { readonly index: number; readonly depth: number } | undefined => {
-        for (let depth = 0; depth <= overlap; depth++) {
+        for (let depth = 0; depth < reread; depth++) {
           const id = recent.back(depth)
           if (id === undefined) return undefined
           const around = expected - depth
@@ -293,20 +295,20 @@ export const make = <A>(source: ScanSource<A>, options: ScanOptions = {}): Scan<
         let after = -1
         if (position > 0) {
           const expected = position - window.start - 1
-          const anchor = overlap === 0 || recent.size === 0 ? undefined : findAnchor(rows, expected)
+          const anchor = reread === 0 || recent.size === 0 ? undefined : findAnchor(rows, expected)
           if (anchor !== undefined) {
             after = anchor.index
             if (anchor.index !== expected || anchor.depth > 0) stats.realignments++
           } else if (window.speculative) {
             return { _tag: "Discard" }
-          } else if (overlap === 0) {
+          } else if (reread === 0) {
             // without re-read rows the position is all there is to go by
             after = expected
           } else if (failOnInconsistent) {
             return {
               _tag: "Inconsistent",
-              reason: `none of the last ${overlap + 1} rows emitted is in the window re-read from row ${window.start}: ` +
-                `more than ${overlap} rows before the position were deleted, or many were inserted`
+              reason: `none of the last ${reread} rows emitted is in the window re-read from row ${window.start}: ` +
+                `more than ${reread - 1} rows before the position were deleted, or many were inserted`
             }
           } else {
             stats.inconsistencies++
@@ -345,8 +347,8 @@ export const make = <A>(source: ScanSource<A>, options: ScanOptions = {}): Scan<
       /** The server returned `cap` rows when more were asked and more existed: it caps pages. */
       const learnCap = (cap: number) => {
         stats.serverCap = Math.max(stats.serverCap ?? 0, cap)
-        overlap = Math.min(overlap, Math.floor(stats.serverCap / 2))
-        stride = stats.serverCap - overlap
+        reread = Math.min(reread, Math.floor(stats.serverCap / 2))
+        stride = stats.serverCap - reread
       }
 
       const emit = (verdict: { readonly rows: Array<unknown>; readonly indexes: Array<number> }, attempts: number) =>
@@ -395,7 +397,7 @@ export const make = <A>(source: ScanSource<A>, options: ScanOptions = {}): Scan<
             }
             // more rows exist past a page of only re-read rows: the cap is no larger than that page
             learnCap(verdict.rowsSeen)
-            if (overlap === 0 && failOnInconsistent) {
+            if (reread === 0 && failOnInconsistent) {
               return yield* Effect.fail(
                 inconsistent("the server returns at most one row per request, so shifted windows cannot be detected")
               )

@@ -1,0 +1,308 @@
+import { describe, expect, it, layer } from "@effect/vitest"
+import { Chunk, Effect, Exit, FastCheck as FC, Fiber, Option, Stream } from "effect"
+import { MicroappClient, type Row } from "../src/index.js"
+import { MicroappServer } from "../src/testing/index.js"
+import { bodiesTo, numbersTable, withEmulator } from "./support.js"
+
+const numbers = "000000000000000000000n01"
+const rowsPath = "/api/microappdata"
+
+const ids = (rows: Chunk.Chunk<Row.Row> | ReadonlyArray<Row.Row>) => Array.from(rows, (row) => row._id)
+const idOfN = (n: number) => numbersTable(numbers, n + 1).rows[n]?._id ?? ""
+
+/** Every row of the numbers table, as the stream yields it, with the scan's summary. */
+const scanAll = (options: Omit<MicroappClient.RowsOptions, "microAppID"> = {}) =>
+  Effect.gen(function*() {
+    const client = yield* MicroappClient
+    const scan = yield* client.scan({ microAppID: numbers, ...options })
+    const rows = yield* Stream.runCollect(scan.rows)
+    return { rows: Chunk.toReadonlyArray(rows), summary: yield* scan.summary }
+  })
+
+/** Runs `effect` once, before the request with sequence number `seq` is answered. */
+const beforeRequest = (seq: number, effect: Effect.Effect<unknown>) =>
+  Effect.flatMap(MicroappServer, (server) =>
+    server.onRequest((record) => record.seq === seq ? Effect.asVoid(effect) : Effect.void))
+
+const removeRows = (server: MicroappServer.Service, from: number, count: number) =>
+  Effect.forEach(Array.from({ length: count }, (_, i) => idOfN(from + i)), (id) => server.removeRow(id), {
+    discard: true
+  })
+
+const expectOnce = (rows: ReadonlyArray<Row.Row>) => expect(new Set(ids(rows)).size).toBe(rows.length)
+
+describe("rows: the whole result, whatever the page size and server cap", () => {
+  const scenario = FC.integer({ min: 1, max: 300 }).chain((pageSize) =>
+    FC.record({
+      pageSize: FC.constant(pageSize),
+      size: FC.integer({ min: 0, max: Math.min(3000, pageSize * 60) }),
+      clamp: FC.option(FC.integer({ min: 2, max: pageSize + 9 }), { nil: undefined }),
+      filter: FC.constantFrom("none", "even", "odd"),
+      sort: FC.constantFrom("natural", "asc", "desc"),
+      concurrency: FC.integer({ min: 1, max: 4 })
+    })
+  ).filter(({ clamp, size }) => clamp === undefined || size / (clamp / 2) < 400)
+
+  layer(withEmulator({ tables: [numbersTable(numbers, 0)] }), { excludeTestServices: true })((it) => {
+    it.effect.prop("rows yields exactly the server's ordered result, once each", [scenario], ([s]) =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const table = numbersTable(numbers, s.size).rows
+        yield* server.setRows(numbers, table)
+        yield* server.configure({ maxLimit: s.clamp })
+        yield* server.clearRequests
+        const parity = s.filter === "none" ? undefined : s.filter
+        const { rows, summary } = yield* scanAll({
+          pageSize: s.pageSize,
+          concurrency: s.concurrency,
+          ...(parity === undefined ? {} : { filters: [{ fieldID: "f_parity", value: parity }] }),
+          ...(s.sort === "natural" ? {} : { sort: { field: 1, order: s.sort === "asc" ? "asc" : "desc" } })
+        })
+        const matching = table.filter((row) => parity === undefined || row.Parity === parity)
+        const expected = s.sort === "desc" ? [...matching].reverse() : matching
+        expect(ids(rows)).toEqual(expected.map((row) => row._id))
+        expect(summary).toMatchObject({ complete: true, duplicatesDropped: 0, rows: expected.length })
+        // never the server's default cap: every request names its limit
+        const bodies = yield* bodiesTo(rowsPath)
+        expect(bodies.every((body) => JSON.stringify(body).includes("\"limit\""))).toBe(true)
+      }), { fastCheck: { numRuns: 60 } })
+  })
+})
+
+describe("rows: edge cases", () => {
+  const cases = [
+    { name: "an empty table takes one request", size: 0, pageSize: 100, requests: 1 },
+    { name: "exactly one page", size: 100, pageSize: 100, requests: 2 },
+    { name: "page size 1", size: 5, pageSize: 1, requests: 7 },
+    { name: "a multiple of the page size", size: 300, pageSize: 100, requests: 4 },
+    { name: "less than a page", size: 42, pageSize: 100, requests: 2 }
+  ]
+  for (const c of cases) {
+    it.live(c.name, () =>
+      Effect.gen(function*() {
+        const { rows, summary } = yield* scanAll({ pageSize: c.pageSize })
+        expect(ids(rows)).toEqual(numbersTable(numbers, c.size).rows.map((row) => row._id))
+        expect(summary.pages).toBe(c.requests)
+        expect((yield* bodiesTo(rowsPath)).length).toBe(c.requests)
+      }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, c.size)] }))))
+  }
+
+  it.live("a filter matching nothing", () =>
+    Effect.gen(function*() {
+      const { rows, summary } = yield* scanAll({ filters: [{ fieldID: "f_parity", value: "neither" }] })
+      expect(rows).toEqual([])
+      expect(summary).toMatchObject({ complete: true, pages: 1 })
+    }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 50)] }))))
+})
+
+describe("rows: a server that clamps limits", () => {
+  it.live("goes past short pages, advancing by rows received, and records the cap", () =>
+    Effect.gen(function*() {
+      const { rows, summary } = yield* scanAll({ pageSize: 100 })
+      expect(ids(rows)).toEqual(numbersTable(numbers, 1000).rows.map((row) => row._id))
+      expect(summary.serverCap).toBe(70)
+      const skips = (yield* bodiesTo(rowsPath)).map((body) =>
+        Number((body as { searchFilter: Array<{ skip: string }> }).searchFilter[0]?.skip)
+      )
+      // 70 rows received at 0; then each window re-reads 11 rows (the anchor and 10 before it) and brings 59 new ones
+      expect(skips.slice(0, 4)).toEqual([0, 59, 118, 177])
+    }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 1000)], maxLimit: 70 }))))
+
+  it.live("a cap no larger than the re-read rows is found out, not mistaken for the end", () =>
+    Effect.gen(function*() {
+      const { rows, summary } = yield* scanAll({ pageSize: 100, overlap: 10 })
+      expect(ids(rows)).toEqual(numbersTable(numbers, 200).rows.map((row) => row._id))
+      expect(summary.serverCap).toBe(8)
+    }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 200)], maxLimit: 8 }))))
+
+  it.live("a server that returns one row per request cannot be checked for shifts: ScanInconsistent", () =>
+    Effect.gen(function*() {
+      const client = yield* MicroappClient
+      const error = yield* Effect.flip(Stream.runDrain(client.rows({ microAppID: numbers, pageSize: 10 })))
+      expect(error._tag).toBe("ScanInconsistent")
+      const { rows } = yield* scanAll({ pageSize: 10, onInconsistent: "continue" })
+      expect(ids(rows)).toEqual(numbersTable(numbers, 30).rows.map((row) => row._id))
+    }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 30)], maxLimit: 1 }))))
+})
+
+describe("rows: a table that changes during the scan", () => {
+  const size = 1000
+  const all = numbersTable(numbers, size).rows.map((row) => row._id)
+  const drift = (options: MicroappServer.Options = {}) =>
+    withEmulator({ tables: [numbersTable(numbers, size)], ...options })
+
+  it.live("inserts before the position cause no duplicates and lose no row", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      yield* beforeRequest(
+        3,
+        Effect.forEach([0, 1, 2, 3, 4], (i) => server.insertRow(numbers, { N: -1 - i, Parity: "new" }, { index: 0 }))
+      )
+      const { rows, summary } = yield* scanAll({ pageSize: 100 })
+      expectOnce(rows)
+      expect(ids(rows).filter((id) => all.includes(id))).toEqual(all)
+      expect(summary.realignments).toBeGreaterThan(0)
+      expect(summary.complete).toBe(true)
+    }).pipe(Effect.provide(drift())))
+
+  it.live("deletes before the position, up to the overlap, lose no remaining row", () =>
+    Effect.gen(function*() {
+      yield* beforeRequest(3, removeRows(yield* MicroappServer, 150, 10))
+      const { rows, summary } = yield* scanAll({ pageSize: 100, overlap: 10 })
+      expectOnce(rows)
+      expect(ids(rows)).toEqual(all)
+      expect(summary.realignments).toBeGreaterThan(0)
+    }).pipe(Effect.provide(drift())))
+
+  it.live("deleting the anchor row itself realigns on an earlier one", () =>
+    Effect.gen(function*() {
+      // request 2 re-reads from 190: the last row emitted so far is 199
+      yield* beforeRequest(2, removeRows(yield* MicroappServer, 199, 1))
+      const { rows, summary } = yield* scanAll({ pageSize: 100 })
+      expectOnce(rows)
+      expect(ids(rows)).toEqual(all)
+      expect(summary.realignments).toBe(1)
+    }).pipe(Effect.provide(drift())))
+
+  it.live("more deletes than the overlap are reported, never silent", () =>
+    Effect.gen(function*() {
+      const client = yield* MicroappClient
+      yield* beforeRequest(3, removeRows(yield* MicroappServer, 100, 30))
+      const error = yield* Effect.flip(Stream.runDrain(client.rows({ microAppID: numbers, pageSize: 100 })))
+      expect(error).toMatchObject({ _tag: "ScanInconsistent", microAppID: numbers, position: 300 })
+    }).pipe(Effect.provide(drift())))
+
+  it.live("under onInconsistent: continue the same scan finishes, counts the event, and repeats nothing", () =>
+    Effect.gen(function*() {
+      yield* beforeRequest(3, removeRows(yield* MicroappServer, 100, 30))
+      const { rows, summary } = yield* scanAll({ pageSize: 100, onInconsistent: "continue" })
+      expectOnce(rows)
+      expect(summary.inconsistencies).toBe(1)
+      expect(summary.complete).toBe(true)
+    }).pipe(Effect.provide(drift())))
+
+  it.live("inserts past the position are read like any other row", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      yield* beforeRequest(2, server.insertRow(numbers, { N: 5000, Parity: "new" }))
+      const { rows } = yield* scanAll({ pageSize: 100 })
+      expectOnce(rows)
+      expect(rows).toHaveLength(size + 1)
+    }).pipe(Effect.provide(drift())))
+
+  it.live("with concurrency, shifts fall back to one window at a time and still lose nothing", () =>
+    Effect.gen(function*() {
+      yield* beforeRequest(4, removeRows(yield* MicroappServer, 150, 5))
+      const { rows, summary } = yield* scanAll({ pageSize: 100, concurrency: 4 })
+      expectOnce(rows)
+      // rows 150-154 may be deleted before any window read them; every other row is there, in order
+      const deleted = new Set(Array.from({ length: 5 }, (_, i) => idOfN(150 + i)))
+      expect(ids(rows).filter((id) => !deleted.has(id))).toEqual(all.filter((id) => !deleted.has(id)))
+      expect(summary.complete).toBe(true)
+    }).pipe(Effect.provide(drift({ latency: "5 millis" }))))
+})
+
+describe("rows: prefetch, concurrency and interruption", () => {
+  it.live("concurrency keeps that many requests in flight, and the rows stay in order", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const { rows } = yield* scanAll({ pageSize: 100, concurrency: 4 })
+      expect(ids(rows)).toEqual(numbersTable(numbers, 2000).rows.map((row) => row._id))
+      // requests aborted past the end may linger on the server: count those the client waited for
+      const answered = (yield* server.requests).filter((record) => record.outcome === "answered")
+      const overlapping = answered.map((record) =>
+        answered.filter((other) => other.at <= record.at && (other.finishedAt ?? Infinity) > record.at).length
+      )
+      expect(Math.max(...overlapping)).toBe(4)
+    }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 2000)], latency: "30 millis" }))))
+
+  it.live("a slow consumer holds the scan to the prefetch bound", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      const fiber = yield* client.rows({ microAppID: numbers, pageSize: 100, prefetch: 2 }).pipe(
+        Stream.take(1),
+        Stream.tap(() => Effect.sleep("300 millis")),
+        Stream.runDrain,
+        Effect.fork
+      )
+      yield* Effect.sleep("200 millis")
+      const ahead = (yield* server.requests).length
+      yield* Fiber.interrupt(fiber)
+      // the page being consumed, two buffered, one waiting to be buffered, one in flight
+      expect(ahead).toBeLessThanOrEqual(5)
+      expect(ahead).toBeGreaterThanOrEqual(3)
+    }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 5000)] }))))
+
+  it.live("take(n) stops fetching", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      const taken = yield* Stream.runCollect(Stream.take(client.rows({ microAppID: numbers, pageSize: 100 }), 150))
+      expect(Chunk.size(taken)).toBe(150)
+      const after = (yield* server.requests).length
+      yield* Effect.sleep("100 millis")
+      expect((yield* server.requests).length).toBe(after)
+      expect(after).toBeLessThanOrEqual(4)
+    }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 5000)] }))))
+
+  it.live("interrupting the stream aborts the request in flight", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      const fiber = yield* Effect.fork(Stream.runDrain(client.rows({ microAppID: numbers })))
+      yield* Effect.sleep("100 millis")
+      yield* Fiber.interrupt(fiber)
+      yield* Effect.sleep("50 millis")
+      const [first] = yield* server.requests
+      expect(first?.outcome).toBe("hung")
+      expect(first?.finishedAt).toBeDefined()
+    }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 100)], latency: "2 seconds" }))))
+
+  it.live("a timeout on the stream stops it with the stream's own error", () =>
+    Effect.gen(function*() {
+      const client = yield* MicroappClient
+      const exit = yield* client.rows({ microAppID: numbers }).pipe(
+        Stream.timeoutFail(() => "too slow" as const, "100 millis"),
+        Stream.runDrain,
+        Effect.exit
+      )
+      expect(exit).toStrictEqual(Exit.fail("too slow"))
+    }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 100)], latency: "2 seconds" }))))
+})
+
+describe("collect", () => {
+  it.live("returns every row when the table fits", () =>
+    Effect.gen(function*() {
+      const client = yield* MicroappClient
+      const rows = yield* client.collect({ microAppID: numbers, pageSize: 40, max: 100 })
+      expect(rows).toHaveLength(100)
+    }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 100)] }))))
+
+  it.live("fails with TooManyRows instead of returning a prefix", () =>
+    Effect.gen(function*() {
+      const client = yield* MicroappClient
+      const error = yield* Effect.flip(client.collect({ microAppID: numbers, pageSize: 40, max: 99 }))
+      expect(error).toMatchObject({ _tag: "TooManyRows", max: 99, microAppID: numbers })
+    }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 100)] }))))
+})
+
+describe("the scan summary", () => {
+  it.live("is live while the rows are consumed", () =>
+    Effect.gen(function*() {
+      const client = yield* MicroappClient
+      const scan = yield* client.scan({ microAppID: numbers, pageSize: 100 })
+      const seen: Array<number> = []
+      yield* scan.rows.pipe(
+        Stream.grouped(250),
+        Stream.runForEach(() => Effect.map(scan.summary, (summary) => seen.push(summary.rows)))
+      )
+      expect(seen.length).toBe(4)
+      expect(seen.every((rows, i) => rows >= (i + 1) * 250)).toBe(true)
+      const summary = yield* scan.summary
+      expect(summary).toMatchObject({ rows: 1000, pages: 11, complete: true, retries: 0, serverCap: undefined })
+      expect(Option.some(summary.elapsedMillis).pipe(Option.filter((ms) => ms >= 0))).toStrictEqual(
+        Option.some(summary.elapsedMillis)
+      )
+    }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 1000)] }))))
+})
