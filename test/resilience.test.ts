@@ -1,0 +1,373 @@
+import { NodeHttpClient } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Chunk, Effect, Fiber, Layer, List, Logger, LogLevel, Redacted, Stream, TestClock, TestServices } from "effect"
+import { MicroappClient } from "../src/index.js"
+import { demoCredentials, type FaultKind, MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
+import { numbersTable, withEmulator } from "./support.js"
+
+const numbers = "000000000000000000000n02"
+const projects = projectsMicroAppID
+
+/** Lets real sockets do their work while the test clock stands still. */
+const settle = TestServices.provideLive(Effect.sleep("30 millis"))
+
+const requestCount = Effect.flatMap(MicroappServer, (server) => Effect.map(server.requests, (log) => log.length))
+
+/** Waits (in real time) until the emulator has seen `n` requests. */
+const awaitRequests = (n: number) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 200 && (yield* requestCount) < n; i++) yield* settle
+    return yield* requestCount
+  })
+
+/** Moves the test clock in steps until the emulator has seen `n` requests; the virtual time it took. */
+const advanceUntilRequests = (n: number, step: number, limit: number) =>
+  Effect.gen(function*() {
+    let elapsed = 0
+    yield* settle
+    while ((yield* requestCount) < n && elapsed < limit) {
+      yield* TestClock.adjust(step)
+      elapsed += step
+      yield* settle
+    }
+    return elapsed
+  })
+
+describe("reads retry transient failures", () => {
+  it.effect("with exponential backoff, timed by the clock", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      yield* server.injectFault("http500", { count: 2 })
+      const fiber = yield* Effect.fork(client.query({ microAppID: projects, limit: 5 }))
+      expect(yield* awaitRequests(1)).toBe(1)
+      const first = yield* advanceUntilRequests(2, 50, 5_000)
+      const second = yield* advanceUntilRequests(3, 50, 5_000)
+      const rows = yield* Fiber.join(fiber)
+      expect(rows).toHaveLength(5)
+      // 1 s, then 2 s, each with up to 20% jitter either way
+      expect(first).toBeGreaterThanOrEqual(800)
+      expect(first).toBeLessThanOrEqual(1250)
+      expect(second).toBeGreaterThanOrEqual(1600)
+      expect(second).toBeLessThanOrEqual(2450)
+    }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, { retry: { initialDelay: "1 second" } }))))
+
+  it.effect("Retry-After is a floor: no retry before it, in seconds or as an HTTP date", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      for (const retryAfterAsDate of [false, true]) {
+        yield* server.clearRequests
+        yield* server.injectFault("http429", { retryAfterSeconds: 5, retryAfterAsDate })
+        const fiber = yield* Effect.fork(client.query({ microAppID: projects, limit: 5 }))
+        expect(yield* awaitRequests(1)).toBe(1)
+        const waited = yield* advanceUntilRequests(2, 100, 20_000)
+        yield* Fiber.join(fiber)
+        const [limited, retried] = yield* server.requests
+        expect(waited).toBeGreaterThanOrEqual(4_900)
+        expect(retried?.at).toBeGreaterThanOrEqual(limited?.retryAfterUntil ?? Infinity)
+      }
+    }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, { retry: { initialDelay: "100 millis" } }))))
+
+  it.effect("a 429 holds back every request of the client, not only the one that got it", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      yield* server.injectFault("http429", { retryAfterSeconds: 3 })
+      const first = yield* Effect.fork(client.query({ microAppID: projects, limit: 1 }))
+      yield* awaitRequests(1)
+      yield* settle
+      const second = yield* Effect.fork(client.getRow("ffffffffffffffffffffffff").pipe(Effect.flip))
+      yield* TestClock.adjust("2 seconds")
+      yield* settle
+      expect(yield* requestCount).toBe(1)
+      yield* TestClock.adjust("1100 millis")
+      yield* Fiber.join(first)
+      expect((yield* Fiber.join(second))._tag).toBe("NotFound")
+      const [limited, ...later] = yield* server.requests
+      expect(later).toHaveLength(2)
+      expect(later.every((record) => record.at >= (limited?.retryAfterUntil ?? Infinity))).toBe(true)
+    }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, { retry: { initialDelay: "100 millis" } }))))
+
+  it.effect("a Retry-After beyond the retry budget is not waited for", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      yield* server.injectFault("http429", { retryAfterSeconds: 3600 })
+      const error = yield* Effect.flip(client.query({ microAppID: projects }))
+      expect(error).toMatchObject({ _tag: "RateLimited", retryAfterMillis: 3_600_000, attempts: 1 })
+    }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, {}))))
+
+  it.effect("after the last attempt, the error keeps the last status, message and attempt count", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      yield* server.injectFault("http503Html", { count: 2 })
+      yield* server.injectFault("http500", { count: 1 })
+      const fiber = yield* Effect.fork(Effect.flip(client.query({ microAppID: projects })))
+      yield* advanceUntilRequests(3, 100, 10_000)
+      const error = yield* Fiber.join(fiber)
+      expect(error).toMatchObject({ _tag: "ServerError", status: 500, attempts: 3, serverMessage: "Internal server error" })
+    }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, { retry: { maxAttempts: 3, initialDelay: "100 millis" } }))))
+
+  it.effect("retry: false sends once", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      yield* server.injectFault("http503Html")
+      const error = yield* Effect.flip(client.query({ microAppID: projects }))
+      expect(error).toMatchObject({ _tag: "ServerError", status: 503, attempts: 1 })
+      expect(yield* requestCount).toBe(1)
+    }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, { retry: false }))))
+
+  it.effect("each retry is logged at Debug with endpoint, attempt, delay and cause, and no token", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      const logs: Array<string> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ annotations, logLevel, message }) => {
+          logs.push(JSON.stringify({ level: logLevel.label, message, annotations: Object.fromEntries(annotations) }))
+        })
+      )
+      yield* server.injectFault("http500", { count: 2 })
+      const fiber = yield* Effect.fork(
+        client.query({ microAppID: projects }).pipe(
+          Effect.provide(capture),
+          Logger.withMinimumLogLevel(LogLevel.Debug)
+        )
+      )
+      yield* advanceUntilRequests(3, 100, 10_000)
+      yield* Fiber.join(fiber)
+      const retries = logs.map((line) => JSON.parse(line)).filter((entry) => entry.level === "DEBUG")
+      expect(retries).toHaveLength(2)
+      expect(retries[1].annotations).toMatchObject({ endpoint: "/api/microappdata", attempt: 3 })
+      expect(retries[1].annotations.delayMillis).toBeGreaterThan(0)
+      expect(retries[1].annotations.cause).toContain("ServerError")
+      expect(logs.some((line) => line.includes(demoCredentials.authToken))).toBe(false)
+    }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, { retry: { initialDelay: "100 millis" } }))))
+})
+
+describe("timeouts", () => {
+  it.effect("a hang ends in Timeout when the per-request timeout passes", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      yield* server.injectFault("hang")
+      const fiber = yield* Effect.fork(Effect.flip(client.query({ microAppID: projects })))
+      yield* awaitRequests(1)
+      yield* TestClock.adjust("4999 millis")
+      yield* settle
+      expect(fiber.unsafePoll()).toBeNull()
+      yield* TestClock.adjust("1 millis")
+      const error = yield* Fiber.join(fiber)
+      expect(error).toMatchObject({ _tag: "Timeout", timeoutMillis: 5000, attempts: 1 })
+    }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, { retry: false, timeout: "5 seconds" }))))
+
+  it.effect("a read that times out is tried again", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      yield* server.injectFault("hang")
+      const fiber = yield* Effect.fork(client.query({ microAppID: projects, limit: 2 }))
+      yield* awaitRequests(1)
+      yield* TestClock.adjust("1 second")
+      yield* advanceUntilRequests(2, 100, 5_000)
+      expect(yield* Fiber.join(fiber)).toHaveLength(2)
+      const [hung] = yield* server.requests
+      expect(hung?.outcome).toBe("hung")
+    }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, { timeout: "1 second", retry: { initialDelay: "100 millis" } }))))
+
+  it.effect("interrupting a scan while it waits to retry stops it: no request follows", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      yield* server.configure({ faults: { seed: 1, rate: 1, kinds: ["http503Html"] } })
+      const fiber = yield* Effect.fork(Stream.runDrain(client.rows({ microAppID: projects })))
+      yield* awaitRequests(1)
+      yield* Fiber.interrupt(fiber)
+      yield* TestClock.adjust("1 minute")
+      yield* settle
+      expect(yield* requestCount).toBe(1)
+    }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, {}))))
+})
+
+describe("writes are never done twice by accident", () => {
+  const update = Effect.gen(function*() {
+    const client = yield* MicroappClient
+    const server = yield* MicroappServer
+    const [row] = yield* server.table(projects)
+    return yield* client.updateRow({ rowID: String(row?._id), rowData: { Name: "Written once" } }).pipe(Effect.flip)
+  })
+
+  for (const fault of ["http500", "http503Html", "http408", "malformedJson"] as const) {
+    it.live(`an update answered ${fault} is not repeated`, () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        yield* server.injectFault(fault, { path: "/api/updatemicroapprow" })
+        const error = yield* update
+        expect(error).toMatchObject({ attempts: 1, path: "/api/updatemicroapprow" })
+        expect(yield* requestCount).toBe(1)
+      }).pipe(Effect.provide(withEmulator({ demoRows: 5 }, {}))))
+  }
+
+  it.live("an update whose connection drops after the server applied it is not repeated", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      yield* server.injectFault("dropAfterApply", { path: "/api/updatemicroapprow" })
+      const error = yield* update
+      expect(error).toMatchObject({ _tag: "Transport", notSent: false, attempts: 1 })
+      expect(yield* requestCount).toBe(1)
+      const [row] = yield* server.table(projects)
+      expect(row?.Name).toBe("Written once")
+    }).pipe(Effect.provide(withEmulator({ demoRows: 5 }, {}))))
+
+  it.live("an update that times out is not repeated", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      yield* server.injectFault("hang", { path: "/api/updatemicroapprow" })
+      const error = yield* update
+      expect(error).toMatchObject({ _tag: "Timeout", attempts: 1 })
+      expect(yield* requestCount).toBe(1)
+    }).pipe(Effect.provide(withEmulator({ demoRows: 5 }, { timeout: "200 millis" }))))
+
+  it.effect("an update answered 429 is repeated after the Retry-After", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      yield* server.injectFault("http429", { path: "/api/updatemicroapprow", retryAfterSeconds: 2 })
+      const [row] = yield* server.table(projects)
+      const fiber = yield* Effect.fork(client.updateRow({ rowID: String(row?._id), rowData: { Name: "After 429" } }))
+      yield* awaitRequests(1)
+      yield* advanceUntilRequests(2, 100, 5_000)
+      yield* Fiber.join(fiber)
+      expect((yield* server.table(projects))[0]?.Name).toBe("After 429")
+      expect(yield* requestCount).toBe(2)
+    }).pipe(Effect.provide(withEmulator({ demoRows: 5 }, { retry: { initialDelay: "100 millis" } }))))
+
+  it.effect("an update that could not connect is repeated", () =>
+    Effect.gen(function*() {
+      const client = yield* MicroappClient
+      const fiber = yield* Effect.fork(Effect.flip(client.updateRow({ rowID: "a", rowData: { Name: "x" } })))
+      for (let i = 0; i < 20; i++) {
+        yield* TestClock.adjust("1 second")
+        yield* settle
+      }
+      const error = yield* Fiber.join(fiber)
+      expect(error).toMatchObject({ _tag: "Transport", notSent: true, attempts: 3 })
+    }).pipe(
+      Effect.provide(
+        MicroappClient.layer({
+          baseUrl: "http://127.0.0.1:1",
+          authToken: Redacted.make("t"),
+          userId: "u",
+          retry: { maxAttempts: 3, initialDelay: "100 millis" }
+        }).pipe(Layer.provide(NodeHttpClient.layerUndici))
+      )
+    ))
+})
+
+describe("a full scan through injected faults", () => {
+  const kinds: ReadonlyArray<FaultKind> = ["http500", "http503Html", "http429", "http408", "drop", "hang", "malformedJson"]
+
+  it.live("returns exactly the table, in order, and never comes back inside a Retry-After window", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      const scan = yield* client.scan({ microAppID: numbers, pageSize: 100 })
+      const rows = Chunk.toReadonlyArray(yield* Stream.runCollect(scan.rows))
+      expect(rows.map((row) => row._id)).toEqual(numbersTable(numbers, 3000).rows.map((row) => row._id))
+      const log = yield* server.requests
+      const faults = log.filter((record) => record.fault !== undefined)
+      expect(faults.length).toBeGreaterThanOrEqual(5)
+      const summary = yield* scan.summary
+      expect(summary.retries).toBe(faults.length)
+      for (const limited of log.filter((record) => record.retryAfterUntil !== undefined)) {
+        const later = log.filter((record) => record.seq > limited.seq)
+        expect(later.every((record) => record.at >= (limited.retryAfterUntil ?? Infinity))).toBe(true)
+      }
+    }).pipe(
+      Effect.provide(
+        withEmulator(
+          { tables: [numbersTable(numbers, 3000)], faults: { seed: 42, rate: 0.2, kinds } },
+          { timeout: "300 millis", retry: { initialDelay: "20 millis", maxDelay: "200 millis", maxAttempts: 8 } }
+        )
+      )
+    ), 60_000)
+})
+
+describe("client-side rate limits", () => {
+  it.effect("requestsPerSecond spaces requests by the clock", () =>
+    Effect.gen(function*() {
+      const client = yield* MicroappClient
+      const fiber = yield* Effect.fork(
+        Effect.all(Array.from({ length: 6 }, () => client.query({ microAppID: projects, limit: 1 })), {
+          concurrency: "unbounded"
+        })
+      )
+      yield* awaitRequests(3)
+      yield* settle
+      expect(yield* requestCount).toBe(3)
+      yield* TestClock.adjust("500 millis")
+      yield* settle
+      expect(yield* requestCount).toBeLessThan(6)
+      yield* TestClock.adjust("600 millis")
+      yield* awaitRequests(6)
+      expect(yield* requestCount).toBe(6)
+      expect(yield* Fiber.join(fiber)).toHaveLength(6)
+    }).pipe(Effect.provide(withEmulator({ demoRows: 5 }, { retry: false, rateLimit: { requestsPerSecond: 3 } }))))
+
+  it.live("maxInFlight bounds concurrent requests of one client", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      yield* Effect.all(Array.from({ length: 8 }, () => client.query({ microAppID: projects, limit: 1 })), {
+        concurrency: "unbounded"
+      })
+      const inFlight = (yield* server.requests).map((record) => record.inFlight)
+      expect(Math.max(...inFlight)).toBe(2)
+    }).pipe(
+      Effect.provide(
+        withEmulator({ demoRows: 5, latency: "30 millis" }, { retry: false, rateLimit: { maxInFlight: 2 } })
+      )
+    ))
+})
+
+describe("layerLogin", () => {
+  it.live("concurrent 401s after the token expired cause exactly one login, and every call succeeds", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const results = yield* Effect.gen(function*() {
+        const client = yield* MicroappClient
+        yield* server.expireTokens
+        return yield* Effect.all(
+          Array.from({ length: 6 }, () => client.query({ microAppID: projects, limit: 1 })),
+          { concurrency: "unbounded" }
+        )
+      }).pipe(
+        Effect.provide(
+          MicroappClient.layerLogin({
+            baseUrl: server.baseUrl,
+            email: demoCredentials.email,
+            password: Redacted.make(demoCredentials.password)
+          }).pipe(Layer.provide(NodeHttpClient.layerUndici))
+        )
+      )
+      expect(results.map((rows) => rows.length)).toEqual([1, 1, 1, 1, 1, 1])
+      const logins = (yield* server.requests).filter((record) => record.path === "/api/login")
+      expect(logins).toHaveLength(2)
+    }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 5, latency: "20 millis" }))))
+
+  it.live("a client with a fixed token does not try to log in on a 401", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      yield* server.expireTokens
+      const error = yield* Effect.flip(client.query({ microAppID: projects }))
+      expect(error._tag).toBe("Unauthorized")
+      expect(List.fromIterable((yield* server.requests).map((record) => record.path)).pipe(List.toArray)).toEqual([
+        "/api/microappdata"
+      ])
+    }).pipe(Effect.provide(withEmulator({ demoRows: 5 }))))
+})
