@@ -1,0 +1,318 @@
+/**
+ * The emulator as an `HttpApp`: the endpoints of the Microapp Data Service over a
+ * `MicroappState`, wrapped in request logging, authentication, the request hook, latency and
+ * faults. Serve it with any Node HTTP server (see `MicroappServer`).
+ *
+ * @since 0.1.0
+ */
+import type { HttpApp } from "@effect/platform"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import { Clock, Context, Duration, Effect, Either, Option, ParseResult, Schema } from "effect"
+import type { Fault } from "./Fault.js"
+import type { Arrival, MicroappState } from "./MicroappState.js"
+
+/** What the routes need to know about the request beyond the platform request. */
+class Call extends Context.Tag("effect-microapp/testing/App/Call")<Call, {
+  readonly text: string
+  readonly userId: Option.Option<string>
+}>() {}
+
+const reply = (status: number, body: unknown): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.unsafeJson(body, { status })
+
+const errorReply = (status: number, message: string): HttpServerResponse.HttpServerResponse =>
+  reply(status, { status: "error", message })
+
+const unauthorized = errorReply(401, "You must be logged in to do this.")
+const rowNotFound = errorReply(404, "Row not found")
+const microappNotFound = errorReply(404, "Microapp not found")
+const notFound = errorReply(404, "Not found")
+
+// --- request bodies ------------------------------------------------------------------------------
+
+const DigitString = Schema.String.pipe(Schema.pattern(/^[0-9]+$/))
+const NumberFromDigits = Schema.compose(DigitString, Schema.NumberFromString)
+// The seed sends skip as a numeric string, newer clients send numbers: both are accepted.
+const Count = Schema.Union(Schema.NonNegativeInt, NumberFromDigits)
+const SortField = Schema.Union(NumberFromDigits, Schema.Int)
+
+const LoginBody = Schema.Struct({ email: Schema.String, password: Schema.String })
+
+const FilterBody = Schema.Struct({
+  resourceID: Schema.optional(Schema.String),
+  fieldID: Schema.String,
+  value: Schema.Union(Schema.String, Schema.Number, Schema.Boolean)
+})
+
+const SortPagingBody = Schema.Struct({
+  resourceID: Schema.optional(Schema.String),
+  field: Schema.optional(SortField),
+  order: Schema.optional(Schema.Literal(1, -1)),
+  skip: Schema.optional(Count),
+  limit: Schema.optional(Count)
+})
+
+const MicroappDataBody = Schema.Struct({
+  microAppID: Schema.NonEmptyString,
+  optSearchFilters: Schema.optional(Schema.Array(FilterBody)),
+  searchFilter: Schema.optional(Schema.Array(SortPagingBody)),
+  serviceFormat: Schema.optional(Schema.Boolean)
+})
+
+const RowBody = Schema.Struct({ rowID: Schema.NonEmptyString })
+
+const RowData = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+const UpdateBody = Schema.Struct({
+  rowID: Schema.NonEmptyString,
+  rowData: RowData,
+  embeddingRowID: Schema.optional(Schema.String),
+  userID: Schema.optional(Schema.String),
+  ignoreActionRules: Schema.optional(Schema.Boolean)
+})
+
+const InsertBody = Schema.Struct({ microAppID: Schema.NonEmptyString, rowData: RowData })
+
+const describeParseError = (error: ParseResult.ParseError): string => {
+  const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
+  if (issue === undefined) return "Invalid request body"
+  return issue.path.length === 0
+    ? `Invalid request body: ${issue.message}`
+    : `Invalid request body: ${issue.path.join(".")}: ${issue.message}`
+}
+
+const decodeBody = <A, I>(schema: Schema.Schema<A, I>) => {
+  const decode = Schema.decodeUnknown(Schema.parseJson(schema))
+  return (text: string): Effect.Effect<A, HttpServerResponse.HttpServerResponse> =>
+    Effect.mapError(decode(text), (error) => errorReply(400, describeParseError(error)))
+}
+
+const parseForLog = (text: string): unknown =>
+  Option.getOrElse(Schema.decodeUnknownOption(Schema.parseJson())(text), () => text)
+
+// --- routes --------------------------------------------------------------------------------------
+
+type Handler = Effect.Effect<HttpServerResponse.HttpServerResponse, HttpServerResponse.HttpServerResponse, Call>
+
+const answered = (handler: Handler) => Effect.merge(handler)
+
+// Authentication comes before any look at the body.
+const withUser = (handle: (userId: string, text: string) => Handler) =>
+  answered(Effect.flatMap(Call, (call) =>
+    Option.match(call.userId, {
+      onNone: () => Effect.fail(unauthorized),
+      onSome: (userId) => handle(userId, call.text)
+    })))
+
+const makeRoutes = (state: MicroappState) => {
+  const login = answered(Effect.gen(function*() {
+    const call = yield* Call
+    const body = yield* decodeBody(LoginBody)(call.text)
+    const session = yield* state.login(body.email, body.password)
+    if (Option.isNone(session)) return yield* Effect.fail(errorReply(401, "Unauthorized"))
+    const settings = yield* state.settings
+    return settings.loginShape === "flat"
+      ? reply(200, { status: "success", ...session.value })
+      : reply(200, { status: "success", data: session.value })
+  }))
+
+  const microappData = withUser((_, text) =>
+    Effect.gen(function*() {
+      const body = yield* decodeBody(MicroappDataBody)(text)
+      const result = yield* state.query({
+        microAppID: body.microAppID,
+        filters: body.optSearchFilters ?? [],
+        sortPaging: body.searchFilter ?? []
+      })
+      if (Either.isLeft(result)) return yield* Effect.fail(errorReply(result.left.status, result.left.message))
+      // Raw output is deliberately not one JSON document: one serialized row per line.
+      return body.serviceFormat === true
+        ? HttpServerResponse.text(result.right.map((row) => JSON.stringify(row)).join("\n"), {
+          contentType: "text/plain; charset=utf-8"
+        })
+        : reply(200, { status: "success", body: { microAppRows: result.right } })
+    })
+  )
+
+  const row = withUser((_, text) =>
+    Effect.gen(function*() {
+      const body = yield* decodeBody(RowBody)(text)
+      const found = yield* state.getRow(body.rowID)
+      if (Option.isNone(found)) return yield* Effect.fail(rowNotFound)
+      return reply(200, { status: "success", body: { currentRow: found.value } })
+    })
+  )
+
+  const update = withUser((_, text) =>
+    Effect.gen(function*() {
+      const body = yield* decodeBody(UpdateBody)(text)
+      const outcome = yield* state.updateRow(body.rowID, body.rowData, {
+        embeddingRowID: body.embeddingRowID,
+        userID: body.userID
+      })
+      switch (outcome) {
+        case "notFound":
+          return yield* Effect.fail(rowNotFound)
+        case "locked":
+          // An application-level refusal: HTTP 200 with status "error".
+          return reply(200, { status: "error", message: "Row is locked" })
+        case "updated":
+          return reply(200, { status: "success" })
+      }
+    })
+  )
+
+  const insert = withUser((userId, text) =>
+    Effect.gen(function*() {
+      const body = yield* decodeBody(InsertBody)(text)
+      const inserted = yield* state.tryInsertRow(body.microAppID, body.rowData, userId)
+      if (Option.isNone(inserted)) return yield* Effect.fail(microappNotFound)
+      return reply(200, { status: "success", body: { rowID: inserted.value["_id"] } })
+    })
+  )
+
+  const remove = withUser((_, text) =>
+    Effect.gen(function*() {
+      const body = yield* decodeBody(RowBody)(text)
+      const removed = yield* state.removeRow(body.rowID)
+      return removed ? reply(200, { status: "success" }) : yield* Effect.fail(rowNotFound)
+    })
+  )
+
+  return HttpRouter.empty.pipe(
+    HttpRouter.post("/api/login", login),
+    HttpRouter.post("/api/microappdata", microappData),
+    HttpRouter.post("/api/microappdata/row", row),
+    HttpRouter.post("/api/updatemicroapprow", update),
+    HttpRouter.post("/api/insertmicroapprow", insert),
+    HttpRouter.post("/api/removemicroapprow", remove)
+  ).pipe(Effect.catchTag("RouteNotFound", () => Effect.succeed(notFound)))
+}
+
+// --- faults --------------------------------------------------------------------------------------
+
+const serviceUnavailableHtml =
+  "<html><head><title>503 Service Temporarily Unavailable</title></head>" +
+  "<body><center><h1>503 Service Temporarily Unavailable</h1></center></body></html>"
+
+// A proper prefix of a JSON object is never valid JSON, so cutting the answer in half breaks it.
+const truncate = (response: HttpServerResponse.HttpServerResponse): HttpServerResponse.HttpServerResponse => {
+  const bytes = response.body._tag === "Uint8Array"
+    ? response.body.body
+    : new TextEncoder().encode("{\"status\":\"success\"}")
+  return HttpServerResponse.uint8Array(bytes.slice(0, Math.max(1, Math.floor(bytes.length / 2))), {
+    status: 200,
+    contentType: "application/json"
+  })
+}
+
+const destroySocket = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+  Effect.sync(() => {
+    NodeHttpServerRequest.toIncomingMessage(request).socket.destroy()
+  }))
+
+const pathOf = (url: string): string => {
+  const query = url.indexOf("?")
+  return query < 0 ? url : url.slice(0, query)
+}
+
+/**
+ * The emulator app over a state. It needs a Node HTTP server underneath (dropped connections
+ * destroy the Node socket).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeApp = (state: MicroappState): HttpApp.Default => {
+  const routes = makeRoutes(state)
+
+  const route = (call: Context.Tag.Service<Call>) => Effect.provideService(routes, Call, call)
+
+  const answerFault = (
+    arrival: Arrival,
+    fault: Fault,
+    call: Context.Tag.Service<Call>
+  ): Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest> =>
+    Effect.gen(function*() {
+      switch (fault.kind) {
+        case "http500":
+          yield* arrival.complete({ status: 500 })
+          return errorReply(500, "Internal server error")
+        case "http503Html":
+          yield* arrival.complete({ status: 503 })
+          return HttpServerResponse.text(serviceUnavailableHtml, {
+            status: 503,
+            contentType: "text/html; charset=utf-8"
+          })
+        case "http408":
+          yield* arrival.complete({ status: 408 })
+          return errorReply(408, "Request timeout")
+        case "http429": {
+          const now = yield* Clock.currentTimeMillis
+          const seconds = fault.retryAfterSeconds
+          // An HTTP date has whole seconds: round up so the client never comes back early.
+          const until = fault.retryAfterAsDate ? Math.ceil((now + seconds * 1000) / 1000) * 1000 : now + seconds * 1000
+          const retryAfter = fault.retryAfterAsDate ? new Date(until).toUTCString() : String(seconds)
+          yield* arrival.complete({ status: 429, retryAfterUntil: until })
+          return HttpServerResponse.unsafeJson(
+            { status: "error", message: "Too many requests" },
+            { status: 429, headers: { "retry-after": retryAfter } }
+          )
+        }
+        case "drop":
+          yield* arrival.complete({ outcome: "dropped" })
+          yield* destroySocket
+          return yield* Effect.never
+        case "dropAfterApply":
+          yield* route(call)
+          yield* arrival.complete({ outcome: "dropped" })
+          yield* destroySocket
+          return yield* Effect.never
+        case "hang":
+          // Interrupted when the client goes away or the server closes its connections.
+          return yield* Effect.never
+        case "malformedJson": {
+          const response = yield* route(call)
+          yield* arrival.complete({ status: 200 })
+          return truncate(response)
+        }
+      }
+    })
+
+  const handle = Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const path = pathOf(request.url)
+    const text = yield* Effect.orElseSucceed(request.text, () => "")
+    const authToken = request.headers["x-auth-token"]
+    const headerUserId = request.headers["x-user-id"]
+    const userId = authToken === undefined || headerUserId === undefined
+      ? Option.none<string>()
+      : yield* state.authenticate(authToken, headerUserId)
+    const call = { text, userId }
+    const respond = (arrival: Arrival) =>
+      Effect.gen(function*() {
+        const hook = yield* state.hook
+        if (Option.isSome(hook)) yield* hook.value(arrival.record)
+        if (Duration.greaterThan(arrival.latency, Duration.zero)) yield* Effect.sleep(arrival.latency)
+        if (arrival.fault !== undefined) return yield* answerFault(arrival, arrival.fault, call)
+        const response = yield* route(call)
+        yield* arrival.complete({ status: response.status })
+        return response
+      })
+    // Logged and counted in flight atomically with the finalizers that settle the record.
+    return yield* Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(
+        state.begin({ method: request.method, path, body: parseForLog(text), authorized: Option.isSome(userId) }),
+        (arrival) =>
+          restore(respond(arrival)).pipe(
+            Effect.onInterrupt(() => arrival.abandon),
+            Effect.ensuring(arrival.end)
+          )
+      )
+    )
+  })
+
+  // The platform runs apps uninterruptibly; a hang or a slow answer must yield to a client abort.
+  return Effect.interruptible(handle)
+}

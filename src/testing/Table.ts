@@ -1,0 +1,230 @@
+/**
+ * Microapp definitions and rows as the emulator holds them, and the row rules of the service:
+ * metadata, insert, and update by field label.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+
+/**
+ * A row: a plain JSON object with metadata keys and one key per field label.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Row = { readonly [key: string]: unknown }
+
+/**
+ * What a field holds; only `crossApp` changes behaviour (an update to `null` clears it).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type FieldKind = "text" | "number" | "integer" | "boolean" | "date" | "crossApp" | "location" | "list"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface FieldDefinition {
+  readonly label: string
+  readonly fieldID: string
+  /** Defaults to "text". */
+  readonly kind?: FieldKind | undefined
+}
+
+/**
+ * A Microapp: its fields, its configured sort fields (labels; index 0 is sort field "1") and its
+ * rows in natural order. Rows may omit metadata keys: the emulator fills them in when loading.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TableDefinition {
+  readonly microAppID: string
+  readonly name: string
+  readonly fields: ReadonlyArray<FieldDefinition>
+  readonly sortFields: ReadonlyArray<string>
+  readonly rows: ReadonlyArray<Row>
+}
+
+/**
+ * Row keys the service owns; an update or insert naming them is silently ignored.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const systemKeys: ReadonlySet<string> = new Set([
+  "_id",
+  "userID",
+  "viewers",
+  "isLocked",
+  "submitted",
+  "deviceID",
+  "appVersion",
+  "hasConflict",
+  "clientCounter",
+  "clientSubmitted",
+  "embeddingRowID"
+])
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CrossAppValue = Schema.Struct({
+  crossAppRowID: Schema.String,
+  value: Schema.Struct({ label: Schema.String, value: Schema.Unknown })
+})
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const LocationValue = Schema.Struct({
+  address: Schema.Struct({ formattedAddress: Schema.String })
+})
+
+/**
+ * @since 0.1.0
+ * @category guards
+ */
+export const isCrossAppValue = Schema.is(CrossAppValue)
+
+/**
+ * @since 0.1.0
+ * @category guards
+ */
+export const isLocationValue = Schema.is(LocationValue)
+
+const pad = (value: number, width = 2): string => String(value).padStart(width, "0")
+
+/**
+ * Formats a submission time as the service does: `YYYY-MM-DD (HH:mm:ss) +hhmm`, in the client's
+ * local time given by its UTC offset.
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
+export const formatClientSubmitted = (submitted: number, offsetMinutes: number): string => {
+  const local = new Date(submitted + offsetMinutes * 60_000)
+  const sign = offsetMinutes < 0 ? "-" : "+"
+  const offset = Math.abs(offsetMinutes)
+  const date = `${pad(local.getUTCFullYear(), 4)}-${pad(local.getUTCMonth() + 1)}-${pad(local.getUTCDate())}`
+  const time = `${pad(local.getUTCHours())}:${pad(local.getUTCMinutes())}:${pad(local.getUTCSeconds())}`
+  return `${date} (${time}) ${sign}${pad(Math.floor(offset / 60))}${pad(offset % 60)}`
+}
+
+/**
+ * A 24-character lowercase hex id: `prefix` followed by `counter` in hex, zero-padded.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeRowId = (prefix: string, counter: number): string =>
+  prefix + counter.toString(16).padStart(24 - prefix.length, "0")
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Metadata {
+  readonly _id: string
+  readonly userID: string
+  readonly submitted: number
+  readonly offsetMinutes?: number | undefined
+}
+
+/**
+ * Metadata keys of a freshly submitted row, in the service's key order.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeMetadata = (metadata: Metadata): Row => ({
+  _id: metadata._id,
+  userID: metadata.userID,
+  viewers: [],
+  isLocked: false,
+  submitted: metadata.submitted,
+  deviceID: null,
+  appVersion: null,
+  hasConflict: false,
+  clientCounter: null,
+  clientSubmitted: formatClientSubmitted(metadata.submitted, metadata.offsetMinutes ?? 0)
+})
+
+/**
+ * Completes a row given without some metadata keys; keys already present win.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const completeRow = (row: Row, defaults: Metadata): Row => ({ ...makeMetadata(defaults), ...row })
+
+const fieldByLabel = (fields: ReadonlyArray<FieldDefinition>, label: string): FieldDefinition | undefined =>
+  systemKeys.has(label) ? undefined : fields.find((field) => field.label === label)
+
+const isCrossAppField = (field: FieldDefinition, current: unknown): boolean =>
+  field.kind === "crossApp" || (field.kind === undefined && isCrossAppValue(current))
+
+/**
+ * Field values of `rowData` whose keys are field labels (case sensitive); unknown labels and
+ * system keys are dropped, as the service drops them without a word.
+ *
+ * @since 0.1.0
+ * @category rules
+ */
+export const knownFieldValues = (
+  fields: ReadonlyArray<FieldDefinition>,
+  rowData: Row
+): ReadonlyArray<readonly [FieldDefinition, unknown]> =>
+  Object.entries(rowData).flatMap(([label, value]) => {
+    const field = fieldByLabel(fields, label)
+    return field === undefined ? [] : [[field, value] as const]
+  })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface UpdateExtras {
+  readonly embeddingRowID?: string | undefined
+  readonly userID?: string | undefined
+}
+
+/**
+ * The row after an update: known labels replace their values, a cross-application field set to
+ * `null` loses its key, `embeddingRowID` and `userID` are set when given.
+ *
+ * @since 0.1.0
+ * @category rules
+ */
+export const applyUpdate = (
+  fields: ReadonlyArray<FieldDefinition>,
+  row: Row,
+  rowData: Row,
+  extras: UpdateExtras = {}
+): Row => {
+  const next: Record<string, unknown> = { ...row }
+  for (const [field, value] of knownFieldValues(fields, rowData)) {
+    if (value === null && isCrossAppField(field, row[field.label])) {
+      delete next[field.label]
+    } else {
+      next[field.label] = value
+    }
+  }
+  if (extras.embeddingRowID !== undefined) next["embeddingRowID"] = extras.embeddingRowID
+  if (extras.userID !== undefined) next["userID"] = extras.userID
+  return next
+}
+
+/**
+ * A new row from insert data: metadata first, then the known labels (a `null` cross-application
+ * value is left out).
+ *
+ * @since 0.1.0
+ * @category rules
+ */
+export const buildRow = (fields: ReadonlyArray<FieldDefinition>, rowData: Row, metadata: Metadata): Row =>
+  applyUpdate(fields, makeMetadata(metadata), rowData)

@@ -1,0 +1,182 @@
+/**
+ * What `/api/microappdata` does with a table: filter, sort, skip, take.
+ *
+ * @since 0.1.0
+ */
+import { Either } from "effect"
+import type { FieldDefinition, Row } from "./Table.js"
+import { isCrossAppValue, isLocationValue } from "./Table.js"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Filter {
+  readonly resourceID?: string | undefined
+  readonly fieldID: string
+  readonly value: string | number | boolean
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface SortPaging {
+  readonly resourceID?: string | undefined
+  /** Sort field number (1-based). */
+  readonly field?: number | undefined
+  readonly order?: 1 | -1 | undefined
+  readonly skip?: number | undefined
+  readonly limit?: number | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Query {
+  readonly microAppID: string
+  readonly filters: ReadonlyArray<Filter>
+  readonly sortPaging: ReadonlyArray<SortPaging>
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Limits {
+  /** Rows returned when the request sends no limit. */
+  readonly defaultLimit: number
+  /** Silent clamp of every page, when set. */
+  readonly maxLimit: number | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface QueryTable {
+  readonly fields: ReadonlyArray<FieldDefinition>
+  readonly sortFields: ReadonlyArray<string>
+}
+
+// A value matches a filter through any of its string forms ("5" matches 5, a cross-app value its id or label).
+const stringForms = (value: unknown): ReadonlyArray<string> => {
+  if (typeof value === "string") return [value]
+  if (typeof value === "number" || typeof value === "boolean") return [String(value)]
+  if (Array.isArray(value)) return value.flatMap((item: unknown) => stringForms(item))
+  if (isCrossAppValue(value)) return [value.crossAppRowID, ...stringForms(value.value.value)]
+  if (isLocationValue(value)) return [value.address.formattedAddress]
+  return []
+}
+
+interface SortKey {
+  readonly rank: number
+  readonly number: number
+  readonly string: string
+}
+
+// Type ranks follow the document-store order: null < numbers < strings < objects < arrays < booleans.
+const sortKey = (value: unknown): SortKey => {
+  if (value === null || value === undefined) return { rank: 0, number: 0, string: "" }
+  if (typeof value === "number") return { rank: 1, number: value, string: "" }
+  if (typeof value === "string") return { rank: 2, number: 0, string: value }
+  if (isCrossAppValue(value)) return { rank: 2, number: 0, string: String(value.value.value) }
+  if (typeof value === "boolean") return { rank: 5, number: value ? 1 : 0, string: "" }
+  if (Array.isArray(value)) return { rank: 4, number: 0, string: JSON.stringify(value) }
+  if (isLocationValue(value)) return { rank: 3, number: 0, string: value.address.formattedAddress }
+  return { rank: 3, number: 0, string: JSON.stringify(value) }
+}
+
+const compareKeys = (a: SortKey, b: SortKey): number => {
+  if (a.rank !== b.rank) return a.rank - b.rank
+  if (a.number !== b.number) return a.number < b.number ? -1 : 1
+  if (a.string !== b.string) return a.string < b.string ? -1 : 1
+  return 0
+}
+
+interface ResolvedSort {
+  readonly label: string
+  readonly direction: 1 | -1
+}
+
+const checkResource = (query: Query, resourceID: string | undefined, what: string): Either.Either<void, string> =>
+  resourceID === undefined || resourceID === query.microAppID
+    ? Either.right(undefined)
+    : Either.left(`${what}: resourceID ${JSON.stringify(resourceID)} does not match microAppID`)
+
+const resolveFilters = (
+  table: QueryTable,
+  query: Query
+): Either.Either<ReadonlyArray<readonly [string, string]>, string> =>
+  Either.all(
+    query.filters.map((filter) =>
+      Either.flatMap(checkResource(query, filter.resourceID, "optSearchFilters"), () => {
+        const field = table.fields.find((candidate) => candidate.fieldID === filter.fieldID)
+        return field === undefined
+          ? Either.left(`optSearchFilters: unknown fieldID ${JSON.stringify(filter.fieldID)}`)
+          : Either.right([field.label, String(filter.value)] as const)
+      })
+    )
+  )
+
+const resolveSorts = (table: QueryTable, query: Query): Either.Either<ReadonlyArray<ResolvedSort>, string> =>
+  Either.all(
+    query.sortPaging.map((element) =>
+      Either.flatMap(checkResource(query, element.resourceID, "searchFilter"), () => {
+        if (element.field === undefined) return Either.right<ReadonlyArray<ResolvedSort>>([])
+        const label = table.sortFields[element.field - 1]
+        return label === undefined
+          ? Either.left(`searchFilter: sort field ${element.field} is not configured`)
+          : Either.right<ReadonlyArray<ResolvedSort>>([{ label, direction: element.order ?? 1 }])
+      })
+    )
+  ).pipe(Either.map((sorts) => sorts.flat()))
+
+const lastDefined = <A>(values: ReadonlyArray<A | undefined>): A | undefined =>
+  values.reduce<A | undefined>((found, value) => value ?? found, undefined)
+
+const sortRows = (rows: ReadonlyArray<Row>, sorts: ReadonlyArray<ResolvedSort>): ReadonlyArray<Row> => {
+  if (sorts.length === 0) return rows
+  const keyed = rows.map((row) => ({ row, keys: sorts.map((sort) => sortKey(row[sort.label])) }))
+  // Array.prototype.sort is stable, so ties keep their natural order.
+  keyed.sort((a, b) => {
+    for (let i = 0; i < sorts.length; i++) {
+      const ka = a.keys[i]
+      const kb = b.keys[i]
+      const sort = sorts[i]
+      if (ka === undefined || kb === undefined || sort === undefined) continue
+      const order = compareKeys(ka, kb)
+      if (order !== 0) return order * sort.direction
+    }
+    return 0
+  })
+  return keyed.map((entry) => entry.row)
+}
+
+/**
+ * Rows of one request: filter (AND), sort by the configured sort fields, skip, then take the
+ * requested limit, the default limit when none was sent, never more than `maxLimit`.
+ * The left side is the message of a 400 answer.
+ *
+ * @since 0.1.0
+ * @category rules
+ */
+export const runQuery = (
+  table: QueryTable,
+  rows: ReadonlyArray<Row>,
+  query: Query,
+  limits: Limits
+): Either.Either<ReadonlyArray<Row>, string> =>
+  Either.gen(function*() {
+    const filters = yield* resolveFilters(table, query)
+    const sorts = yield* resolveSorts(table, query)
+    const matching = filters.length === 0
+      ? rows
+      : rows.filter((row) => filters.every(([label, value]) => stringForms(row[label]).includes(value)))
+    const sorted = sortRows(matching, sorts)
+    const skip = lastDefined(query.sortPaging.map((element) => element.skip)) ?? 0
+    const limit = lastDefined(query.sortPaging.map((element) => element.limit)) ?? limits.defaultLimit
+    const take = limits.maxLimit === undefined ? limit : Math.min(limit, limits.maxLimit)
+    return sorted.slice(skip, skip + take)
+  })

@@ -1,0 +1,50 @@
+/**
+ * The local emulator of the Microapp Data Service (`effect-microapp/testing`).
+ *
+ * @since 0.1.0
+ */
+
+/**
+ * @since 0.1.0
+ */
+export { MicroappServer } from "./MicroappServer.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as MicroappState from "./MicroappState.js"
+
+/**
+ * @since 0.1.0
+ */
+export type { LoginShape, RequestHook, RequestRecord, Settings, SettingsPatch, UpdateOutcome } from "./MicroappState.js"
+
+/**
+ * @since 0.1.0
+ */
+export { makeApp } from "./App.js"
+
+/**
+ * @since 0.1.0
+ */
+export * from "./DemoData.js"
+
+/**
+ * @since 0.1.0
+ */
+export { faultKinds } from "./Fault.js"
+
+/**
+ * @since 0.1.0
+ */
+export type { FaultKind, FaultPlan, InjectOptions } from "./Fault.js"
+
+/**
+ * @since 0.1.0
+ */
+export type { FieldDefinition, FieldKind, Row, TableDefinition } from "./Table.js"
+
+/**
+ * @since 0.1.0
+ */
+export { formatClientSubmitted } from "./Table.js"
