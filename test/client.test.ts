@@ -280,6 +280,15 @@ describe("errors from real responses", () => {
       })
     }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 1 }))))
 
+  it.live("a user who may only read is Forbidden to update", () =>
+    Effect.gen(function*() {
+      const client = yield* MicroappClient
+      const [row] = yield* client.query({ microAppID: projects, limit: 1 })
+      const error = yield* failure(client.updateRow({ rowID: row?._id ?? "", rowData: { Name: "x" } }))
+      expect(error).toMatchObject({ _tag: "Forbidden", status: 403, path: "/api/updatemicroapprow" })
+      expect(error.message).toContain("permission")
+    }).pipe(Effect.provide(withEmulator({ demoRows: 3, users: [{ ...demoCredentials, readOnly: true }] }))))
+
   const faults = [
     ["http500", "ServerError", 500],
     ["http503Html", "ServerError", 503],

@@ -28,6 +28,7 @@ const unauthorized = errorReply(401, "You must be logged in to do this.")
 const rowNotFound = errorReply(404, "Row not found")
 const microappNotFound = errorReply(404, "Microapp not found")
 const notFound = errorReply(404, "Not found")
+const forbidden = errorReply(403, "You do not have permission to change rows of this Microapp.")
 
 // --- request bodies ------------------------------------------------------------------------------
 
@@ -106,6 +107,12 @@ const withUser = (handle: (userId: string, text: string) => Handler) =>
     })))
 
 const makeRoutes = (state: MicroappState) => {
+  // A read-only user is refused before the body is looked at, like an unauthenticated one.
+  const withWriter = (handle: (userId: string, text: string) => Handler) =>
+    withUser((userId, text) =>
+      Effect.flatMap(state.canWrite(userId), (allowed) => allowed ? handle(userId, text) : Effect.fail(forbidden))
+    )
+
   const login = answered(Effect.gen(function*() {
     const call = yield* Call
     const body = yield* decodeBody(LoginBody)(call.text)
@@ -144,7 +151,7 @@ const makeRoutes = (state: MicroappState) => {
     })
   )
 
-  const update = withUser((_, text) =>
+  const update = withWriter((_, text) =>
     Effect.gen(function*() {
       const body = yield* decodeBody(UpdateBody)(text)
       const outcome = yield* state.updateRow(body.rowID, body.rowData, {
@@ -163,7 +170,7 @@ const makeRoutes = (state: MicroappState) => {
     })
   )
 
-  const insert = withUser((userId, text) =>
+  const insert = withWriter((userId, text) =>
     Effect.gen(function*() {
       const body = yield* decodeBody(InsertBody)(text)
       const inserted = yield* state.tryInsertRow(body.microAppID, body.rowData, userId)
@@ -172,7 +179,7 @@ const makeRoutes = (state: MicroappState) => {
     })
   )
 
-  const remove = withUser((_, text) =>
+  const remove = withWriter((_, text) =>
     Effect.gen(function*() {
       const body = yield* decodeBody(RowBody)(text)
       const removed = yield* state.removeRow(body.rowID)

@@ -17,6 +17,8 @@ export interface Credentials {
   readonly password: string
   readonly userId: string
   readonly authToken: string
+  /** A user who may read but not change rows: writes are answered 403. */
+  readonly readOnly?: boolean | undefined
 }
 
 /**

@@ -180,6 +180,8 @@ export interface MicroappState {
 
   /** The userId owning this token, if the pair is current. */
   readonly authenticate: (authToken: string, userId: string) => Effect.Effect<Option.Option<string>>
+  /** Whether this user may change rows. */
+  readonly canWrite: (userId: string) => Effect.Effect<boolean>
   /** Issues a fresh token for matching credentials. */
   readonly login: (
     email: string,
@@ -381,6 +383,8 @@ export const make = (options: Options = {}): Effect.Effect<MicroappState> =>
 
       authenticate: (authToken, userId) =>
         Effect.sync(() => (tokens.get(authToken) === userId ? Option.some(userId) : Option.none())),
+      canWrite: (userId) =>
+        Effect.sync(() => users.find((user) => user.userId === userId)?.readOnly !== true),
       login: (email, password) =>
         Effect.sync(() => {
           const user = users.find((candidate) => candidate.email === email && candidate.password === password)
