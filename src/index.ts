@@ -13,6 +13,13 @@ export { MicroappClient } from "./MicroappClient.js"
 export type { InvalidRowPolicy, RetryOptions } from "./MicroappClient.js"
 
 /**
+ * Typed Microapp definitions: fields by label with fieldID and Schema, sort fields by label.
+ *
+ * @since 0.1.0
+ */
+export * as Microapp from "./Microapp.js"
+
+/**
  * The typed errors.
  *
  * @since 0.1.0

@@ -4,6 +4,8 @@
  *
  * @since 0.1.0
  */
+import { Schema } from "effect"
+import * as Microapp from "../Microapp.js"
 import * as Prng from "./Prng.js"
 import type { FieldDefinition, Row, TableDefinition } from "./Table.js"
 import { formatClientSubmitted, makeRowId } from "./Table.js"
@@ -47,44 +49,68 @@ export const peopleMicroAppID = "64b7c0f1a2d3e4f5a6b7c8d9"
 export const projectsMicroAppID = "64b7c0f1a2d3e4f5a6b7c8da"
 
 /**
- * @since 0.1.0
- * @category constants
- */
-export const peopleFields: ReadonlyArray<FieldDefinition> = [
-  { label: "Name", fieldID: "p_name", kind: "text" },
-  { label: "Email", fieldID: "p_email", kind: "text" },
-  { label: "Team", fieldID: "p_team", kind: "text" }
-]
-
-/**
- * @since 0.1.0
- * @category constants
- */
-export const peopleSortFields: ReadonlyArray<string> = ["Name", "Team"]
-
-/**
- * @since 0.1.0
- * @category constants
- */
-export const projectFields: ReadonlyArray<FieldDefinition> = [
-  { label: "Name", fieldID: "f_name", kind: "text" },
-  { label: "Status", fieldID: "f_status", kind: "text" },
-  { label: "Budget", fieldID: "f_budget", kind: "number" },
-  { label: "Priority", fieldID: "f_priority", kind: "integer" },
-  { label: "Approved", fieldID: "f_approved", kind: "boolean" },
-  { label: "Due", fieldID: "f_due", kind: "date" },
-  { label: "Owner", fieldID: "f_owner", kind: "crossApp" },
-  { label: "Site", fieldID: "f_site", kind: "location" },
-  { label: "Tags", fieldID: "f_tags", kind: "list" }
-]
-
-/**
- * Sort field "1" is Name, "2" Budget, "3" Due, "4" Priority.
+ * The demo People Microapp.
  *
  * @since 0.1.0
+ * @category definitions
+ */
+export const People = Microapp.make({
+  microAppID: peopleMicroAppID,
+  name: "People",
+  fields: {
+    Name: Microapp.required(Microapp.text("p_name")),
+    Email: Microapp.text("p_email"),
+    Team: Microapp.text("p_team")
+  },
+  sortFields: ["Name", "Team"]
+})
+
+/**
+ * The demo Projects Microapp: sort field 1 is Name, 2 Budget, 3 Due, 4 Priority.
+ *
+ * @since 0.1.0
+ * @category definitions
+ */
+export const Projects = Microapp.make({
+  microAppID: projectsMicroAppID,
+  name: "Projects",
+  fields: {
+    Name: Microapp.required(Microapp.text("f_name")),
+    Status: Microapp.choice("f_status", ["Open", "In progress", "Done"]),
+    Budget: Microapp.number("f_budget"),
+    Priority: Microapp.integer("f_priority"),
+    Approved: Microapp.boolean("f_approved"),
+    Due: Microapp.date("f_due"),
+    Owner: Microapp.crossApp("f_owner", People),
+    Site: Microapp.location("f_site"),
+    Tags: Microapp.list("f_tags", Schema.String)
+  },
+  sortFields: ["Name", "Budget", "Due", "Priority"]
+})
+
+/**
+ * @since 0.1.0
  * @category constants
  */
-export const projectSortFields: ReadonlyArray<string> = ["Name", "Budget", "Due", "Priority"]
+export const peopleFields: ReadonlyArray<FieldDefinition> = Microapp.fieldList(People)
+
+/**
+ * @since 0.1.0
+ * @category constants
+ */
+export const peopleSortFields: ReadonlyArray<string> = People.sortFields
+
+/**
+ * @since 0.1.0
+ * @category constants
+ */
+export const projectFields: ReadonlyArray<FieldDefinition> = Microapp.fieldList(Projects)
+
+/**
+ * @since 0.1.0
+ * @category constants
+ */
+export const projectSortFields: ReadonlyArray<string> = Projects.sortFields
 
 /**
  * Number of rows in the demo People Microapp.
