@@ -125,6 +125,22 @@ describe("rows: a server that clamps limits", () => {
     }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 30)], maxLimit: 1 }))))
 })
 
+describe("rows: requests for a 10,000-row scan, page size 1,000", () => {
+  const cases = [
+    { clamp: undefined, concurrency: 1, requests: 11, cap: undefined },
+    { clamp: 500, concurrency: 1, requests: 22, cap: 500 },
+    { clamp: 500, concurrency: 4, requests: 22, cap: 500 }
+  ]
+  for (const c of cases) {
+    it.live(`server clamp ${c.clamp ?? "none"}, concurrency ${c.concurrency}: ${c.requests} requests`, () =>
+      Effect.gen(function*() {
+        const { rows, summary } = yield* scanAll({ pageSize: 1000, concurrency: c.concurrency })
+        expect(rows).toHaveLength(10_000)
+        expect(summary).toMatchObject({ pages: c.requests, serverCap: c.cap, complete: true })
+      }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 10_000)], maxLimit: c.clamp }))))
+  }
+})
+
 describe("rows: a table that changes during the scan", () => {
   const size = 1000
   const all = numbersTable(numbers, size).rows.map((row) => row._id)

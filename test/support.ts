@@ -1,6 +1,6 @@
 import { NodeHttpClient } from "@effect/platform-node"
-import { Effect, Layer, Redacted } from "effect"
-import { MicroappClient } from "../src/index.js"
+import { Effect, Layer } from "effect"
+import type { MicroappClient } from "../src/index.js"
 import { MicroappServer } from "../src/testing/index.js"
 
 /** The emulator on an ephemeral port, and a client of it over a real socket. */
@@ -8,18 +8,7 @@ export const withEmulator = (
   server: MicroappServer.Options = {},
   client: MicroappClient.Tuning = { retry: false }
 ): Layer.Layer<MicroappClient | MicroappServer, unknown> =>
-  Layer.unwrapEffect(
-    Effect.map(MicroappServer, (emulator) =>
-      MicroappClient.layer({
-        baseUrl: emulator.baseUrl,
-        authToken: Redacted.make(emulator.credentials.authToken),
-        userId: emulator.credentials.userId,
-        ...client
-      }))
-  ).pipe(
-    Layer.provideMerge(MicroappServer.layer(server)),
-    Layer.provide(NodeHttpClient.layerUndici)
-  )
+  MicroappServer.layerWithClient(server, client).pipe(Layer.provide(NodeHttpClient.layerUndici))
 
 /** The bodies of the requests the emulator saw on a path. */
 export const bodiesTo = (path: string) =>

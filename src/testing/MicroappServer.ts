@@ -7,7 +7,9 @@
 import type { HttpServerError } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import type { Scope } from "effect"
-import { Context, Effect, Layer } from "effect"
+import type { HttpClient } from "@effect/platform"
+import { Context, Effect, Layer, Redacted } from "effect"
+import { MicroappClient } from "../MicroappClient.js"
 import * as Http from "node:http"
 import { makeApp } from "./App.js"
 import type { Credentials } from "./DemoData.js"
@@ -144,4 +146,24 @@ export class MicroappServer extends Context.Tag("effect-microapp/testing/Microap
    */
   static readonly layer = (options: MicroappServer.Options = {}): Layer.Layer<MicroappServer, HttpServerError.ServeError> =>
     Layer.scoped(MicroappServer, make(options))
+
+  /**
+   * The emulator and a `MicroappClient` of it, logged in as its first user; the transport is
+   * the caller's (`NodeHttpClient.layerUndici`, `FetchHttpClient.layer`).
+   *
+   * @since 0.1.0
+   */
+  static readonly layerWithClient = (
+    options: MicroappServer.Options = {},
+    client: MicroappClient.Tuning = {}
+  ): Layer.Layer<MicroappServer | MicroappClient, HttpServerError.ServeError, HttpClient.HttpClient> =>
+    Layer.unwrapEffect(
+      Effect.map(MicroappServer, (server) =>
+        MicroappClient.layer({
+          ...client,
+          baseUrl: server.baseUrl,
+          authToken: Redacted.make(server.credentials.authToken),
+          userId: server.credentials.userId
+        }))
+    ).pipe(Layer.provideMerge(MicroappServer.layer(options)))
 }
