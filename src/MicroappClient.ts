@@ -358,7 +358,7 @@ const makeWith = Effect.fnUntraced(function*<E>(
   const validateQuery = Query.validate(Query.QueryOptions, endpoints.rows)
   const validateRows = Query.validate(RowsOptionsSchema, endpoints.rows)
   const validateMax = Query.validate(CollectMax, endpoints.rows)
-  const validateRowID = Query.validate(Query.Identifier, endpoints.row)
+  const validateRowID = Query.validate(Query.Identifier, endpoints.row, "rowID")
   const validateUpdate = Query.validate(UpdateOptionsSchema, endpoints.update)
 
   const toEffect = <A>(result: Either.Either<A, MicroappError>): Effect.Effect<A, MicroappError> =>
@@ -420,6 +420,7 @@ const makeWith = Effect.fnUntraced(function*<E>(
         (error) => Effect.fail(notFound(error))
       )
       const info = { endpoint: endpoints.row, attempt: reply.attempts }
+      yield* Effect.annotateCurrentSpan({ attempt: reply.attempts })
       const body = yield* decodeCurrentRow(reply.json, 200, info)
       const current = body.body?.currentRow
       if (current === undefined || current === null) return yield* notFound()
@@ -452,6 +453,7 @@ const makeWith = Effect.fnUntraced(function*<E>(
     const valid = yield* validateUpdate(options)
     yield* Effect.annotateCurrentSpan({ rowID: valid.rowID })
     const reply = yield* post(endpoints.update, valid, options.timeout)
+    yield* Effect.annotateCurrentSpan({ attempt: reply.attempts })
     yield* decodeStatus(reply.json, 200, { endpoint: endpoints.update, attempt: reply.attempts })
   })
 

@@ -135,7 +135,12 @@ export interface CheckedSelection {
  * @since 0.1.0
  * @category validation
  */
-export const validate = <A, I>(schema: Schema.Schema<A, I>, endpoint: { readonly path: string }) => {
+export const validate = <A, I>(
+  schema: Schema.Schema<A, I>,
+  endpoint: { readonly path: string },
+  /** What to call the input when the whole of it is at fault. */
+  name = "options"
+) => {
   const decode = Schema.decodeUnknown(schema, { errors: "first", onExcessProperty: "ignore" })
   return (input: unknown): Effect.Effect<A, InvalidInput> =>
     Effect.mapError(decode(input), (error) => {
@@ -143,7 +148,7 @@ export const validate = <A, I>(schema: Schema.Schema<A, I>, endpoint: { readonly
       return new InvalidInput({
         method: "POST",
         path: endpoint.path,
-        input: issue === undefined || issue.path.length === 0 ? "options" : issue.path.join("."),
+        input: issue === undefined || issue.path.length === 0 ? name : issue.path.join("."),
         reason: issue?.message ?? error.message
       })
     })
