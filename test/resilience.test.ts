@@ -281,6 +281,8 @@ describe("a full scan through injected faults", () => {
       const log = yield* server.requests
       const faults = log.filter((record) => record.fault !== undefined)
       expect(faults.length).toBeGreaterThanOrEqual(5)
+      expect(new Set(faults.map((record) => record.fault)).size).toBeGreaterThanOrEqual(5)
+      expect(faults.filter((record) => record.fault === "http429").length).toBeGreaterThan(0)
       const summary = yield* scan.summary
       expect(summary.retries).toBe(faults.length)
       for (const limited of log.filter((record) => record.retryAfterUntil !== undefined)) {
@@ -290,11 +292,35 @@ describe("a full scan through injected faults", () => {
     }).pipe(
       Effect.provide(
         withEmulator(
-          { tables: [numbersTable(numbers, 3000)], faults: { seed: 42, rate: 0.2, kinds } },
+          { tables: [numbersTable(numbers, 3000)], faults: { seed: 8, rate: 0.2, kinds } },
           { timeout: "300 millis", retry: { initialDelay: "20 millis", maxDelay: "200 millis", maxAttempts: 8 } }
         )
       )
     ), 60_000)
+})
+
+describe("the fault matrix: each kind of fault on 20% of a scan's requests", () => {
+  const kinds: ReadonlyArray<FaultKind> = ["http500", "http503Html", "http429", "http408", "drop", "hang", "malformedJson"]
+  for (const kind of kinds) {
+    it.live(`${kind}: every row, once, in order`, () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const client = yield* MicroappClient
+        const scan = yield* client.scan({ microAppID: numbers, pageSize: 100 })
+        const rows = Chunk.toReadonlyArray(yield* Stream.runCollect(scan.rows))
+        const injected = (yield* server.requests).filter((record) => record.fault === kind).length
+        expect(injected).toBeGreaterThan(0)
+        expect(rows.map((row) => row._id)).toEqual(numbersTable(numbers, 1500).rows.map((row) => row._id))
+        expect((yield* scan.summary).retries).toBe(injected)
+      }).pipe(
+        Effect.provide(
+          withEmulator(
+            { tables: [numbersTable(numbers, 1500)], faults: { seed: 7, rate: 0.2, kinds: [kind] } },
+            { timeout: "300 millis", retry: { initialDelay: "20 millis", maxDelay: "200 millis", maxAttempts: 8 } }
+          )
+        )
+      ), 30_000)
+  }
 })
 
 describe("client-side rate limits", () => {
