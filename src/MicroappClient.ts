@@ -26,7 +26,7 @@ import { type Credentials, makeRequester, type Requester } from "./internal/requ
 import { makeRateGate, type RetryOptions } from "./internal/retry.js"
 import { InvalidInput, type MicroappError, NotFound, TooManyRows } from "./MicroappError.js"
 import * as Query from "./Query.js"
-import { CurrentRowBody, type InvalidRow, LoginBody, Row, RowsBody, StatusEnvelope } from "./Row.js"
+import { CurrentRowBody, type InvalidRow, LoginBody, Row, RowMetadata, RowsBody, StatusEnvelope } from "./Row.js"
 import * as RowStream from "./RowStream.js"
 
 export type { InvalidRowPolicy } from "./internal/decode.js"
@@ -266,20 +266,8 @@ const Json: Schema.Schema<Json> = Schema.Union(
   Schema.Record({ key: Schema.String, value: Schema.suspend(() => Json) })
 )
 
-/** Row keys the server owns: writing them is silently ignored, so it is refused here. */
-const systemKeys: ReadonlySet<string> = new Set([
-  "_id",
-  "userID",
-  "viewers",
-  "isLocked",
-  "submitted",
-  "deviceID",
-  "appVersion",
-  "hasConflict",
-  "clientCounter",
-  "clientSubmitted",
-  "embeddingRowID"
-])
+/** Row keys the server owns (the metadata): writing them is silently ignored, so it is refused here. */
+const systemKeys: ReadonlySet<string> = new Set(Object.keys(RowMetadata.fields))
 
 const UpdateOptionsSchema = Schema.Struct({
   rowID: Query.Identifier,

@@ -3,7 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, DateTime, Effect, Either, Layer, Redacted, Schema } from "effect"
 import { MicroappClient, type MicroappError, Row } from "../src/index.js"
 import { demoCredentials, MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
-import { bodiesTo, withEmulator } from "./support.js"
+import { bodiesTo, loginLayer, withEmulator } from "./support.js"
 
 const projects = projectsMicroAppID
 const rowsPath = "/api/microappdata"
@@ -430,11 +430,7 @@ describe("layers", () => {
         const server = yield* MicroappServer
         const rows = yield* Effect.flatMap(MicroappClient, (client) => client.query({ microAppID: projects })).pipe(
           Effect.provide(
-            MicroappClient.layerLogin({
-              baseUrl: server.baseUrl,
-              email: demoCredentials.email,
-              password: Redacted.make(demoCredentials.password)
-            }).pipe(Layer.provide(NodeHttpClient.layerUndici))
+            loginLayer(server)
           )
         )
         expect(rows).toHaveLength(2)

@@ -3,7 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Fiber, Layer, List, Logger, LogLevel, Redacted, Stream, TestClock, TestServices } from "effect"
 import { MicroappClient } from "../src/index.js"
 import { demoCredentials, type FaultKind, MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
-import { numbersTable, withEmulator } from "./support.js"
+import { loginLayer, numbersTable, withEmulator } from "./support.js"
 
 const numbers = "000000000000000000000n02"
 const projects = projectsMicroAppID
@@ -373,11 +373,7 @@ describe("layerLogin", () => {
         )
       }).pipe(
         Effect.provide(
-          MicroappClient.layerLogin({
-            baseUrl: server.baseUrl,
-            email: demoCredentials.email,
-            password: Redacted.make(demoCredentials.password)
-          }).pipe(Layer.provide(NodeHttpClient.layerUndici))
+          loginLayer(server)
         )
       )
       expect(results.map((rows) => rows.length)).toEqual([1, 1, 1, 1, 1, 1])

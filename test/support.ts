@@ -1,7 +1,7 @@
 import { NodeHttpClient } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
-import type { MicroappClient } from "../src/index.js"
-import { MicroappServer } from "../src/testing/index.js"
+import { Effect, Layer, Redacted } from "effect"
+import { MicroappClient } from "../src/index.js"
+import { demoCredentials, MicroappServer } from "../src/testing/index.js"
 
 /** The emulator on an ephemeral port, and a client of it over a real socket. */
 export const withEmulator = (
@@ -32,3 +32,11 @@ export const numbersTable = (microAppID: string, count: number) => ({
     Parity: i % 2 === 0 ? "even" : "odd"
   }))
 })
+
+/** A client that logs in to `server` as the demo user. */
+export const loginLayer = (server: MicroappServer.Service) =>
+  MicroappClient.layerLogin({
+    baseUrl: server.baseUrl,
+    email: demoCredentials.email,
+    password: Redacted.make(demoCredentials.password)
+  }).pipe(Layer.provide(NodeHttpClient.layerUndici))
