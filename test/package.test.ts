@@ -1,0 +1,64 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as fs from "node:fs"
+import * as path from "node:path"
+
+const root = path.resolve(import.meta.dirname, "..")
+const packageJson = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"))
+
+/** Every module specifier a built file imports or re-exports, statically or dynamically. */
+const specifiers = (file: string): ReadonlyArray<string> =>
+  Array.from(
+    fs.readFileSync(file, "utf8").matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*)["']([^"']+)["']/g),
+    (match) => match[1] ?? ""
+  )
+
+/** The bare specifiers reachable from an entry point of the build, following relative imports. */
+const externalImports = (entry: string): ReadonlySet<string> => {
+  const seen = new Set<string>()
+  const external = new Set<string>()
+  const visit = (file: string) => {
+    if (seen.has(file)) return
+    seen.add(file)
+    for (const specifier of specifiers(file)) {
+      if (specifier.startsWith(".")) visit(path.resolve(path.dirname(file), specifier))
+      else external.add(specifier)
+    }
+  }
+  visit(path.join(root, entry))
+  return external
+}
+
+describe("the package", () => {
+  it("exports the client, the emulator and the bin, with types", () => {
+    expect(packageJson.name).toBe("effect-microapp")
+    expect(packageJson.type).toBe("module")
+    expect(packageJson.bin.microapp).toBe("./dist/cli/bin.js")
+    for (const entry of Object.values(packageJson.exports) as Array<{ types: string; default: string }>) {
+      expect(fs.existsSync(path.join(root, entry.default))).toBe(true)
+      expect(fs.existsSync(path.join(root, entry.types))).toBe(true)
+    }
+  })
+
+  it("the client imports only effect and @effect/platform (read from the built files)", () => {
+    const external = [...externalImports(packageJson.exports["."].default)]
+    expect(external.length).toBeGreaterThan(0)
+    const allowed = /^(effect|@effect\/platform)(\/|$)/
+    expect(external.filter((specifier) => !allowed.test(specifier))).toEqual([])
+  })
+
+  it("the emulator and the CLI are where the Node-only imports are", () => {
+    expect([...externalImports(packageJson.exports["./testing"].default)]).toContain("@effect/platform-node")
+  })
+
+  it("pins the Effect 3 line, never Effect 4", () => {
+    const all = { ...packageJson.dependencies, ...packageJson.devDependencies, ...packageJson.peerDependencies }
+    expect(all.effect).toBe("^3.22.4")
+    expect(all["@effect/platform"]).toBe("^0.97.2")
+    expect(all["@effect/platform-node"]).toBe("^0.108.2")
+    expect(all["@effect/cli"]).toBe("^0.77.2")
+    expect(all["@effect/vitest"]).toMatch(/^\^0\.30\./)
+    expect(packageJson.engines.node).toBe(">=20.18.1")
+    const installed = JSON.parse(fs.readFileSync(path.join(root, "node_modules/effect/package.json"), "utf8"))
+    expect(installed.version).toMatch(/^3\./)
+  })
+})
