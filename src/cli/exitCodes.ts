@@ -1,0 +1,135 @@
+/**
+ * The exit codes of the `microapp` command line, the errors of the command line itself, and the
+ * one line each failure prints on stderr. Part of the CLI's public contract.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+import { describe, type MicroappError } from "../MicroappError.js"
+
+/**
+ * - `ok` 0: done.
+ * - `failure` 1: anything else (local I/O, an unexpected failure).
+ * - `usage` 2: bad flags or arguments, invalid input (`InvalidInput`, bad `--data` JSON).
+ * - `auth` 3: the service refused the credentials (`Unauthorized`, `Forbidden`).
+ * - `notFound` 4: no such row or Microapp (`NotFound`).
+ * - `service` 5: the service or the network failed after retries, or the service refused a
+ *   request that passed every local check (`ServerError`, `Transport`, `Timeout`, `RateLimited`,
+ *   `UnexpectedResponse`, `ScanInconsistent`, `RequestRejected`).
+ * - `interrupted` 130: stopped by SIGINT or SIGTERM (except `serve`, which then exits 0).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const ExitCode = {
+  ok: 0,
+  failure: 1,
+  usage: 2,
+  auth: 3,
+  notFound: 4,
+  service: 5,
+  interrupted: 130
+} as const
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ExitCode = typeof ExitCode[keyof typeof ExitCode]
+
+/**
+ * The command line was used wrongly, or its input is not what it must be.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {
+  message: Schema.String
+}) {}
+
+/**
+ * Something outside the service failed: a file that cannot be written, the emulator that cannot
+ * start.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class CommandFailed extends Schema.TaggedError<CommandFailed>()("CommandFailed", {
+  message: Schema.String
+}) {}
+
+/**
+ * A signal stopped the command; its cleanup has run.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class Interrupted extends Schema.TaggedError<Interrupted>()("Interrupted", {
+  signal: Schema.String
+}) {
+  override get message(): string {
+    return `interrupted by ${this.signal}`
+  }
+}
+
+/**
+ * Every failure a command reports.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type CliError = MicroappError | UsageError | CommandFailed | Interrupted
+
+/**
+ * The exit code of a failure.
+ *
+ * @since 0.1.0
+ * @category exit codes
+ */
+export const exitCodeOf = (error: CliError): ExitCode => {
+  switch (error._tag) {
+    case "UsageError":
+    case "InvalidInput":
+      return ExitCode.usage
+    case "Unauthorized":
+    case "Forbidden":
+      return ExitCode.auth
+    case "NotFound":
+      return ExitCode.notFound
+    case "ServerError":
+    case "Transport":
+    case "Timeout":
+    case "RateLimited":
+    case "UnexpectedResponse":
+    case "ScanInconsistent":
+    case "RequestRejected":
+      return ExitCode.service
+    case "Interrupted":
+      return ExitCode.interrupted
+    case "TooManyRows":
+    case "CommandFailed":
+      return ExitCode.failure
+  }
+}
+
+/**
+ * The one line a failure prints on stderr: `error: <what happened> (<tag>, HTTP <status> <method> <path>)`
+ * for errors of the client, `error: <what happened>` for the others. Never a token: the client's
+ * errors hold none, and the command line puts none into its own.
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
+export const errorLine = (error: CliError): string => {
+  switch (error._tag) {
+    case "UsageError":
+    case "CommandFailed":
+    case "Interrupted":
+      return `error: ${oneLine(error.message)}`
+    default:
+      return `error: ${oneLine(describe(error))}`
+  }
+}
+
+/** Folds any line breaks a server message might carry, so the error stays one line. */
+const oneLine = (text: string): string => text.replace(/\s*[\r\n]+\s*/g, " ").trim()

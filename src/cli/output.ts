@@ -1,0 +1,211 @@
+/**
+ * Writing a stream of rows as NDJSON, a JSON array or CSV, to stdout or to a file that appears
+ * under its name only when complete. Memory stays bounded whatever the table's size: NDJSON and
+ * JSON are written page by page, and CSV rows wait in a temporary NDJSON file until the header
+ * (the union of every row's keys) is known.
+ *
+ * @since 0.1.0
+ */
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as Path from "@effect/platform/Path"
+import { Chunk, Effect, Exit, Random, Schema, Stream } from "effect"
+import { CommandFailed } from "./exitCodes.js"
+import type { Destination } from "./stdio.js"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export const formats = ["ndjson", "json", "csv"] as const
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Format = typeof formats[number]
+
+/**
+ * A row as the service sends it: a JSON object.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type JsonRow = { readonly [key: string]: unknown }
+
+const encoder = new TextEncoder()
+
+const failedOn = (what: string) => (error: { readonly message: string }) =>
+  new CommandFailed({ message: `${what}: ${error.message}` })
+
+/** A file open for writing as a `Destination`. */
+const fileDestination = (file: FileSystem.File, name: string): Destination => ({
+  write: (text) => Effect.mapError(file.writeAll(encoder.encode(text)), failedOn(`cannot write ${name}`))
+})
+
+/**
+ * Runs `use` with a destination that writes to a temporary file beside `target`, then renames it
+ * to `target`. On failure or interruption the temporary file is removed and `target` is left as
+ * it was: a reader never sees a half-written file under its final name.
+ *
+ * @since 0.1.0
+ * @category destinations
+ */
+export const atomicFile = <A, E, R>(
+  target: string,
+  use: (destination: Destination) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E | CommandFailed, R | FileSystem.FileSystem | Path.Path> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const suffix = (yield* Random.nextIntBetween(0, 0x7fffffff)).toString(36)
+    // the same directory keeps the rename atomic (one file system)
+    const temporary = path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}-${suffix}.partial`)
+    return yield* Effect.scoped(Effect.gen(function*() {
+      yield* Effect.addFinalizer((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.ignore(fs.remove(temporary)))
+      const result = yield* Effect.scoped(Effect.gen(function*() {
+        const file = yield* Effect.mapError(fs.open(temporary, { flag: "wx" }), failedOn(`cannot create ${target}`))
+        const value = yield* use(fileDestination(file, target))
+        yield* Effect.mapError(file.sync, failedOn(`cannot write ${target}`))
+        return value
+      }))
+      yield* Effect.mapError(fs.rename(temporary, target), failedOn(`cannot write ${target}`))
+      return result
+    }))
+  })
+
+/**
+ * One row per line. Each write holds whole lines, so output cut short by a failure ends on a
+ * complete line.
+ *
+ * @since 0.1.0
+ * @category formats
+ */
+export const writeNdjson = <E, R>(
+  rows: Stream.Stream<JsonRow, E, R>,
+  destination: Destination
+): Effect.Effect<void, E | CommandFailed, R> =>
+  Stream.runForEachChunk(rows, (chunk) => destination.write(ndjsonLines(chunk)))
+
+const ndjsonLines = (chunk: Chunk.Chunk<JsonRow>): string => {
+  let text = ""
+  for (const row of chunk) text += `${JSON.stringify(row)}\n`
+  return text
+}
+
+/**
+ * One JSON array, one row per line, written as the rows arrive.
+ *
+ * @since 0.1.0
+ * @category formats
+ */
+export const writeJsonArray = <E, R>(
+  rows: Stream.Stream<JsonRow, E, R>,
+  destination: Destination
+): Effect.Effect<void, E | CommandFailed, R> =>
+  Effect.flatMap(
+    Stream.runFoldEffect(rows.pipe(Stream.chunks), false, (started, chunk) => {
+      if (Chunk.isEmpty(chunk)) return Effect.succeed(started)
+      const body = Chunk.toReadonlyArray(chunk).map((row) => JSON.stringify(row)).join(",\n")
+      return Effect.as(destination.write(started ? `,\n${body}` : `[\n${body}`), true)
+    }),
+    (started) => destination.write(started ? "\n]\n" : "[]\n")
+  )
+
+/**
+ * One CSV field as RFC 4180 has it: quoted when it holds a comma, a quote, CR or LF, with quotes
+ * doubled.
+ *
+ * @since 0.1.0
+ * @category csv
+ */
+export const csvField = (text: string): string => /[",\r\n]/.test(text) ? `"${text.replace(/"/g, "\"\"")}"` : text
+
+/**
+ * One value as the text of a cell: strings as they are, numbers and booleans as written in JSON,
+ * nothing for `null` and missing keys, and compact JSON for anything nested (cross-application
+ * and location values, lists).
+ *
+ * @since 0.1.0
+ * @category csv
+ */
+export const csvCell = (value: unknown): string => {
+  if (value === undefined || value === null) return ""
+  if (typeof value === "string") return value
+  if (typeof value === "number" || typeof value === "boolean") return String(value)
+  return JSON.stringify(value) ?? ""
+}
+
+/**
+ * A CSV record with its CRLF line end.
+ *
+ * @since 0.1.0
+ * @category csv
+ */
+export const csvRecord = (fields: ReadonlyArray<string>): string => `${fields.map(csvField).join(",")}\r\n`
+
+const SpooledRow = Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+const decodeSpooled = Schema.decodeUnknown(SpooledRow)
+
+/**
+ * CSV with a header of every key seen, `_id` first, then in the order keys first appear. The rows
+ * go to a temporary NDJSON file while the keys are collected, then header and rows are written to
+ * `destination`: nothing reaches it before the scan has ended.
+ *
+ * @since 0.1.0
+ * @category formats
+ */
+export const writeCsv = <E, R>(
+  rows: Stream.Stream<JsonRow, E, R>,
+  destination: Destination
+): Effect.Effect<void, E | CommandFailed, R | FileSystem.FileSystem> =>
+  Effect.scoped(Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const spool = yield* Effect.mapError(
+      fs.makeTempFileScoped({ prefix: "microapp-csv-" }),
+      failedOn("cannot create a temporary file")
+    )
+    const keys = new Set<string>(["_id"])
+    yield* Effect.scoped(Effect.gen(function*() {
+      const file = yield* Effect.mapError(fs.open(spool, { flag: "w" }), failedOn("cannot write a temporary file"))
+      const spoolDestination = fileDestination(file, "a temporary file")
+      yield* Stream.runForEachChunk(rows, (chunk) => {
+        for (const row of chunk) for (const key of Object.keys(row)) keys.add(key)
+        return spoolDestination.write(ndjsonLines(chunk))
+      })
+    }))
+    const header = Array.from(keys)
+    yield* destination.write(csvRecord(header))
+    yield* fs.stream(spool).pipe(
+      Stream.mapError(failedOn("cannot read a temporary file")),
+      Stream.decodeText(),
+      Stream.splitLines,
+      Stream.filter((line) => line !== ""),
+      Stream.mapEffect((line) => Effect.mapError(decodeSpooled(line), failedOn("cannot read a temporary file"))),
+      Stream.runForEachChunk((chunk) => {
+        let text = ""
+        for (const row of chunk) text += csvRecord(header.map((key) => csvCell(row[key])))
+        return destination.write(text)
+      })
+    )
+  }))
+
+/**
+ * Writes `rows` in `format` to `destination`.
+ *
+ * @since 0.1.0
+ * @category formats
+ */
+export const writeRows = <E, R>(
+  format: Format,
+  rows: Stream.Stream<JsonRow, E, R>,
+  destination: Destination
+): Effect.Effect<void, E | CommandFailed, R | FileSystem.FileSystem> => {
+  switch (format) {
+    case "ndjson":
+      return writeNdjson(rows, destination)
+    case "json":
+      return writeJsonArray(rows, destination)
+    case "csv":
+      return writeCsv(rows, destination)
+  }
+}

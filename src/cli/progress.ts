@@ -1,0 +1,68 @@
+/**
+ * What a scan shows on stderr: a live progress line while it runs (only on a terminal) and a
+ * one-line summary when it ends.
+ *
+ * @since 0.1.0
+ */
+import { Duration, Effect, Schedule } from "effect"
+import type { ScanSummary } from "../RowStream.js"
+import { stderr } from "./stdio.js"
+
+const clearLine = "\r\u001b[2K"
+
+const seconds = (millis: number): string => `${(millis / 1000).toFixed(millis < 10_000 ? 2 : 1)} s`
+
+const plural = (count: number, one: string, many: string): string => `${count} ${count === 1 ? one : many}`
+
+const rate = (summary: ScanSummary): string =>
+  summary.elapsedMillis <= 0 ? "-" : String(Math.round((summary.rows * 1000) / summary.elapsedMillis))
+
+/**
+ * The live line: rows, pages, rows per second.
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
+export const progressLine = (summary: ScanSummary): string =>
+  `${plural(summary.rows, "row", "rows")}, ${plural(summary.pages, "page", "pages")}, ${rate(summary)} rows/s`
+
+/**
+ * The closing line: rows, pages, elapsed time, the server's page cap when one was detected,
+ * duplicates dropped and realignments (and retries, inconsistencies or invalid rows if any).
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
+export const summaryLine = (summary: ScanSummary): string => {
+  const parts = [
+    plural(summary.rows, "row", "rows"),
+    plural(summary.pages, "page", "pages"),
+    seconds(summary.elapsedMillis),
+    ...(summary.serverCap === undefined ? [] : [`server cap ${summary.serverCap} rows per request`]),
+    plural(summary.duplicatesDropped, "duplicate dropped", "duplicates dropped"),
+    plural(summary.realignments, "realignment", "realignments"),
+    ...(summary.retries === 0 ? [] : [plural(summary.retries, "retry", "retries")]),
+    ...(summary.inconsistencies === 0 ? [] : [plural(summary.inconsistencies, "inconsistency", "inconsistencies")]),
+    ...(summary.invalidRows === 0 ? [] : [plural(summary.invalidRows, "invalid row", "invalid rows")])
+  ]
+  return `done: ${parts.join(", ")}`
+}
+
+/**
+ * Runs `effect` while a progress line on stderr is redrawn every quarter second from `summary`;
+ * the line is erased when `effect` ends, however it ends.
+ *
+ * @since 0.1.0
+ * @category progress
+ */
+export const withProgress = (summary: Effect.Effect<ScanSummary>, enabled: boolean) =>
+<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  enabled
+    ? Effect.scoped(Effect.gen(function*() {
+      yield* Effect.addFinalizer(() => Effect.ignore(stderr.write(clearLine)))
+      const draw = Effect.flatMap(summary, (current) =>
+        Effect.ignore(stderr.write(`${clearLine}${progressLine(current)}`)))
+      yield* Effect.forkScoped(Effect.repeat(draw, Schedule.spaced(Duration.millis(250))))
+      return yield* effect
+    }))
+    : effect

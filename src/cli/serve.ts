@@ -1,0 +1,79 @@
+/**
+ * `microapp serve`: the emulator on its own, until Ctrl-C.
+ *
+ * @since 0.1.0
+ */
+import { Effect } from "effect"
+import { MicroappServer, peopleMicroAppID, projectsMicroAppID } from "../testing/index.js"
+import { CommandFailed } from "./exitCodes.js"
+import { shellQuote } from "./shell.js"
+import { signalled, stdout } from "./stdio.js"
+
+/** What a ServeError carries: its message is empty, its cause says what happened (EADDRINUSE...). */
+const causeOf = (error: { readonly cause: unknown }): string =>
+  error.cause instanceof Error ? error.cause.message : String(error.cause)
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ServeOptions {
+  readonly port: number
+  /** Rows of the demo Projects Microapp; the emulator's default when undefined. */
+  readonly rows: number | undefined
+  readonly defaultLimit: number | undefined
+  readonly maxLimit: number | undefined
+}
+
+/**
+ * Starts the emulator on 127.0.0.1, prints where it is and how to use it (base URL on the first
+ * line), and serves until SIGINT or SIGTERM, then closes every connection and ends normally.
+ *
+ * @since 0.1.0
+ * @category commands
+ */
+export const serve = (options: ServeOptions): Effect.Effect<void, CommandFailed> =>
+  Effect.scoped(Effect.gen(function*() {
+    const server = yield* Effect.mapError(
+      MicroappServer.make({
+        host: "127.0.0.1",
+        port: options.port,
+        ...(options.rows === undefined ? {} : { demoRows: options.rows }),
+        ...(options.defaultLimit === undefined ? {} : { defaultLimit: options.defaultLimit }),
+        ...(options.maxLimit === undefined ? {} : { maxLimit: options.maxLimit })
+      }),
+      (error) => new CommandFailed({ message: `cannot listen on 127.0.0.1:${options.port}: ${causeOf(error)}` })
+    )
+    const settings = yield* server.state.settings
+    const projects = (yield* server.table(projectsMicroAppID)).length
+    const people = (yield* server.table(peopleMicroAppID)).length
+    const { credentials } = server
+    yield* stdout.write(
+      [
+        `Microapp Data Service emulator listening on ${server.baseUrl}`,
+        "",
+        "Demo user",
+        `  email     ${credentials.email}`,
+        `  password  ${credentials.password}`,
+        `  user id   ${credentials.userId}`,
+        `  token     ${credentials.authToken}`,
+        "",
+        "Microapps",
+        `  Projects  ${projectsMicroAppID}  (${projects} rows)`,
+        `  People    ${peopleMicroAppID}  (${people} rows)`,
+        "",
+        `Default row limit ${settings.defaultLimit}; limit clamp ${settings.maxLimit ?? "none"}.`,
+        "",
+        "Try:",
+        `  export MICROAPP_BASE_URL=${shellQuote(server.baseUrl)}`,
+        `  export MICROAPP_AUTH_TOKEN=${shellQuote(credentials.authToken)}`,
+        `  export MICROAPP_USER_ID=${shellQuote(credentials.userId)}`,
+        `  microapp rows ${projectsMicroAppID} --format csv --output projects.csv`,
+        "",
+        "Press Ctrl-C to stop.",
+        ""
+      ].join("\n")
+    )
+    // a signal is this command's normal end
+    yield* Effect.catchTag(signalled, "Interrupted", () => Effect.void)
+  }))

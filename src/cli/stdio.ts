@@ -1,0 +1,127 @@
+/**
+ * The process's standard streams as Effects: writes that complete when the text is handed to the
+ * OS (so the process can exit without losing output), stdin read to the end, and a signal to wait for.
+ *
+ * @since 0.1.0
+ */
+import * as NodeStream from "@effect/platform-node/NodeStream"
+import { Effect } from "effect"
+import { CommandFailed, Interrupted, UsageError } from "./exitCodes.js"
+
+/**
+ * Somewhere text goes, in order, in whole pieces.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Destination {
+  readonly write: (text: string) => Effect.Effect<void, CommandFailed>
+}
+
+const codeOf = (error: Error): unknown => "code" in error ? error.code : undefined
+
+const handled = new WeakSet<NodeJS.WriteStream>()
+
+const writer = (stream: NodeJS.WriteStream, name: string): Destination => ({
+  write: (text) =>
+    text === "" ? Effect.void : Effect.async<void, CommandFailed>((resume) => {
+      // without a listener a closed pipe would crash the process instead of failing this write
+      if (!handled.has(stream)) {
+        handled.add(stream)
+        stream.on("error", () => {})
+      }
+      stream.write(text, (error) => {
+        if (error === null || error === undefined) return resume(Effect.void)
+        const message = codeOf(error) === "EPIPE"
+          ? `${name} was closed by its reader`
+          : `cannot write to ${name}: ${error.message}`
+        resume(Effect.fail(new CommandFailed({ message })))
+      })
+    })
+})
+
+/**
+ * @since 0.1.0
+ * @category destinations
+ */
+export const stdout: Destination = writer(process.stdout, "standard output")
+
+/**
+ * @since 0.1.0
+ * @category destinations
+ */
+export const stderr: Destination = writer(process.stderr, "standard error")
+
+/**
+ * Writes one line on stderr; a failure to do so has nowhere to be reported and is ignored.
+ *
+ * @since 0.1.0
+ * @category destinations
+ */
+export const stderrLine = (line: string): Effect.Effect<void> => Effect.ignore(stderr.write(`${line}\n`))
+
+/**
+ * @since 0.1.0
+ * @category terminal
+ */
+export const stderrIsTerminal: Effect.Effect<boolean> = Effect.sync(() => process.stderr.isTTY === true)
+
+/**
+ * @since 0.1.0
+ * @category terminal
+ */
+export const stdoutIsTerminal: Effect.Effect<boolean> = Effect.sync(() => process.stdout.isTTY === true)
+
+/**
+ * @since 0.1.0
+ * @category terminal
+ */
+export const stdinIsTerminal: Effect.Effect<boolean> = Effect.sync(() => process.stdin.isTTY === true)
+
+/** More than this on stdin is not a password or a row's data. */
+const stdinLimit = 64 * 1024 * 1024
+
+/**
+ * All of stdin as text (UTF-8).
+ *
+ * @since 0.1.0
+ * @category input
+ */
+export const readStdin: Effect.Effect<string, UsageError> = NodeStream.toString(() => process.stdin, {
+  onFailure: (error) =>
+    new UsageError({
+      message: `cannot read standard input: ${error instanceof Error ? error.message : String(error)}`
+    }),
+  maxBytes: stdinLimit
+})
+
+/**
+ * Waits for SIGINT or SIGTERM, then fails with `Interrupted`. Raced against a command, it stops
+ * the command through interruption, so every finalizer (temporary files, servers) runs; a second
+ * signal finds no listener and ends the process at once.
+ *
+ * @since 0.1.0
+ * @category signals
+ */
+export const signalled: Effect.Effect<never, Interrupted> = Effect.async<never, Interrupted>((resume) => {
+  const on = (signal: NodeJS.Signals) => {
+    process.off("SIGINT", on)
+    process.off("SIGTERM", on)
+    resume(Effect.fail(new Interrupted({ signal })))
+  }
+  process.on("SIGINT", on)
+  process.on("SIGTERM", on)
+  return Effect.sync(() => {
+    process.off("SIGINT", on)
+    process.off("SIGTERM", on)
+  })
+})
+
+/**
+ * Runs `effect` until it ends or a signal arrives, whichever comes first.
+ *
+ * @since 0.1.0
+ * @category signals
+ */
+export const untilSignal = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | Interrupted, R> =>
+  Effect.raceFirst(effect, signalled)

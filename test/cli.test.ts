@@ -1,0 +1,467 @@
+/**
+ * The `microapp` command line, run as a child process (the built `dist/cli/bin.js`) against the
+ * emulator served in this process.
+ */
+import { describe, expect, it, layer } from "@effect/vitest"
+import { Duration, Effect, Option, Schedule, Schema } from "effect"
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { beforeAll } from "vitest"
+import { MicroappServer, projectsMicroAppID, type TableDefinition } from "../src/testing/index.js"
+
+const root = fileURLToPath(new URL("..", import.meta.url))
+const bin = path.join(root, "dist", "cli", "bin.js")
+
+// test/globalSetup.ts builds dist/ once before the suites, so a clean clone needs no prior build
+beforeAll(() => {
+  if (!fs.existsSync(bin)) throw new Error(`${bin} is missing: the global setup should have built it`)
+})
+
+interface Run {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+interface RunOptions {
+  readonly env?: Readonly<Record<string, string>>
+  readonly stdin?: string
+}
+
+/** The environment of the child, without the developer's own MICROAPP_* variables. */
+const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("MICROAPP_")))
+
+const start = (args: ReadonlyArray<string>, options: RunOptions = {}): ChildProcessWithoutNullStreams =>
+  spawn(process.execPath, [bin, ...args], { env: { ...cleanEnv, ...options.env }, stdio: "pipe" })
+
+/** Runs the CLI to its end. */
+const cli = (args: ReadonlyArray<string>, options: RunOptions = {}) =>
+  Effect.async<Run>((resume) => {
+    const child = start(args, options)
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text))
+    child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text))
+    child.on("error", (error) => resume(Effect.die(error)))
+    child.on("close", (code) => resume(Effect.succeed({ code, stdout, stderr })))
+    child.stdin.end(options.stdin ?? "")
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
+/** Waits for a child to end. */
+const exitOf = (child: ChildProcessWithoutNullStreams) =>
+  Effect.async<number | null>((resume) => {
+    if (child.exitCode !== null) return resume(Effect.succeed(child.exitCode))
+    child.on("close", (code) => resume(Effect.succeed(code)))
+  })
+
+const flags = (server: MicroappServer.Service, token = server.credentials.authToken) => [
+  "--base-url",
+  server.baseUrl,
+  "--token",
+  token,
+  "--user-id",
+  server.credentials.userId
+]
+
+const envOf = (server: MicroappServer.Service) => ({
+  MICROAPP_BASE_URL: server.baseUrl,
+  MICROAPP_AUTH_TOKEN: server.credentials.authToken,
+  MICROAPP_USER_ID: server.credentials.userId
+})
+
+/** A failure: the exit code, one `error:` line on stderr, and no token anywhere. */
+const expectFailure = (run: Run, code: number, tokens: ReadonlyArray<string>) => {
+  expect(run.code, run.stderr).toBe(code)
+  expect(run.stderr).toMatch(/^error: [^\n]+\n$/)
+  for (const token of tokens) {
+    expect(run.stdout).not.toContain(token)
+    expect(run.stderr).not.toContain(token)
+  }
+}
+
+const temporaryDirectory = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "microapp-cli-test-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+/** A strict RFC 4180 parser: CRLF between records, quotes only around whole fields. */
+const parseCsv = (text: string): Array<Array<string>> => {
+  const records: Array<Array<string>> = []
+  let record: Array<string> = []
+  let field = ""
+  let quoted = false
+  let i = 0
+  while (i < text.length) {
+    const c = text[i]
+    if (quoted) {
+      if (c === "\"" && text[i + 1] === "\"") {
+        field += "\""
+        i += 2
+      } else if (c === "\"") {
+        quoted = false
+        i++
+        if (![",", "\r", undefined].includes(text[i])) throw new Error(`text after a closing quote at ${i}`)
+      } else {
+        field += c
+        i++
+      }
+    } else if (c === "\"") {
+      if (field !== "") throw new Error(`a quote inside an unquoted field at ${i}`)
+      quoted = true
+      i++
+    } else if (c === ",") {
+      record.push(field)
+      field = ""
+      i++
+    } else if (c === "\r" && text[i + 1] === "\n") {
+      record.push(field)
+      records.push(record)
+      record = []
+      field = ""
+      i += 2
+    } else if (c === "\r" || c === "\n") {
+      throw new Error(`a bare line break outside quotes at ${i}`)
+    } else {
+      field += c
+      i++
+    }
+  }
+  if (quoted) throw new Error("an unterminated quoted field")
+  if (field !== "" || record.length > 0) throw new Error("the last record has no CRLF")
+  return records
+}
+
+const cell = (value: unknown): string =>
+  value === undefined || value === null ? "" : typeof value === "object" ? JSON.stringify(value) : String(value)
+
+const json = (text: string): unknown => JSON.parse(text)
+
+const decodeIdLine = Schema.decodeUnknownSync(Schema.parseJson(Schema.Struct({ _id: Schema.String })))
+
+/** The `_id`s of NDJSON output, checking that every line is a whole row. */
+const idsOf = (ndjson: string): Array<string> => ndjson.trimEnd().split("\n").map((line) => decodeIdLine(line)._id)
+
+const ndjsonRows = (ndjson: string): Array<unknown> => ndjson.trimEnd().split("\n").map(json)
+
+const packageVersion = (): string =>
+  Schema.decodeUnknownSync(Schema.parseJson(Schema.Struct({ version: Schema.String })))(
+    fs.readFileSync(path.join(root, "package.json"), "utf8")
+  ).version
+
+const PlainAnswer = Schema.Struct({
+  status: Schema.Literal("success"),
+  body: Schema.Struct({ microAppRows: Schema.Array(Schema.Unknown) })
+})
+
+describe.concurrent("microapp (the built bin)", () => {
+  layer(MicroappServer.layer({ demoRows: 130 }), { excludeTestServices: true })("reading", (it) => {
+    it.effect("rows: NDJSON by default, every row in natural order, whole lines, a summary on stderr", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const run = yield* cli(["rows", projectsMicroAppID, "--page-size", "50", ...flags(server)])
+        expect(run.code, run.stderr).toBe(0)
+        expect(run.stdout.endsWith("\n")).toBe(true)
+        expect(ndjsonRows(run.stdout)).toEqual(yield* server.table(projectsMicroAppID))
+        expect(run.stderr).toMatch(/^done: 130 rows, \d+ pages, [\d.]+ s, 0 duplicates dropped, 0 realignments\n$/)
+      }))
+
+    it.effect("rows --format json: one array; --quiet: nothing on stderr; credentials from the environment", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const run = yield* cli(["rows", projectsMicroAppID, "--format", "json", "--quiet"], { env: envOf(server) })
+        expect(run.code, run.stderr).toBe(0)
+        expect(run.stderr).toBe("")
+        expect(json(run.stdout)).toEqual(yield* server.table(projectsMicroAppID))
+      }))
+
+    it.effect("rows --filter (repeated) --sort --order", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const run = yield* cli([
+          "rows",
+          projectsMicroAppID,
+          "--filter",
+          "f_status=Open",
+          "--filter",
+          "f_approved=true",
+          "--sort",
+          "2",
+          "--order",
+          "desc",
+          "--page-size",
+          "7",
+          ...flags(server)
+        ])
+        expect(run.code, run.stderr).toBe(0)
+        const expected = (yield* server.table(projectsMicroAppID))
+          .filter((row) => row.Status === "Open" && row.Approved === true)
+          .sort((a, b) => Number(b.Budget) - Number(a.Budget))
+        expect(expected.length).toBeGreaterThan(7)
+        expect(idsOf(run.stdout)).toEqual(expected.map((row) => row._id))
+      }))
+
+    it.effect("row: pretty JSON with a 2-space indent", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const [, target] = yield* server.table(projectsMicroAppID)
+        const run = yield* cli(["row", String(target?._id), ...flags(server)])
+        expect(run.code, run.stderr).toBe(0)
+        expect(run.stdout).toBe(`${JSON.stringify(target, null, 2)}\n`)
+      }))
+
+    it.effect("exit 4: an unknown row", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const row = yield* cli(["row", "ffffffffffffffffffffffff", ...flags(server)])
+        expectFailure(row, 4, [server.credentials.authToken])
+        expect(row.stderr).toMatch(/\(NotFound, HTTP 404 POST \/api\/microappdata\/row\)\n$/)
+      }))
+
+    it.effect("exit 3: a wrong token, never printed", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const wrong = "wrong-token-4c1d9e"
+        const tokens = [wrong, server.credentials.authToken]
+        const rows = yield* cli(["rows", projectsMicroAppID, "--format", "csv", ...flags(server, wrong)])
+        expectFailure(rows, 3, tokens)
+        expect(rows.stdout).toBe("")
+        expect(rows.stderr).toMatch(/\(Unauthorized, HTTP 401 POST \/api\/microappdata\)\n$/)
+      }))
+
+    it.effect("exit 1: an --output the system refuses", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const dir = yield* temporaryDirectory
+        const output = path.join(dir, "missing", "out.csv")
+        const run = yield* cli(["rows", projectsMicroAppID, "--output", output, ...flags(server)])
+        expectFailure(run, 1, [server.credentials.authToken])
+        expect(fs.readdirSync(dir)).toEqual([])
+      }).pipe(Effect.scoped))
+
+    it.effect("--version: the package's version", () =>
+      Effect.gen(function*() {
+        const version = yield* cli(["--version"])
+        expect(version.code).toBe(0)
+        expect(version.stdout.trim()).toBe(packageVersion())
+      }))
+  })
+
+it.live("exit 2: a bad flag, a missing credential, invalid input, bad --data; no request sent", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const token = server.credentials.authToken
+      const bogus = yield* cli(["rows", projectsMicroAppID, "--bogus", ...flags(server)])
+      expectFailure(bogus, 2, [token])
+      expect(bogus.stderr).toContain("--bogus")
+      const missing = yield* cli(["rows", projectsMicroAppID])
+      expectFailure(missing, 2, [])
+      expect(missing.stderr).toContain("MICROAPP_AUTH_TOKEN")
+      const invalid = yield* cli(["rows", " ", ...flags(server)])
+      expectFailure(invalid, 2, [token])
+      expect(invalid.stderr).toMatch(/\(InvalidInput, POST \/api\/microappdata\)\n$/)
+      const notAnObject = yield* cli(["update", "x", "--data", "[1, 2]", ...flags(server)])
+      expectFailure(notAnObject, 2, [token])
+      expect(notAnObject.stderr).toContain("--data must be a JSON object")
+      expect(yield* server.requests).toEqual([])
+    }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 3 }))))
+
+  const notesID = "65a000000000000000000001"
+  const notes: TableDefinition = {
+    microAppID: notesID,
+    name: "Notes",
+    fields: [
+      { label: "Text", fieldID: "n_text" },
+      { label: "Count", fieldID: "n_count", kind: "integer" },
+      { label: "Tags", fieldID: "n_tags", kind: "list" },
+      { label: "Ref", fieldID: "n_ref", kind: "crossApp" }
+    ],
+    sortFields: ["Text"],
+    rows: [
+      { _id: "65b000000000000000000001", Text: "plain" },
+      {
+        _id: "65b000000000000000000002",
+        Count: 3,
+        Text: "second",
+        Tags: ["a", "b,c"],
+        Ref: { crossAppRowID: "65c000000000000000000001", value: { label: "Name", value: "Ada \"A\", first" } }
+      }
+    ]
+  }
+
+  it.live("rows --format csv: a header of every key, RFC 4180 quoting, nested values as JSON", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const tricky = "comma, \"quote\"\nnew line and\r\nCRLF"
+      yield* server.insertRow(notesID, { Text: tricky, Count: 0 })
+      const table = yield* server.table(notesID)
+      const header = ["_id", ...new Set(table.flatMap((row) => Object.keys(row)).filter((key) => key !== "_id"))]
+      expect(header.indexOf("Tags")).toBeGreaterThan(header.indexOf("Text"))
+      const expected = [header, ...table.map((row) => header.map((key) => cell(row[key])))]
+
+      const stdout = yield* cli(["rows", notesID, "--format", "csv", "--page-size", "2", ...flags(server)])
+      expect(stdout.code, stdout.stderr).toBe(0)
+      expect(stdout.stdout).toContain("\"comma, \"\"quote\"\"\nnew line and\r\nCRLF\"")
+      expect(parseCsv(stdout.stdout)).toEqual(expected)
+
+      const dir = yield* temporaryDirectory
+      const file = path.join(dir, "notes.csv")
+      const output = yield* cli(["rows", notesID, "--format", "csv", "--output", file, ...flags(server)])
+      expect(output.code, output.stderr).toBe(0)
+      expect(fs.readdirSync(dir)).toEqual(["notes.csv"])
+      expect(fs.readFileSync(file, "utf8")).toBe(stdout.stdout)
+    }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [notes] }))))
+
+  it.live("update: --data, --data-file FILE, --data-file - (stdin); prints nothing", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const [first, second, third] = yield* server.table(projectsMicroAppID)
+      const ids = [first, second, third].map((row) => String(row?._id))
+      const [a, b, c] = ids
+
+      const data = "{\"Status\":\"Done\",\"Priority\":5}"
+      const inline = yield* cli(["update", String(a), "--data", data, ...flags(server)])
+      expect(inline).toEqual({ code: 0, stdout: "", stderr: "" })
+
+      const dir = yield* temporaryDirectory
+      const file = path.join(dir, "data.json")
+      fs.writeFileSync(file, "{\"Name\":\"From a file\"}")
+      const fromFile = yield* cli(["update", String(b), "--data-file", file, ...flags(server)])
+      expect(fromFile).toEqual({ code: 0, stdout: "", stderr: "" })
+
+      const fromStdin = yield* cli(["update", String(c), "--data-file", "-", ...flags(server)], {
+        stdin: "{\"Name\": \"From stdin, \\\"quoted\\\"\"}\n"
+      })
+      expect(fromStdin).toEqual({ code: 0, stdout: "", stderr: "" })
+
+      const table = yield* server.table(projectsMicroAppID)
+      expect(table.find((row) => row._id === a)).toMatchObject({ Status: "Done", Priority: 5 })
+      expect(table.find((row) => row._id === b)?.Name).toBe("From a file")
+      expect(table.find((row) => row._id === c)?.Name).toBe("From stdin, \"quoted\"")
+    }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ demoRows: 5 }))))
+
+  it.live("login --password-stdin: shell-quoted export lines whose token works; a wrong password is exit 3", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const { email, password } = server.credentials
+      const run = yield* cli(["login", "--email", email, "--password-stdin", "--base-url", server.baseUrl], {
+        stdin: `${password}\n`
+      })
+      expect(run.code, run.stderr).toBe(0)
+      expect(run.stderr).toBe("")
+      const match = /^export MICROAPP_AUTH_TOKEN='([^']+)'\nexport MICROAPP_USER_ID='([^']+)'\n$/.exec(run.stdout)
+      expect(match?.[2]).toBe(server.credentials.userId)
+      const token = String(match?.[1])
+      const owner = yield* server.state.authenticate(token, server.credentials.userId)
+      expect(owner).toEqual(Option.some(server.credentials.userId))
+
+      const wrong = yield* cli(["login", "--email", email, "--password-stdin", "--base-url", server.baseUrl], {
+        stdin: "not-the-password-7f3a\n"
+      })
+      expectFailure(wrong, 3, ["not-the-password-7f3a", token, server.credentials.authToken])
+      expect(wrong.stderr).toMatch(/\(Unauthorized, HTTP 401 POST \/api\/login\)\n$/)
+    }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 3 }))))
+
+  it.live("exit 5: the server keeps failing; --output leaves neither the file nor a temporary one", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      yield* server.configure({ faults: { seed: 1, rate: 1, kinds: ["http500"] } })
+      const dir = yield* temporaryDirectory
+      const token = server.credentials.authToken
+      for (const format of ["csv", "json"]) {
+        const run = yield* cli([
+          "rows",
+          projectsMicroAppID,
+          "--format",
+          format,
+          "--output",
+          path.join(dir, `out.${format}`),
+          "--retries",
+          "1",
+          ...flags(server)
+        ])
+        expectFailure(run, 5, [token])
+        expect(run.stderr).toMatch(/\(ServerError, HTTP 500 POST \/api\/microappdata\)\n$/)
+      }
+      expect(fs.readdirSync(dir)).toEqual([])
+      // one retry each
+      expect(yield* server.requests).toHaveLength(4)
+    }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ demoRows: 20 }))))
+
+  it.live("exit 5 mid-scan: NDJSON on stdout ends on a complete line", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      // the first two pages are answered, then the server fails
+      yield* server.onRequest((record) =>
+        record.seq === 1 ? server.configure({ faults: { seed: 2, rate: 1, kinds: ["http503Html"] } }) : Effect.void
+      )
+      const run = yield* cli(["rows", projectsMicroAppID, "--page-size", "40", "--retries", "0", ...flags(server)])
+      expectFailure(run, 5, [server.credentials.authToken])
+      expect(run.stdout.endsWith("\n")).toBe(true)
+      const ids = idsOf(run.stdout)
+      expect(ids).toEqual((yield* server.table(projectsMicroAppID)).slice(0, ids.length).map((row) => row._id))
+      expect(ids.length).toBeGreaterThanOrEqual(40)
+    }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 200 }))))
+
+  it.live("SIGINT during rows --output: exit 130, the temporary file removed", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      yield* server.configure({ latency: Duration.millis(100) })
+      const dir = yield* temporaryDirectory
+      const output = path.join(dir, "out.ndjson")
+      const child = start(["rows", projectsMicroAppID, "--page-size", "5", "--output", output, ...flags(server)])
+      let stderr = ""
+      child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text))
+      child.stdin.end()
+      // the temporary file exists once the scan runs, and with it the signal handler
+      yield* Effect.sync(() => fs.readdirSync(dir)).pipe(
+        Effect.filterOrFail((files) => files.length > 0),
+        Effect.retry(Schedule.spaced(Duration.millis(50)).pipe(Schedule.upTo(Duration.seconds(10))))
+      )
+      child.kill("SIGINT")
+      expect(yield* exitOf(child)).toBe(130)
+      expect(stderr).toBe("error: interrupted by SIGINT\n")
+      expect(fs.readdirSync(dir)).toEqual([])
+    }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ demoRows: 500 }))))
+
+  it.live("demo: runs to the end, showing the capped plain request against the full stream", () =>
+    Effect.gen(function*() {
+      const run = yield* cli(["demo"])
+      expect(run.code, run.stderr).toBe(0)
+      expect(run.stderr).toBe("")
+      expect(run.stdout).toContain("\"success\", 1000 rows")
+      expect(run.stdout).toContain("-> 2500 rows, 2500 distinct ids")
+      expect(run.stdout).toMatch(/Status "[^"]+" \(was "[^"]+"\)/)
+    }))
+
+  it.live("serve: prints its URL first, answers requests, exits 0 on SIGINT", () =>
+    Effect.gen(function*() {
+      const child = start(["serve", "--port", "0", "--rows", "30", "--default-limit", "10"])
+      child.stdin.end()
+      const firstLines = yield* Effect.async<string>((resume) => {
+        let text = ""
+        child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+          text += chunk
+          if (text.includes("Ctrl-C")) resume(Effect.succeed(text))
+        })
+      })
+      yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGKILL")))
+      const url = /^Microapp Data Service emulator listening on (http:\/\/127\.0\.0\.1:\d+)\n/.exec(firstLines)?.[1]
+      expect(url).toBeDefined()
+      expect(firstLines).toContain("demo-token-0001")
+      expect(firstLines).toContain(projectsMicroAppID)
+      const body = yield* Effect.promise(() =>
+        fetch(`${url}/api/microappdata`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-auth-token": "demo-token-0001", "x-user-id": "demo-user" },
+          body: JSON.stringify({ microAppID: projectsMicroAppID })
+        }).then((response) => response.text())
+      )
+      expect(Schema.decodeUnknownSync(Schema.parseJson(PlainAnswer))(body).body.microAppRows).toHaveLength(10)
+      child.kill("SIGINT")
+      expect(yield* exitOf(child)).toBe(0)
+    }).pipe(Effect.scoped))
+})
