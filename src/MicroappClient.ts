@@ -88,6 +88,21 @@ export class MicroappClient extends Context.Tag("effect-microapp/MicroappClient"
   static layerLogin = (
     options: MicroappClient.LoginOptions
   ): Layer.Layer<MicroappClient, MicroappError, HttpClient.HttpClient> => Layer.scoped(MicroappClient, makeLogin(options))
+
+  /**
+   * Logs in once (`POST /api/login`) and hands back the token, still `Redacted`, and the user id,
+   * e.g. to store them for `layer` or `layerConfig`.
+   *
+   * @since 0.1.0
+   * @category login
+   */
+  static login = (
+    options: MicroappClient.LoginOptions
+  ): Effect.Effect<MicroappClient.Credentials, MicroappError, HttpClient.HttpClient> =>
+    Effect.scoped(
+      Effect.flatMap(makeSender(options), ({ baseUrl, requester }) =>
+        Either.isLeft(baseUrl) ? Effect.fail(baseUrl.left) : logIn(requester, options))
+    )
 }
 
 /**
@@ -130,6 +145,17 @@ export declare namespace MicroappClient {
     readonly baseUrl: string
     readonly email: string
     readonly password: Redacted.Redacted<string>
+  }
+
+  /**
+   * What authenticates a call: the token and the user id.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  export interface Credentials {
+    readonly authToken: Redacted.Redacted<string>
+    readonly userId: string
   }
 
   /**
@@ -291,13 +317,10 @@ const decodeStatus = decodeEnvelope(StatusEnvelope)
 const decodeLogin = decodeEnvelope(LoginBody, { statusOptional: true })
 
 /** The client over a session: how calls get their credentials, made once the sender exists. */
-const makeWith = Effect.fnUntraced(function*<E>(
-  tuning: MicroappClient.Tuning & { readonly baseUrl: string },
-  makeSession: (requester: Requester) => Effect.Effect<Session, E>
-) {
+/** The sender of one client: its base URL check, timeout, retries, rate gate and limits. */
+const makeSender = Effect.fnUntraced(function*(tuning: MicroappClient.Tuning & { readonly baseUrl: string }) {
   const http = yield* HttpClient.HttpClient
   const baseUrl = normaliseBaseUrl(tuning.baseUrl)
-  const pageSize = tuning.pageSize ?? RowStream.scanDefaults.pageSize
   const limits = tuning.rateLimit
   const rateLimiter = limits?.requestsPerSecond === undefined
     ? undefined
@@ -313,7 +336,30 @@ const makeWith = Effect.fnUntraced(function*<E>(
       return inFlight === undefined ? limited : inFlight.withPermits(1)(limited)
     }
   })
-  const session = yield* makeSession(requester)
+  return { baseUrl, requester }
+})
+
+/** `POST /api/login`: the token, kept `Redacted`, and the user id. */
+const logIn = (requester: Requester, options: { readonly email: string; readonly password: Redacted.Redacted<string> }) =>
+  Effect.gen(function*() {
+    const reply = yield* requester.sendJson(
+      endpoints.login,
+      { email: options.email, password: Redacted.value(options.password) },
+      { credentials: undefined }
+    )
+    const body = yield* decodeLogin(reply.json, 200, { endpoint: endpoints.login, attempt: reply.attempts })
+    const data = "data" in body ? body.data : body
+    return { authToken: Redacted.make(data.authToken), userId: data.userId } satisfies Credentials
+  }).pipe(Effect.withSpan("MicroappClient.login"))
+
+/** The client over a session: how calls get their credentials, made once the sender exists. */
+const makeWith = Effect.fnUntraced(function*<E>(
+  tuning: MicroappClient.Tuning & { readonly baseUrl: string },
+  makeSession: (requester: Requester, baseUrl: Either.Either<string, InvalidInput>) => Effect.Effect<Session, E>
+) {
+  const { baseUrl, requester } = yield* makeSender(tuning)
+  const pageSize = tuning.pageSize ?? RowStream.scanDefaults.pageSize
+  const session = yield* makeSession(requester, baseUrl)
 
   /** Runs a call with the current credentials; a 401 renews them once (when possible) and repeats. */
   const authorised = <A>(call: (credentials: Credentials) => Effect.Effect<A, MicroappError>) =>
@@ -337,7 +383,9 @@ const makeWith = Effect.fnUntraced(function*<E>(
     timeout: Duration.DurationInput | undefined
   ) {
     yield* Effect.annotateCurrentSpan({ microAppID: selection.microAppID, skip: window.skip, limit: window.limit })
-    const reply = yield* post(endpoints.rows, Query.toRequestBody(selection, window), timeout)
+    const reply = yield* post(endpoints.rows, Query.toRequestBody(selection, window), timeout).pipe(
+      Effect.catchTag("NotFound", (error) => Effect.fail(new NotFound({ ...error, microAppID: selection.microAppID })))
+    )
     const body = yield* decodeRowsBody(reply.json, 200, { endpoint: endpoints.rows, attempt: reply.attempts })
     yield* Effect.annotateCurrentSpan({ rows: body.body.microAppRows.length, attempt: reply.attempts })
     return { rows: body.body.microAppRows, attempts: reply.attempts }
@@ -477,28 +525,17 @@ const make = (options: MicroappClient.Options) =>
     }))
 
 const makeLogin = (options: MicroappClient.LoginOptions) =>
-  makeWith(options, (requester) =>
+  makeWith(options, (requester, baseUrl) =>
     Effect.gen(function*() {
-      const baseUrl = normaliseBaseUrl(options.baseUrl)
       if (Either.isLeft(baseUrl)) return yield* baseUrl.left
-      const login = Effect.fn("MicroappClient.login")(function*() {
-        const reply = yield* requester.sendJson(
-          endpoints.login,
-          { email: options.email, password: Redacted.value(options.password) },
-          { credentials: undefined }
-        )
-        const body = yield* decodeLogin(reply.json, 200, { endpoint: endpoints.login, attempt: reply.attempts })
-        const data = "data" in body ? body.data : body
-        return { authToken: Redacted.make(data.authToken), userId: data.userId } satisfies Credentials
-      })
-      const state = yield* SynchronizedRef.make({ credentials: yield* login(), generation: 0 })
+      const state = yield* SynchronizedRef.make({ credentials: yield* logIn(requester, options), generation: 0 })
       return {
         current: SynchronizedRef.get(state),
         // concurrent 401s of one generation wait here for a single login
         renew: (generation: number) =>
           SynchronizedRef.updateEffect(state, (current) =>
             current.generation === generation
-              ? Effect.map(login(), (credentials) => ({ credentials, generation: generation + 1 }))
+              ? Effect.map(logIn(requester, options), (credentials) => ({ credentials, generation: generation + 1 }))
               : Effect.succeed(current))
       } satisfies Session
     }))

@@ -343,7 +343,8 @@ describe("errors from real responses", () => {
     Effect.gen(function*() {
       const client = yield* MicroappClient
       const error = yield* failure(client.query({ microAppID: "000000000000000000000000" }))
-      expect(error).toMatchObject({ _tag: "NotFound", status: 404 })
+      expect(error).toMatchObject({ _tag: "NotFound", status: 404, microAppID: "000000000000000000000000" })
+      expect(error.message).toContain("Microapp 000000000000000000000000 not found")
     }).pipe(Effect.provide(withEmulator({ demoRows: 3 }))))
 
   it.live("a refused connection is Transport, known not to have been sent", () =>
@@ -439,6 +440,24 @@ describe("layers", () => {
         expect(log[0]?.body).toEqual({ email: demoCredentials.email, password: "<redacted>" })
       }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 2, loginShape }))))
   }
+
+  it.live("login hands back a working token, still Redacted, and the user id", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const credentials = yield* MicroappClient.login({
+        baseUrl: server.baseUrl,
+        email: demoCredentials.email,
+        password: Redacted.make(demoCredentials.password)
+      }).pipe(Effect.provide(NodeHttpClient.layerUndici))
+      expect(credentials.userId).toBe(demoCredentials.userId)
+      expect(String(credentials.authToken)).not.toContain(Redacted.value(credentials.authToken))
+      const rows = yield* Effect.flatMap(MicroappClient, (client) => client.query({ microAppID: projects })).pipe(
+        Effect.provide(
+          MicroappClient.layer({ baseUrl: server.baseUrl, ...credentials }).pipe(Layer.provide(NodeHttpClient.layerUndici))
+        )
+      )
+      expect(rows).toHaveLength(2)
+    }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 2 }))))
 
   it.live("layerLogin with a wrong password fails to build with Unauthorized", () =>
     Effect.gen(function*() {

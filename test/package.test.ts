@@ -47,7 +47,8 @@ describe("the package", () => {
   })
 
   it("the emulator and the CLI are where the Node-only imports are", () => {
-    expect([...externalImports(packageJson.exports["./testing"].default)]).toContain("@effect/platform-node")
+    const testing = [...externalImports(packageJson.exports["./testing"].default)]
+    expect(testing.some((specifier) => specifier.startsWith("@effect/platform-node"))).toBe(true)
   })
 
   it("pins the Effect 3 line, never Effect 4", () => {

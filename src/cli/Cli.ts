@@ -28,7 +28,6 @@ import {
 import { MicroappClient } from "../MicroappClient.js"
 import type { Filter, Sort } from "../Query.js"
 import { type CliError, errorLine, ExitCode, exitCodeOf, Interrupted, UsageError } from "./exitCodes.js"
-import { login } from "./login.js"
 import { atomicFile, formats, writeRows } from "./output.js"
 import { summaryLine, withProgress } from "./progress.js"
 import type { ServeOptions } from "./serve.js"
@@ -298,7 +297,7 @@ const login_ = Command.make(
     Effect.gen(function*() {
       const password = args.passwordStdin ? yield* passwordFromStdin : yield* passwordFromPrompt
       if (Redacted.value(password) === "") return yield* new UsageError({ message: "the password is empty" })
-      const session = yield* login({
+      const session = yield* MicroappClient.login({
         baseUrl: args.baseUrl,
         email: args.email,
         password,

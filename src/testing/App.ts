@@ -5,9 +5,12 @@
  *
  * @since 0.1.0
  */
-import type { HttpApp } from "@effect/platform"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { NodeHttpServerRequest } from "@effect/platform-node"
+import type * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+// deep imports: the package root loads every Node module of the platform
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Clock, Context, Duration, Effect, Either, Option, ParseResult, Schema } from "effect"
 import type { Fault } from "./Fault.js"
 import type { Arrival, MicroappState } from "./MicroappState.js"

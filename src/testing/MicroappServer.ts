@@ -4,10 +4,10 @@
  *
  * @since 0.1.0
  */
-import type { HttpServerError } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
+import type * as HttpServerError from "@effect/platform/HttpServerError"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import type { Scope } from "effect"
-import type { HttpClient } from "@effect/platform"
+import type * as HttpClient from "@effect/platform/HttpClient"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { MicroappClient } from "../MicroappClient.js"
 import * as Http from "node:http"
