@@ -105,6 +105,38 @@ export interface ScanSource<A> {
   ) => Either.Either<DecodedRows<A>, UnexpectedResponse>
 }
 
+/** Resumes after the event loop's next check phase (where `setImmediate` callbacks run). */
+const nextTurn = Effect.async<void>((resume) => {
+  const resumeNow = () => resume(Effect.void)
+  if (typeof setImmediate === "function") {
+    const handle = setImmediate(resumeNow)
+    return Effect.sync(() => clearImmediate(handle))
+  }
+  const handle = setTimeout(resumeNow, 0)
+  return Effect.sync(() => clearTimeout(handle))
+})
+
+/**
+ * Lets requests just forked reach the socket before a page is decoded, so that the server prepares
+ * the next page meanwhile: the fetch fibers run first, then two turns of the event loop, since
+ * undici writes a request on a reused connection from a `setImmediate` callback.
+ */
+const letRequestsOut = Effect.zipRight(Effect.yieldNow(), Effect.zipRight(nextTurn, nextTurn))
+
+/**
+ * The most rows in one chunk of the stream: some of Effect's sinks (`Stream.runFold`) recurse once
+ * per element of a chunk, and overflow the stack on chunks of several thousand.
+ */
+const maxChunkSize = 2048
+
+const chunksOf = <A>(rows: Array<A>): ReadonlyArray<Chunk.Chunk<A>> =>
+  rows.length <= maxChunkSize
+    ? [Chunk.unsafeFromArray(rows)]
+    : Array.from(
+      { length: Math.ceil(rows.length / maxChunkSize) },
+      (_, i) => Chunk.unsafeFromArray(rows.slice(i * maxChunkSize, (i + 1) * maxChunkSize))
+    )
+
 /** Defaults of the scan options. */
 export const scanDefaults = { pageSize: 1000, concurrency: 1, prefetch: 1, overlap: 10 } as const
 
@@ -132,6 +164,32 @@ class RecentIds {
   back(depth: number): string | undefined {
     return depth < this.members.size ? this.ring[(this.next - 1 - depth + this.capacity * 2) % this.capacity] : undefined
   }
+}
+
+/**
+ * What the scan hands the consumer through the queue: a page of rows (or the end), taken out once.
+ * Whatever waited for it (a taker of the queue, a fiber) may have reached the old generation; were
+ * the page still referenced from there once it is dead, it would be kept and promoted with it.
+ */
+class Parcel<A> {
+  constructor(private take: Take.Take<A, MicroappError> | undefined) {}
+  open(): Take.Take<A, MicroappError> {
+    const take = this.take
+    if (take === undefined) throw new Error("scan: a page was taken twice")
+    this.take = undefined
+    return take
+  }
+}
+
+/**
+ * A window being fetched. Its page is handed over through `slot`, emptied once taken, rather than
+ * as the fiber's result: a fiber that waited through garbage collections has reached the old
+ * generation, and a page it still referenced once dead would be kept and promoted with it.
+ */
+interface InFlight {
+  readonly window: Window
+  readonly fiber: Fiber.RuntimeFiber<void, MicroappError>
+  readonly slot: { page: RawPage | undefined }
 }
 
 /** One request: rows from `start`, new ones expected from `from`. */
@@ -194,7 +252,7 @@ export const make = <A>(source: ScanSource<A>, options: ScanOptions = {}): Scan<
     elapsedMillis: (stats.endedAt ?? now) - stats.startedAt
   }))
 
-  const run = (queue: Queue.Enqueue<Take.Take<A, MicroappError>>) =>
+  const run = (queue: Queue.Enqueue<Parcel<A>>) =>
     Effect.gen(function*() {
       Object.assign(stats, {
         pages: 0,
@@ -221,8 +279,7 @@ export const make = <A>(source: ScanSource<A>, options: ScanOptions = {}): Scan<
       let largestPage = 0
       let shortPage: number | undefined
       let planned = 0
-      const inflight: Array<{ readonly window: Window; readonly fiber: Fiber.RuntimeFiber<RawPage, MicroappError> }> =
-        []
+      const inflight: Array<InFlight> = []
 
       const inconsistent = (reason: string) =>
         new ScanInconsistent({
@@ -253,8 +310,12 @@ export const make = <A>(source: ScanSource<A>, options: ScanOptions = {}): Scan<
           () => {
             const window = plan(planned, inflight.length > 0)
             planned = window.from + (stride ?? pageSize)
-            return Effect.map(Effect.fork(fetch(window)), (fiber) => {
-              inflight.push({ window, fiber })
+            const slot: InFlight["slot"] = { page: undefined }
+            const fetchInto = Effect.map(fetch(window), (page) => {
+              slot.page = page
+            })
+            return Effect.map(Effect.fork(fetchInto), (fiber) => {
+              inflight.push({ window, fiber, slot })
             })
           },
           { discard: true }
@@ -361,72 +422,105 @@ export const make = <A>(source: ScanSource<A>, options: ScanOptions = {}): Scan<
               stats.invalidRows += decoded.invalid.length
               return Effect.zipRight(
                 Effect.forEach(decoded.invalid, (error) => Effect.logWarning(error.message), { discard: true }),
-                Queue.offer(queue, Take.chunk(Chunk.unsafeFromArray(decoded.rows)))
+                Effect.forEach(
+                  chunksOf(decoded.rows),
+                  (chunk) => Queue.offer(queue, new Parcel(Take.chunk(chunk))),
+                  { discard: true }
+                )
               )
             }
           })
         })
 
-      while (true) {
-        yield* fill
-        const head = inflight.shift()
-        if (head === undefined) return yield* Effect.dieMessage("scan: no window in flight")
-        const page = yield* Fiber.join(head.fiber)
-        const verdict = place(head.window, page)
+      /** Acts on the next page in order, as `place` judges it; false once the scan is over. */
+      const act = (window: Window, page: RawPage): Effect.Effect<boolean, MicroappError> => {
+        const verdict = place(window, page)
         switch (verdict._tag) {
           case "Discard": {
             stats.pagesDiscarded++
-            yield* dropInflight
-            continue
+            return Effect.as(dropInflight, true)
           }
           case "Inconsistent": {
-            return yield* Effect.fail(inconsistent(verdict.reason))
+            return Effect.fail(inconsistent(verdict.reason))
           }
           case "End": {
-            yield* dropInflight
-            yield* emit(verdict, page.attempts)
-            stats.complete = true
-            return
+            return dropInflight.pipe(
+              Effect.zipRight(emit(verdict, page.attempts)),
+              Effect.map(() => {
+                stats.complete = true
+                return false
+              })
+            )
           }
           case "Confirm": {
-            yield* dropInflight
-            const ahead = yield* fetch({ start: position, from: position, limit: pageSize, speculative: false })
-            if (ahead.rows.length === 0) {
-              stats.complete = true
-              return
-            }
-            // more rows exist past a page of only re-read rows: the cap is no larger than that page
-            learnCap(verdict.rowsSeen)
-            if (reread === 0 && failOnInconsistent) {
-              return yield* Effect.fail(
-                inconsistent("the server returns at most one row per request, so shifted windows cannot be detected")
+            return Effect.zipRight(
+              dropInflight,
+              Effect.flatMap(
+                Effect.suspend(() => fetch({ start: position, from: position, limit: pageSize, speculative: false })),
+                (ahead) => {
+                  if (ahead.rows.length === 0) {
+                    stats.complete = true
+                    return Effect.succeed(false)
+                  }
+                  // more rows exist past a page of only re-read rows: the cap is no larger than that page
+                  learnCap(verdict.rowsSeen)
+                  if (reread === 0 && failOnInconsistent) {
+                    return Effect.fail(
+                      inconsistent(
+                        "the server returns at most one row per request, so shifted windows cannot be detected"
+                      )
+                    )
+                  }
+                  planned = position
+                  return Effect.succeed(true)
+                }
               )
-            }
-            planned = position
-            continue
+            )
           }
           case "Accept": {
             if (stride === undefined && verdict.full) stride = pageSize
-            if (!verdict.full) yield* dropInflight
             // fetch ahead before waiting for the consumer
-            yield* fill
-            yield* emit(verdict, page.attempts)
+            return (verdict.full ? fill : Effect.zipRight(dropInflight, fill)).pipe(
+              // one window in flight only: with more, the pause would let more of them be answered before a drop
+              Effect.zipRight(concurrency === 1 ? letRequestsOut : Effect.void),
+              Effect.zipRight(emit(verdict, page.attempts)),
+              Effect.as(true)
+            )
           }
         }
       }
+
+      /**
+       * One page in order: fetch ahead, take the next answer and act on it; false once the scan is
+       * over. Combinators rather than a generator, whose locals would hold the page: whatever waits
+       * for the network may reach the old generation, and keep a page promoted long after its step.
+       */
+      const step = Effect.flatMap(fill, () => {
+        const head = inflight.shift()
+        if (head === undefined) return Effect.dieMessage("scan: no window in flight")
+        return Effect.flatMap(Fiber.join(head.fiber), () => {
+          const page = head.slot.page
+          head.slot.page = undefined
+          if (page === undefined) return Effect.dieMessage("scan: a window ended without its page")
+          return act(head.window, page)
+        })
+      })
+
+      let more = true
+      while (more) more = yield* step
     }).pipe(
       Effect.ensuring(Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => (stats.endedAt = now)))),
       Effect.exit,
       Effect.flatMap((exit) =>
-        exit._tag === "Success" ? Queue.offer(queue, Take.end) : Queue.offer(queue, Take.failCause(exit.cause))
+        Queue.offer(queue, new Parcel(exit._tag === "Success" ? Take.end : Take.failCause(exit.cause)))
       )
     )
 
   const rows = Stream.unwrapScoped(
     Effect.gen(function*() {
-      const queue = yield* Queue.bounded<Take.Take<A, MicroappError>>(prefetch)
+      const queue = yield* Queue.bounded<Parcel<A>>(prefetch)
       yield* Effect.forkScoped(run(queue))
-      return Stream.flattenTake(Stream.fromQueue(queue))
+      return Stream.flattenTake(Stream.map(Stream.fromQueue(queue), (parcel) => parcel.open()))
     })
   )
 

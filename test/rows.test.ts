@@ -87,6 +87,15 @@ describe("rows: edge cases", () => {
       }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, c.size)] }))))
   }
 
+  it.live("a page larger than a few thousand rows can be folded (it is split into smaller chunks)", () =>
+    Effect.gen(function*() {
+      const client = yield* MicroappClient
+      const count = yield* client.rows({ microAppID: numbers, pageSize: 10_000 }).pipe(
+        Stream.runFold(0, (n) => n + 1)
+      )
+      expect(count).toBe(12_000)
+    }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 12_000)] }))))
+
   it.live("a filter matching nothing", () =>
     Effect.gen(function*() {
       const { rows, summary } = yield* scanAll({ filters: [{ fieldID: "f_parity", value: "neither" }] })

@@ -6,6 +6,7 @@ import { Effect, Either, ParseResult, Predicate, Schema } from "effect"
 import { type MicroappError, RequestRejected, UnexpectedResponse } from "../MicroappError.js"
 import { InvalidRow, StatusEnvelope } from "../Row.js"
 import type { AttemptInfo } from "./errors.js"
+import { makeDecoder, undecided } from "./fastDecode.js"
 
 /**
  * What to do with a row that fails its Schema: fail the call, skip it (counted and logged), or
@@ -37,9 +38,9 @@ const firstIssue = (error: ParseResult.ParseError): { readonly path: string; rea
  */
 export const decodeEnvelope = <A, I>(schema: Schema.Schema<A, I>, options?: { readonly statusOptional: boolean }) => {
   const decodeStatus = options?.statusOptional === true
-    ? Schema.decodeUnknownEither(Schema.partial(StatusEnvelope))
-    : Schema.decodeUnknownEither(StatusEnvelope)
-  const decodeBody = Schema.decodeUnknownEither(schema)
+    ? makeDecoder(Schema.partial(StatusEnvelope)).decode
+    : makeDecoder(StatusEnvelope).decode
+  const decodeBody = makeDecoder(schema).decode
   return (json: unknown, status: number, info: AttemptInfo): Effect.Effect<A, MicroappError> => {
     const envelope = decodeStatus(json)
     if (Either.isLeft(envelope)) {
@@ -96,12 +97,18 @@ export type RowDecoder<A> = (
 export function makeRowDecoder<A, I>(schema: Schema.Schema<A, I>, policy: "fail" | "skip"): RowDecoder<A>
 export function makeRowDecoder<A, I>(schema: Schema.Schema<A, I>, policy: InvalidRowPolicy): RowDecoder<A | InvalidRow>
 export function makeRowDecoder<A, I>(schema: Schema.Schema<A, I>, policy: InvalidRowPolicy): RowDecoder<A | InvalidRow> {
-  const decode = Schema.decodeUnknownEither(schema, { errors: "first" })
+  const { decode, fast } = makeDecoder(schema, { errors: "first" })
   return (rows, indexes, info) => {
     const out: Array<A | InvalidRow> = []
     const invalid: Array<UnexpectedResponse> = []
     for (let i = 0; i < rows.length; i++) {
       const raw = rows[i]
+      // the common case without the Either of `decode`
+      const decoded = fast(raw)
+      if (decoded !== undecided) {
+        out.push(decoded)
+        continue
+      }
       const result = decode(raw)
       if (Either.isRight(result)) {
         out.push(result.right)

@@ -1,0 +1,35 @@
+/**
+ * Contender A, this client's `rows` (every row Schema-decoded); B and C, written by hand, are in
+ * `plain.ts`.
+ */
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import { Effect, Layer, ManagedRuntime, Redacted, Stream } from "effect"
+import { MicroappClient } from "../../src/index.js"
+import { authToken, microAppID, type Tally, tally, userId } from "./plain.js"
+
+/** The HttpClient under A: undici through @effect/platform-node, or the global fetch. */
+export type Transport = "undici" | "fetch"
+
+export interface ClientA {
+  readonly scan: (options: { readonly pageSize: number; readonly concurrency: number }) => Promise<Tally>
+  readonly dispose: () => Promise<void>
+}
+
+/** A: one client (a runtime built once, as an application holds it) over `transport`. */
+export const clientA = (baseUrl: string, transport: Transport): ClientA => {
+  const http = transport === "undici" ? NodeHttpClient.layerUndici : FetchHttpClient.layer
+  const runtime = ManagedRuntime.make(
+    MicroappClient.layer({ baseUrl, authToken: Redacted.make(authToken), userId }).pipe(Layer.provide(http))
+  )
+  return {
+    scan: ({ concurrency, pageSize }) =>
+      runtime.runPromise(Effect.flatMap(MicroappClient, (client) =>
+        Stream.runFold(client.rows({ microAppID, pageSize, concurrency }), tally(), (seen, row) => {
+          seen.rows++
+          seen.lastId = row._id
+          return seen
+        }))),
+    dispose: () => runtime.dispose()
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * Figure 2, latency hidden: a server that takes a fixed time per request, read by A with several
+ * windows in flight and by B one request at a time, each in a process of its own, taking turns.
+ */
+import {
+  finish,
+  formatInt,
+  formatRatio,
+  median,
+  options,
+  type Report,
+  rotate,
+  startServer,
+  startWorker,
+  type Worker
+} from "./common.js"
+import { rowId } from "./table.js"
+import type { WorkerSpec } from "./worker.js"
+
+interface Contender {
+  readonly key: string
+  readonly label: string
+  readonly contender: WorkerSpec["contender"]
+  readonly concurrency: number
+}
+
+const main = async (): Promise<Report> => {
+  const opts = options()
+  const rows = opts.number("rows", 40_000, 1_000)
+  const pageSize = opts.number("page", 500, 100)
+  const delayMillis = opts.number("delay", 20, 5)
+  const concurrency = opts.number("concurrency", 4, 4)
+  const rounds = opts.number("rounds", 5, 1)
+  const warmup = opts.number("warmup", 1, 0)
+
+  const contenders: ReadonlyArray<Contender> = [
+    { key: "A", label: `A \`rows()\`, concurrency ${concurrency}`, contender: "A", concurrency },
+    { key: "A1", label: "A `rows()`, concurrency 1", contender: "A", concurrency: 1 },
+    { key: "B", label: "B fetch + JSON.parse loop, sequential", contender: "B", concurrency: 1 }
+  ]
+  const server = await startServer({ rows, delayMillis })
+  const workers = new Map<string, Worker>()
+  const times = new Map<string, Array<number>>(contenders.map((c) => [c.key, []]))
+  try {
+    for (const c of contenders) {
+      const spec = {
+        contender: c.contender,
+        baseUrl: server.baseUrl,
+        rows,
+        lastId: rowId(rows - 1),
+        pageSize,
+        concurrency: c.concurrency
+      }
+      workers.set(c.key, await startWorker(spec))
+    }
+    for (let round = 0; round < warmup + rounds; round++) {
+      for (const contender of rotate(contenders, round)) {
+        const run = await workers.get(contender.key)?.run()
+        if (run === undefined || !run.ok) throw new Error(`${contender.key} failed: ${run?.error}`)
+        if (round >= warmup) times.get(contender.key)?.push(run.millis)
+      }
+    }
+  } finally {
+    for (const worker of workers.values()) worker.stop()
+    server.stop()
+  }
+
+  const medianOf = (key: string) => median(times.get(key) ?? [])
+  const b = medianOf("B")
+  const speedUp = b / medianOf("A")
+  const details = [
+    `### Latency: ${delayMillis} ms per request, ${formatInt(rows)} rows, page ${pageSize}, ` +
+    `median of ${rounds} alternating rounds`,
+    "",
+    "| Contender | ms | speed-up vs B |",
+    "|---|---:|---:|",
+    ...contenders.map((c) => `| ${c.label} | ${formatInt(medianOf(c.key))} | ${formatRatio(b / medianOf(c.key))}x |`)
+  ].join("\n")
+  return {
+    title: "latency",
+    findings: [{
+      figure: `Latency hidden, ${delayMillis} ms/request, ${formatInt(rows)} rows, page ${pageSize}: ` +
+        `B time / A time (A concurrency ${concurrency})`,
+      measured: `${formatRatio(speedUp)}x`,
+      goal: ">= 2.5x",
+      met: speedUp >= 2.5
+    }],
+    details
+  }
+}
+
+main().then(finish, (error: unknown) => {
+  console.error(error)
+  process.exit(1)
+})

@@ -1,0 +1,69 @@
+/**
+ * The hand-written contenders, B and C, and what every contender shares; no Effect here, so that a
+ * process running only C loads nothing of this client.
+ */
+
+/** The Microapp every benchmark reads. */
+export const microAppID = "64b7c0f1a2d3e4f5a6b7c8da"
+
+export const authToken = "bench-token"
+export const userId = "bench-user"
+
+/** What a scan saw: enough to check it read the whole table, in order. */
+export interface Tally {
+  rows: number
+  lastId: string | undefined
+}
+
+export const tally = (): Tally => ({ rows: 0, lastId: undefined })
+
+/** Fails unless `seen` is `count` rows ending with the row `lastId`. */
+export const expectRows = (name: string, seen: Tally, count: number, lastId: string | undefined): void => {
+  if (seen.rows !== count || seen.lastId !== lastId) {
+    throw new Error(`${name} read ${seen.rows} rows ending at ${seen.lastId}, expected ${count} ending at ${lastId}`)
+  }
+}
+
+/** The wire page as the hand-written loops assume it is, unchecked. */
+interface WirePage {
+  readonly body: { readonly microAppRows: ReadonlyArray<{ readonly _id: string }> }
+}
+
+const post = async (baseUrl: string, skip: number, limit: number): Promise<WirePage> => {
+  const response = await fetch(`${baseUrl}/api/microappdata`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-auth-token": authToken, "x-user-id": userId },
+    body: JSON.stringify({ microAppID, searchFilter: [{ resourceID: microAppID, skip: String(skip), limit }] })
+  })
+  if (!response.ok) throw new Error(`HTTP ${response.status}`)
+  // no validation: the practical upper bound of reading pages
+  return JSON.parse(await response.text()) as WirePage
+}
+
+/** B: the loop a user writes by hand; a short page ends it. */
+export const scanB = async (baseUrl: string, pageSize: number): Promise<Tally> => {
+  const seen = tally()
+  for (let skip = 0;;) {
+    const rows = (await post(baseUrl, skip, pageSize)).body.microAppRows
+    for (const row of rows) {
+      seen.rows++
+      seen.lastId = row._id
+    }
+    if (rows.length < pageSize) return seen
+    skip += rows.length
+  }
+}
+
+/** The "sufficiently large" limit a caller of the official client picks to get every row. */
+const hugeLimit = 1_000_000_000
+
+/** C: the whole table in one answer, held in memory, then walked. */
+export const scanC = async (baseUrl: string): Promise<Tally> => {
+  const rows = (await post(baseUrl, 0, hugeLimit)).body.microAppRows
+  const seen = tally()
+  for (const row of rows) {
+    seen.rows++
+    seen.lastId = row._id
+  }
+  return seen
+}

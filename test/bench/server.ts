@@ -1,0 +1,103 @@
+/**
+ * A fast stand-in for the service, run in its own process so that it does not share a core with
+ * the client measured: answers `POST /api/microappdata` by joining pre-serialised rows, honouring
+ * `searchFilter[0].skip` (a numeric string or a number) and `limit`, after an optional fixed delay.
+ * Any skip and limit are accepted: the client re-reads a few rows before each window.
+ *
+ * Run by `startServer`; tells its parent the port over IPC.
+ */
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import { serialisedRows } from "./table.js"
+
+/** What the parent asks for. */
+export interface ServerConfig {
+  readonly rows: number
+  readonly delayMillis: number
+}
+
+/** What the server tells its parent once it listens. */
+export interface ServerReady {
+  readonly port: number
+}
+
+const head = `{"status":"success","body":{"microAppRows":[`
+const tail = `]}}`
+// the service's silent default row cap, applied when a request names no limit
+const defaultLimit = 1000
+// a larger window is written in slices, so the whole-table answer is never one string in the server
+const sliceRows = 1000
+
+const window = (body: unknown): { readonly skip: number; readonly limit: number } | undefined => {
+  if (typeof body !== "object" || body === null || !("searchFilter" in body)) return { skip: 0, limit: defaultLimit }
+  const filters = body.searchFilter
+  const first: unknown = Array.isArray(filters) ? filters[0] : undefined
+  if (typeof first !== "object" || first === null) return { skip: 0, limit: defaultLimit }
+  const skip = "skip" in first ? Number(first.skip) : 0
+  const limit = "limit" in first ? Number(first.limit) : defaultLimit
+  return Number.isSafeInteger(skip) && skip >= 0 && Number.isSafeInteger(limit) && limit >= 0
+    ? { skip, limit }
+    : undefined
+}
+
+const fail = (response: Http.ServerResponse, status: number, message: string) => {
+  response.writeHead(status, { "content-type": "application/json" })
+  response.end(JSON.stringify({ status: "error", message }))
+}
+
+/** Writes rows [from, to) in slices, waiting for the socket to drain between them. */
+const stream = async (response: Http.ServerResponse, rows: ReadonlyArray<string>, from: number, to: number) => {
+  response.writeHead(200, { "content-type": "application/json" })
+  response.write(head)
+  for (let start = from; start < to; start += sliceRows) {
+    const piece = (start === from ? "" : ",") + rows.slice(start, Math.min(to, start + sliceRows)).join(",")
+    if (!response.write(piece)) {
+      await new Promise<void>((resolve) => response.once("drain", () => resolve()))
+    }
+  }
+  response.end(tail)
+}
+
+const serve = (config: ServerConfig, rows: ReadonlyArray<string>) =>
+  Http.createServer((request, response) => {
+    const chunks: Array<Buffer> = []
+    request.on("data", (chunk: Buffer) => chunks.push(chunk))
+    request.on("end", () => {
+      let body: unknown
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString("utf8"))
+      } catch {
+        return fail(response, 400, "body is not JSON")
+      }
+      const asked = window(body)
+      if (request.url !== "/api/microappdata" || asked === undefined) return fail(response, 400, "bad request")
+      const from = Math.min(asked.skip, rows.length)
+      const to = Math.min(rows.length, from + asked.limit)
+      const answer = () => {
+        if (to - from <= sliceRows) {
+          response.writeHead(200, { "content-type": "application/json" })
+          response.end(head + rows.slice(from, to).join(",") + tail)
+        } else {
+          stream(response, rows, from, to).catch(() => response.destroy())
+        }
+      }
+      if (config.delayMillis > 0) setTimeout(answer, config.delayMillis)
+      else answer()
+    })
+  })
+
+const main = () => {
+  const config = JSON.parse(process.argv[2] ?? "{}") as ServerConfig
+  const rows = serialisedRows(config.rows)
+  const server = serve(config, rows)
+  // keep-alive longer than the longest pause between a contender's requests
+  server.keepAliveTimeout = 60_000
+  server.listen(0, "127.0.0.1", () => {
+    const ready: ServerReady = { port: (server.address() as AddressInfo).port }
+    process.send?.(ready)
+  })
+  // the parent's end is the server's end
+  process.on("disconnect", () => process.exit(0))
+}
+
+main()

@@ -1,0 +1,105 @@
+/**
+ * Figure 1, throughput: a whole table read by A (this client, every row decoded), B (an unvalidated
+ * fetch loop) and C (one huge request), each in a process of its own, taking turns over several
+ * rounds against one server process.
+ */
+import {
+  finish,
+  formatInt,
+  formatRatio,
+  median,
+  options,
+  type Report,
+  rotate,
+  startServer,
+  startWorker,
+  type Worker
+} from "./common.js"
+import { rowId } from "./table.js"
+import type { WorkerSpec } from "./worker.js"
+
+interface Contender {
+  readonly key: WorkerSpec["contender"]
+  readonly label: string
+}
+
+const all: ReadonlyArray<Contender> = [
+  { key: "A", label: "A `rows()`, Schema-decoded, NodeHttpClient.layerUndici" },
+  { key: "A-fetch", label: "A `rows()`, Schema-decoded, FetchHttpClient" },
+  { key: "B", label: "B fetch + JSON.parse loop, no validation" },
+  { key: "C", label: "C one request, huge limit" }
+]
+
+const main = async (): Promise<Report> => {
+  const opts = options()
+  const rows = opts.number("rows", 200_000, 2_000)
+  const pageSize = opts.number("page", 1_000, 100)
+  const rounds = opts.number("rounds", 7, 1)
+  const warmup = opts.number("warmup", 1, 0)
+  const only = opts.text("contenders")?.split(",")
+  // e.g. --node-flags="--cpu-prof --cpu-prof-dir=.bench-out/prof" to profile the contenders
+  const nodeFlags = opts.text("node-flags")?.split(" ").filter((flag) => flag !== "") ?? []
+  const contenders = all.filter((c) => only === undefined || only.includes(c.key))
+
+  const server = await startServer({ rows, delayMillis: 0 })
+  const workers = new Map<string, Worker>()
+  const times = new Map<string, Array<number>>(contenders.map((c) => [c.key, []]))
+  const cpuTimes = new Map<string, Array<number>>(contenders.map((c) => [c.key, []]))
+  try {
+    for (const c of contenders) {
+      const spec = { contender: c.key, baseUrl: server.baseUrl, rows, lastId: rowId(rows - 1), pageSize }
+      workers.set(c.key, await startWorker({ ...spec, concurrency: 1 }, nodeFlags))
+    }
+    for (let round = 0; round < warmup + rounds; round++) {
+      for (const contender of rotate(contenders, round)) {
+        const run = await workers.get(contender.key)?.run()
+        if (run === undefined || !run.ok) throw new Error(`${contender.key} failed: ${run?.error}`)
+        if (round >= warmup) {
+          times.get(contender.key)?.push(run.millis)
+          cpuTimes.get(contender.key)?.push(run.cpuMillis)
+        }
+      }
+    }
+  } finally {
+    for (const worker of workers.values()) worker.stop()
+    server.stop()
+  }
+
+  const medianOf = (key: string) => median(times.get(key) ?? [])
+  const b = medianOf("B")
+  const lines = contenders.map((c) => {
+    const millis = medianOf(c.key)
+    const cpu = median(cpuTimes.get(c.key) ?? [])
+    return `| ${c.label} | ${formatInt(millis)} | ${formatInt(rows / millis * 1000)} | ${formatRatio(b / millis)} | ${
+      formatInt(cpu)
+    } | ${(cpu * 1000 / rows).toFixed(1)} |`
+  })
+  const details = [
+    `### Throughput: ${formatInt(rows)} rows, page ${formatInt(pageSize)}, median of ${rounds} alternating rounds`,
+    "",
+    "| Contender | ms | rows/s | throughput vs B | client CPU ms | client CPU µs/row |",
+    "|---|---:|---:|---:|---:|---:|",
+    ...lines
+  ].join("\n")
+  const ratio = (key: string) => b / medianOf(key)
+  const findings = [
+    ...(times.has("A") && times.has("B")
+      ? [{
+        figure: `Throughput, ${formatInt(rows)} rows, page ${formatInt(pageSize)}: A/B`,
+        measured: formatRatio(ratio("A")) +
+          (times.has("A-fetch") ? ` (A over FetchHttpClient: ${formatRatio(ratio("A-fetch"))})` : ""),
+        goal: ">= 0.80",
+        met: ratio("A") >= 0.8
+      }]
+      : []),
+    ...(times.has("C") && times.has("B")
+      ? [{ figure: "Throughput, same table: C/B", measured: formatRatio(ratio("C")), goal: "", met: undefined }]
+      : [])
+  ]
+  return { title: "throughput", findings, details }
+}
+
+main().then(finish, (error: unknown) => {
+  console.error(error)
+  process.exit(1)
+})

@@ -1,0 +1,152 @@
+/**
+ * The row decoder's compiled fast path must give exactly what Schema gives: the same rows (same
+ * keys in the same order, arrays and objects rebuilt alike) and the same errors, for valid rows,
+ * broken rows, reordered keys and schemas it does not compile.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Arbitrary, Effect, Either, FastCheck as FC, Schema } from "effect"
+import { decodeEnvelope, makeRowDecoder } from "../src/internal/decode.js"
+import { Row, RowsBody } from "../src/Row.js"
+import { makeProjectRows } from "../src/testing/DemoData.js"
+
+const info = { endpoint: { path: "/api/microappdata", write: false }, attempt: 1 }
+
+/** Equal values with their keys in the same order, at every depth. */
+const sameShape = (a: unknown, b: unknown): boolean => {
+  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((x, i) => sameShape(x, b[i]))
+  if (typeof a === "object" && a !== null) {
+    if (typeof b !== "object" || b === null || Array.isArray(b)) return false
+    if (Object.getPrototypeOf(a) !== Object.getPrototypeOf(b)) return false
+    const keysA = Reflect.ownKeys(a)
+    const keysB = Reflect.ownKeys(b)
+    const recordA = a as Record<PropertyKey, unknown>
+    const recordB = b as Record<PropertyKey, unknown>
+    return keysA.length === keysB.length &&
+      keysA.every((key, i) => key === keysB[i] && sameShape(recordA[key], recordB[key]))
+  }
+  return Object.is(a, b)
+}
+
+/** The client's decoder and Schema's own agree on `input`. */
+const agree = <A, I>(schema: Schema.Schema<A, I>, input: unknown): boolean => {
+  const ours = makeRowDecoder(schema, "fail")([input], undefined, info)
+  const theirs = Schema.decodeUnknownEither(schema, { errors: "first" })(input)
+  if (Either.isRight(theirs)) {
+    return Either.isRight(ours) && ours.right.rows.length === 1 && sameShape(ours.right.rows[0], theirs.right)
+  }
+  return Either.isLeft(ours)
+}
+
+const expectAgreement = <A, I>(schema: Schema.Schema<A, I>, inputs: ReadonlyArray<unknown>) => {
+  const disagreements = inputs.filter((input) => !agree(schema, input))
+  expect(disagreements).toEqual([])
+}
+
+/** A JSON round trip: the decoder only ever sees what `JSON.parse` returns. */
+const viaJson = (value: unknown): unknown => JSON.parse(JSON.stringify(value) ?? "null")
+
+const demoRows = makeProjectRows(300).map(viaJson)
+
+/** A demo row with one key's value replaced, or its keys reordered. */
+const mutant = FC.tuple(
+  FC.constantFrom(...demoRows),
+  FC.oneof(
+    FC.record({
+      key: FC.constantFrom("_id", "viewers", "deviceID", "clientSubmitted", "Owner", "x"),
+      value: FC.jsonValue()
+    }).map(({ key, value }) => (row: Record<string, unknown>) => ({ ...row, [key]: value })),
+    FC.constant((row: Record<string, unknown>) => Object.fromEntries(Object.entries(row).reverse())),
+    FC.constant((row: Record<string, unknown>) => {
+      const { _id, ...rest } = row
+      return { ...rest, _id }
+    }),
+    FC.constant((row: Record<string, unknown>) => {
+      const { userID: _, ...rest } = row
+      return rest
+    })
+  )
+).map(([row, change]) => viaJson(change(row as Record<string, unknown>)))
+
+describe("the row decoder's fast path", () => {
+  it("decodes the demo rows exactly as Schema does", () => {
+    expectAgreement(Row, demoRows)
+  })
+
+  it("agrees with Schema on rows changed at random", () => {
+    FC.assert(FC.property(mutant, (row) => agree(Row, row)), { numRuns: 2000 })
+  })
+
+  it("agrees with Schema on rows Schema generates, and on any JSON value", () => {
+    FC.assert(FC.property(Arbitrary.make(Row).map(viaJson), (row) => agree(Row, row)), { numRuns: 500 })
+    FC.assert(FC.property(FC.jsonValue().map(viaJson), (value) => agree(Row, value)), { numRuns: 2000 })
+  })
+
+  it("keeps a `__proto__` key as Schema does", () => {
+    expectAgreement(Row, [
+      JSON.parse(`{"_id":"a","__proto__":{"polluted":true},"Name":"x"}`),
+      JSON.parse(`{"__proto__":null,"_id":"a"}`)
+    ])
+  })
+
+  it("agrees with Schema on other shapes: excess keys, unions, tuples, typed index signatures, transformations", () => {
+    // one check per schema: their types differ
+    const checks: ReadonlyArray<(input: unknown) => boolean> = [
+      (input) => agree(Schema.Struct({ a: Schema.Number, b: Schema.optional(Schema.NullOr(Schema.String)) }), input),
+      (input) => {
+        const Numbers = Schema.Record({ key: Schema.String, value: Schema.Number })
+        return agree(Schema.Struct({ a: Schema.Number }, Numbers), input)
+      },
+      (input) => {
+        const Item = Schema.Struct({ x: Schema.Number })
+        return agree(Schema.Struct({ tag: Schema.Literal("p", "q"), items: Schema.Array(Item) }), input)
+      },
+      (input) => {
+        const Short = Schema.Struct({ a: Schema.Number })
+        return agree(Schema.Union(Short, Schema.Struct({ a: Schema.Number, b: Schema.String })), input)
+      },
+      (input) => {
+        const Point = Schema.Tuple(Schema.Number, Schema.Number)
+        return agree(Schema.Struct({ point: Point, any: Schema.Unknown, empty: Schema.Struct({}) }), input)
+      },
+      (input) => {
+        const Transformed = Schema.Struct({ n: Schema.NumberFromString, when: Schema.optional(Schema.DateFromString) })
+        return agree(Transformed, input)
+      }
+    ]
+    const inputs = [
+      { a: 1 },
+      { a: 1, b: null, c: 3 },
+      { b: "x", a: 2 },
+      { a: "1" },
+      { a: 1, b: "s", z: 2 },
+      { tag: "p", items: [{ x: 1, y: 2 }, { x: 2 }] },
+      { tag: "r", items: [] },
+      { point: [1, 2], any: { deep: [1] }, empty: { k: 1 } },
+      { point: [1, 2, 3], any: null, empty: {} },
+      { point: [1], empty: 0 },
+      { n: "12", when: "2024-01-01" },
+      { n: 12 },
+      [1, 2],
+      null,
+      "text"
+    ].map(viaJson)
+    for (const check of checks) expect(inputs.filter((input) => !check(input))).toEqual([])
+    for (const check of checks) FC.assert(FC.property(FC.jsonValue().map(viaJson), check), { numRuns: 300 })
+  })
+
+  it("reads an answer's envelope as Schema does", () => {
+    const decode = decodeEnvelope(RowsBody)
+    const bodies = [
+      { status: "success", body: { microAppRows: demoRows.slice(0, 3) } },
+      { body: { microAppRows: [] }, status: "success", extra: 1 },
+      { status: "success", body: { microAppRows: "none" } },
+      { status: "error", message: "no" }
+    ].map(viaJson)
+    for (const body of bodies) {
+      const ours = Effect.runSync(Effect.either(decode(body, 200, info)))
+      const theirs = Schema.decodeUnknownEither(RowsBody)(body)
+      if (Either.isRight(ours)) expect(Either.isRight(theirs) && sameShape(ours.right, theirs.right)).toBe(true)
+      else expect(ours.left._tag).toMatch(/UnexpectedResponse|RequestRejected/)
+    }
+  })
+})
