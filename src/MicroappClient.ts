@@ -374,8 +374,12 @@ const makeWith = Effect.fnUntraced(function*<E>(
           )
       ))
 
-  const post = (endpoint: Endpoint, body: unknown, timeout: Duration.DurationInput | undefined) =>
-    authorised((credentials) => requester.sendJson(endpoint, body, { credentials, timeout }))
+  const post = (
+    endpoint: Endpoint,
+    body: unknown,
+    timeout: Duration.DurationInput | undefined,
+    subject: { readonly rowID: string } | { readonly microAppID: string }
+  ) => authorised((credentials) => requester.sendJson(endpoint, body, { credentials, timeout, subject }))
 
   const fetchPage = Effect.fn("MicroappClient.fetchPage")(function*(
     selection: Query.CheckedSelection,
@@ -383,9 +387,9 @@ const makeWith = Effect.fnUntraced(function*<E>(
     timeout: Duration.DurationInput | undefined
   ) {
     yield* Effect.annotateCurrentSpan({ microAppID: selection.microAppID, skip: window.skip, limit: window.limit })
-    const reply = yield* post(endpoints.rows, Query.toRequestBody(selection, window), timeout).pipe(
-      Effect.catchTag("NotFound", (error) => Effect.fail(new NotFound({ ...error, microAppID: selection.microAppID })))
-    )
+    const reply = yield* post(endpoints.rows, Query.toRequestBody(selection, window), timeout, {
+      microAppID: selection.microAppID
+    })
     const body = yield* decodeRowsBody(reply.json, 200, { endpoint: endpoints.rows, attempt: reply.attempts })
     yield* Effect.annotateCurrentSpan({ rows: body.body.microAppRows.length, attempt: reply.attempts })
     return { rows: body.body.microAppRows, attempts: reply.attempts }
@@ -440,22 +444,10 @@ const makeWith = Effect.fnUntraced(function*<E>(
     ) {
       const id = yield* validateRowID(rowID)
       yield* Effect.annotateCurrentSpan({ rowID: id })
-      const notFound = (error?: MicroappError) =>
-        new NotFound({
-          method: "POST",
-          path: endpoints.row.path,
-          rowID: id,
-          ...(error !== undefined && "status" in error && error.status !== undefined ? { status: error.status } : {}),
-          ...(error !== undefined && "serverMessage" in error && error.serverMessage !== undefined
-            ? { serverMessage: error.serverMessage }
-            : {})
-        })
-      const reply = yield* Effect.catchTag(
-        post(endpoints.row, { rowID: id }, options?.timeout),
-        "NotFound",
-        (error) => Effect.fail(notFound(error))
-      )
+      const reply = yield* post(endpoints.row, { rowID: id }, options?.timeout, { rowID: id })
       const info = { endpoint: endpoints.row, attempt: reply.attempts }
+      // a success envelope without the row means the same as a 404
+      const notFound = () => new NotFound({ method: "POST", path: endpoints.row.path, rowID: id, attempts: reply.attempts })
       yield* Effect.annotateCurrentSpan({ attempt: reply.attempts })
       const body = yield* decodeCurrentRow(reply.json, 200, info)
       const current = body.body?.currentRow
@@ -488,7 +480,7 @@ const makeWith = Effect.fnUntraced(function*<E>(
   const updateRow = Effect.fn("MicroappClient.updateRow")(function*(options: MicroappClient.UpdateOptions) {
     const valid = yield* validateUpdate(options)
     yield* Effect.annotateCurrentSpan({ rowID: valid.rowID })
-    const reply = yield* post(endpoints.update, valid, options.timeout)
+    const reply = yield* post(endpoints.update, valid, options.timeout, { rowID: valid.rowID })
     yield* Effect.annotateCurrentSpan({ attempt: reply.attempts })
     yield* decodeStatus(reply.json, 200, { endpoint: endpoints.update, attempt: reply.attempts })
   })

@@ -184,6 +184,13 @@ describe("updateRow", () => {
       expect(row.name).toBeUndefined()
     }).pipe(Effect.provide(withEmulator({ demoRows: 5 }))))
 
+  it.live("an unknown row is NotFound naming the row", () =>
+    Effect.gen(function*() {
+      const client = yield* MicroappClient
+      const error = yield* failure(client.updateRow({ rowID: "ffffffffffffffffffffffff", rowData: { Name: "x" } }))
+      expect(error).toMatchObject({ _tag: "NotFound", status: 404, rowID: "ffffffffffffffffffffffff", attempts: 1 })
+    }).pipe(Effect.provide(withEmulator({ demoRows: 5 }))))
+
   it.live("null clears a cross-application field", () =>
     Effect.gen(function*() {
       const client = yield* MicroappClient

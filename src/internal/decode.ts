@@ -5,7 +5,7 @@
 import { Effect, Either, ParseResult, Predicate, Schema } from "effect"
 import { type MicroappError, RequestRejected, UnexpectedResponse } from "../MicroappError.js"
 import { InvalidRow, StatusEnvelope } from "../Row.js"
-import type { AttemptInfo } from "./errors.js"
+import { type AttemptInfo, where } from "./errors.js"
 import { makeDecoder, undecided } from "./fastDecode.js"
 
 /**
@@ -16,8 +16,6 @@ import { makeDecoder, undecided } from "./fastDecode.js"
  * @category models
  */
 export type InvalidRowPolicy = "fail" | "skip" | "raw"
-
-const where = (info: AttemptInfo) => ({ method: "POST", path: info.endpoint.path, attempts: info.attempt })
 
 /** The `_id` of an undecoded row, when it has one. */
 export const idOf = (row: unknown): string | undefined =>

@@ -27,9 +27,12 @@ export interface Endpoint {
 export interface AttemptInfo {
   readonly endpoint: Endpoint
   readonly attempt: number
+  /** What a 404 of this call means was not found. */
+  readonly subject?: { readonly rowID: string } | { readonly microAppID: string } | undefined
 }
 
-const where = (info: AttemptInfo) => ({ method: "POST", path: info.endpoint.path, attempts: info.attempt })
+/** The fields every error of an attempt carries: method, endpoint path and attempt count. */
+export const where = (info: AttemptInfo) => ({ method: "POST", path: info.endpoint.path, attempts: info.attempt })
 
 /** Network error codes that mean the connection was never made, so the request was not sent. */
 const notSentCodes: ReadonlySet<string> = new Set([
@@ -140,7 +143,7 @@ export const fromStatus = (
     case 403:
       return new Forbidden(fields)
     case 404:
-      return new NotFound(fields)
+      return new NotFound({ ...fields, ...info.subject })
     case 408:
       return new Timeout(fields)
     case 429:

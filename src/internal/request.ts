@@ -5,7 +5,7 @@
 import * as Headers from "@effect/platform/Headers"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import { Clock, Duration, Effect, Redacted, Ref } from "effect"
+import { Clock, Duration, Effect, Redacted, Ref, type Schedule } from "effect"
 import type { MicroappError } from "../MicroappError.js"
 import * as Errors from "./errors.js"
 import { defaultRateLimitPause, type RateGate, retrySchedule, type RetryOptions } from "./retry.js"
@@ -20,7 +20,6 @@ export interface Credentials {
 export interface Reply {
   readonly status: number
   readonly text: string
-  readonly contentType: string
   readonly attempts: number
 }
 
@@ -37,6 +36,7 @@ export interface CallOptions {
   /** `undefined` for the one call that needs none: login. */
   readonly credentials: Credentials | undefined
   readonly timeout?: Duration.DurationInput | undefined
+  readonly subject?: Errors.AttemptInfo["subject"]
 }
 
 // the token header must never reach a span attribute or a printed request
@@ -50,7 +50,7 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
     call: CallOptions,
     attempt: number
   ): Effect.Effect<Reply, MicroappError> => {
-    const info: Errors.AttemptInfo = { endpoint, attempt }
+    const info: Errors.AttemptInfo = { endpoint, attempt, subject: call.subject }
     const timeout = call.timeout === undefined ? options.timeout : Duration.decode(call.timeout)
     const request = HttpClientRequest.post(`${options.baseUrl}${endpoint.path}`).pipe(
       HttpClientRequest.bodyUnsafeJson(body),
@@ -65,9 +65,8 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
       const response = yield* Effect.mapError(http.execute(request), (error) =>
         error._tag === "RequestError" ? Errors.fromRequestError(error, info) : Errors.fromBodyError(error, info))
       const text = yield* Effect.mapError(response.text, (error) => Errors.fromBodyError(error, info))
-      const contentType = response.headers["content-type"] ?? ""
       if (response.status >= 200 && response.status < 300) {
-        return { status: response.status, text, contentType, attempts: attempt }
+        return { status: response.status, text, attempts: attempt }
       }
       const now = yield* Clock.currentTimeMillis
       const retryAfter = Errors.parseRetryAfter(response.headers["retry-after"], now)
@@ -84,6 +83,18 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
     return Effect.zipRight(options.gate.pass, options.limit(exchange))
   }
 
+  // one schedule per endpoint for the client's life, not one per call (a scan makes many)
+  const schedules = new Map<string, Schedule.Schedule<unknown, MicroappError>>()
+  const scheduleOf = (endpoint: Errors.Endpoint): Schedule.Schedule<unknown, MicroappError> | undefined => {
+    const retry = options.retry
+    if (retry === false) return undefined
+    const known = schedules.get(endpoint.path)
+    if (known !== undefined) return known
+    const schedule = retrySchedule(retry, endpoint)
+    schedules.set(endpoint.path, schedule)
+    return schedule
+  }
+
   /**
    * Sends `body` to `endpoint` and reads the 2xx answer with `read`, retrying both as the policy
    * allows; fails with the last attempt's error.
@@ -94,13 +105,13 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
     call: CallOptions,
     read: (reply: Reply) => Effect.Effect<A, MicroappError>
   ): Effect.Effect<A, MicroappError> => {
-    const retry = options.retry
-    if (retry === false) return Effect.flatMap(attemptOnce(endpoint, body, call, 1), read)
+    const schedule = scheduleOf(endpoint)
+    if (schedule === undefined) return Effect.flatMap(attemptOnce(endpoint, body, call, 1), read)
     return Effect.flatMap(Ref.make(0), (attempts) =>
       Effect.retry(
         Effect.flatMap(Ref.updateAndGet(attempts, (n) => n + 1), (attempt) =>
           Effect.flatMap(attemptOnce(endpoint, body, call, attempt), read)),
-        retrySchedule(retry, endpoint)
+        schedule
       ))
   }
 

@@ -4,7 +4,8 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import { DateTime, Schema } from "effect"
+import { formatClientSubmitted as formatZoned } from "../Row.js"
 
 /**
  * A row: a plain JSON object with metadata keys and one key per field label.
@@ -97,8 +98,6 @@ export const isCrossAppValue = Schema.is(CrossAppValue)
  */
 export const isLocationValue = Schema.is(LocationValue)
 
-const pad = (value: number, width = 2): string => String(value).padStart(width, "0")
-
 /**
  * Formats a submission time as the service does: `YYYY-MM-DD (HH:mm:ss) +hhmm`, in the client's
  * local time given by its UTC offset.
@@ -106,14 +105,8 @@ const pad = (value: number, width = 2): string => String(value).padStart(width, 
  * @since 0.1.0
  * @category formatting
  */
-export const formatClientSubmitted = (submitted: number, offsetMinutes: number): string => {
-  const local = new Date(submitted + offsetMinutes * 60_000)
-  const sign = offsetMinutes < 0 ? "-" : "+"
-  const offset = Math.abs(offsetMinutes)
-  const date = `${pad(local.getUTCFullYear(), 4)}-${pad(local.getUTCMonth() + 1)}-${pad(local.getUTCDate())}`
-  const time = `${pad(local.getUTCHours())}:${pad(local.getUTCMinutes())}:${pad(local.getUTCSeconds())}`
-  return `${date} (${time}) ${sign}${pad(Math.floor(offset / 60))}${pad(offset % 60)}`
-}
+export const formatClientSubmitted = (submitted: number, offsetMinutes: number): string =>
+  formatZoned(DateTime.unsafeMakeZoned(submitted, { timeZone: offsetMinutes * 60_000 }))
 
 /**
  * A 24-character lowercase hex id: `prefix` followed by `counter` in hex, zero-padded.
