@@ -28,6 +28,7 @@ import { InvalidInput, type MicroappError, NotFound, TooManyRows } from "./Micro
 import * as Query from "./Query.js"
 import { CurrentRowBody, type InvalidRow, LoginBody, Row, RowMetadata, RowsBody, StatusEnvelope } from "./Row.js"
 import * as RowStream from "./RowStream.js"
+import * as Scan from "./internal/scan.js"
 
 export type { InvalidRowPolicy } from "./internal/decode.js"
 export type { RetryOptions } from "./internal/retry.js"
@@ -273,7 +274,9 @@ const PositiveInt = Schema.Number.pipe(
 const RowsOptionsSchema = Schema.Struct({
   ...Query.Selection.fields,
   pageSize: Schema.optional(PositiveInt),
-  concurrency: Schema.optional(PositiveInt),
+  concurrency: Schema.optional(Schema.Union(PositiveInt, Schema.Literal("auto"))),
+  maxConcurrency: Schema.optional(PositiveInt),
+  dedupe: Schema.optional(Schema.Literal("exact", "recent")),
   prefetch: Schema.optional(PositiveInt),
   overlap: Schema.optional(Query.Skip),
   onInconsistent: Schema.optional(Schema.Literal("fail", "continue"))
@@ -358,7 +361,7 @@ const makeWith = Effect.fnUntraced(function*<E>(
   makeSession: (requester: Requester, baseUrl: Either.Either<string, InvalidInput>) => Effect.Effect<Session, E>
 ) {
   const { baseUrl, requester } = yield* makeSender(tuning)
-  const pageSize = tuning.pageSize ?? RowStream.scanDefaults.pageSize
+  const pageSize = tuning.pageSize ?? RowStream.defaults.pageSize
   const session = yield* makeSession(requester, baseUrl)
 
   /** Runs a call with the current credentials; a 401 renews them once (when possible) and repeats. */
@@ -408,12 +411,12 @@ const makeWith = Effect.fnUntraced(function*<E>(
     const scan = Effect.fn("MicroappClient.scan")(function*(options: MicroappClient.RowsOptions) {
       const valid = yield* validateRows(options)
       const selection = Query.checked(valid)
-      return RowStream.make<A>({
+      return Scan.make<A>({
         microAppID: selection.microAppID,
         path: endpoints.rows.path,
         fetch: (window) => fetchPage(selection, window, options.timeout),
         decode: (rows, indexes, attempts) => decoder(rows, indexes, { endpoint: endpoints.rows, attempt: attempts })
-      }, { ...valid, pageSize: valid.pageSize ?? pageSize })
+      }, Scan.settings({ ...valid, pageSize: valid.pageSize ?? pageSize }, { maxInFlight: tuning.rateLimit?.maxInFlight }))
     })
 
     const rows = (options: MicroappClient.RowsOptions) =>

@@ -80,7 +80,7 @@ describe("rows: edge cases", () => {
   for (const c of cases) {
     it.live(c.name, () =>
       Effect.gen(function*() {
-        const { rows, summary } = yield* scanAll({ pageSize: c.pageSize })
+        const { rows, summary } = yield* scanAll({ pageSize: c.pageSize, concurrency: 1 })
         expect(ids(rows)).toEqual(numbersTable(numbers, c.size).rows.map((row) => row._id))
         expect(summary.pages).toBe(c.requests)
         expect((yield* bodiesTo(rowsPath)).length).toBe(c.requests)
@@ -245,7 +245,7 @@ describe("rows: prefetch, concurrency and interruption", () => {
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const client = yield* MicroappClient
-      const fiber = yield* client.rows({ microAppID: numbers, pageSize: 100, prefetch: 2 }).pipe(
+      const fiber = yield* client.rows({ microAppID: numbers, pageSize: 100, prefetch: 2, concurrency: 1 }).pipe(
         Stream.take(1),
         Stream.tap(() => Effect.sleep("300 millis")),
         Stream.runDrain,
@@ -316,7 +316,7 @@ describe("the scan summary", () => {
   it.live("is live while the rows are consumed", () =>
     Effect.gen(function*() {
       const client = yield* MicroappClient
-      const scan = yield* client.scan({ microAppID: numbers, pageSize: 100 })
+      const scan = yield* client.scan({ microAppID: numbers, pageSize: 100, concurrency: 1 })
       const seen: Array<number> = []
       yield* scan.rows.pipe(
         Stream.grouped(250),

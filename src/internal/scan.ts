@@ -1,0 +1,306 @@
+/**
+ * The driver of the paging engine: fibers, prefetch, concurrency, chunking and interruption
+ * around the state machine of `scanEngine.ts`, which decides everything else.
+ */
+import { Chunk, Clock, Effect, Either, Fiber, Queue, Ref, Stream, Take } from "effect"
+import { type MicroappError, ScanInconsistent, type UnexpectedResponse } from "../MicroappError.js"
+import * as RowStream from "../RowStream.js"
+import * as Concurrency from "./concurrency.js"
+import type { DecodedRows } from "./decode.js"
+import * as Engine from "./scanEngine.js"
+
+/** One answer of the server, undecoded, and how many attempts it took. */
+export interface RawPage {
+  readonly rows: ReadonlyArray<unknown>
+  readonly attempts: number
+}
+
+/** What the engine needs from the client. */
+export interface ScanSource<A> {
+  readonly microAppID: string
+  readonly path: string
+  readonly fetch: (window: { readonly skip: number; readonly limit: number }) => Effect.Effect<RawPage, MicroappError>
+  readonly decode: (
+    rows: ReadonlyArray<unknown>,
+    indexes: ReadonlyArray<number>,
+    attempts: number
+  ) => Either.Either<DecodedRows<A>, UnexpectedResponse>
+}
+
+/** The options with their defaults, checked by the caller. */
+export interface Settings {
+  readonly pageSize: number
+  readonly concurrency: number | "auto"
+  readonly maxConcurrency: number
+  readonly prefetch: number
+  readonly overlap: number
+  readonly onInconsistent: "fail" | "continue"
+  readonly dedupe: "exact" | "recent"
+}
+
+export const settings = (options: RowStream.ScanOptions, limits: { readonly maxInFlight?: number | undefined }): Settings => {
+  const maxConcurrency = Math.min(options.maxConcurrency ?? RowStream.defaults.maxConcurrency, limits.maxInFlight ?? Infinity)
+  return {
+    pageSize: options.pageSize ?? RowStream.defaults.pageSize,
+    concurrency: options.concurrency ?? RowStream.defaults.concurrency,
+    maxConcurrency: Math.max(1, maxConcurrency),
+    prefetch: options.prefetch ?? RowStream.defaults.prefetch,
+    overlap: options.overlap ?? RowStream.defaults.overlap,
+    onInconsistent: options.onInconsistent ?? RowStream.defaults.onInconsistent,
+    dedupe: options.dedupe ?? RowStream.defaults.dedupe
+  }
+}
+
+/** Resumes after the event loop's next check phase (where `setImmediate` callbacks run). */
+const nextTurn = Effect.async<void>((resume) => {
+  const resumeNow = () => resume(Effect.void)
+  if (typeof setImmediate === "function") {
+    const handle = setImmediate(resumeNow)
+    return Effect.sync(() => clearImmediate(handle))
+  }
+  const handle = setTimeout(resumeNow, 0)
+  return Effect.sync(() => clearTimeout(handle))
+})
+
+/**
+ * Lets requests just forked reach the socket before a page is decoded, so that the server prepares
+ * the next page meanwhile: the fetch fibers run first, then two turns of the event loop, since
+ * undici writes a request on a reused connection from a `setImmediate` callback.
+ */
+const letRequestsOut = Effect.zipRight(Effect.yieldNow(), Effect.zipRight(nextTurn, nextTurn))
+
+/**
+ * The most rows in one chunk of the stream: some of Effect's sinks (`Stream.runFold`) recurse once
+ * per element of a chunk, and overflow the stack on chunks of several thousand.
+ */
+const maxChunkSize = 2048
+
+const chunksOf = <A>(rows: Array<A>): ReadonlyArray<Chunk.Chunk<A>> =>
+  rows.length <= maxChunkSize
+    ? [Chunk.unsafeFromArray(rows)]
+    : Array.from(
+      { length: Math.ceil(rows.length / maxChunkSize) },
+      (_, i) => Chunk.unsafeFromArray(rows.slice(i * maxChunkSize, (i + 1) * maxChunkSize))
+    )
+
+/**
+ * What the scan hands the consumer through the queue: a page of rows (or the end), taken out once.
+ * Whatever waited for it (a taker of the queue, a fiber) may have reached the old generation; were
+ * the page still referenced from there once it is dead, it would be kept and promoted with it.
+ */
+class Parcel<A> {
+  constructor(private take: Take.Take<A, MicroappError> | undefined) {}
+  open(): Take.Take<A, MicroappError> {
+    const take = this.take
+    if (take === undefined) throw new Error("scan: a page was taken twice")
+    this.take = undefined
+    return take
+  }
+}
+
+/**
+ * A window being fetched. Its page is handed over through `slot`, emptied once taken, rather than
+ * as the fiber's result, for the same reason as `Parcel`.
+ */
+interface InFlight {
+  readonly window: Engine.Window
+  readonly fiber: Fiber.RuntimeFiber<void, MicroappError>
+  readonly slot: { page: RawPage | undefined; millis: number }
+}
+
+/** One run of a scan: the engine's state, the controller's, and what the driver counts itself. */
+interface Run {
+  readonly engine: Engine.State
+  readonly controller: Concurrency.Controller
+  readonly startedAt: number
+  endedAt: number | undefined
+  rows: number
+  invalidRows: number
+  concurrencyReached: number
+}
+
+const summarise = (run: Run | undefined, now: number): RowStream.ScanSummary => {
+  if (run === undefined) return notStarted
+  const { counters } = run.engine
+  return {
+    pages: counters.pages,
+    rows: run.rows,
+    duplicatesDropped: counters.duplicatesDropped,
+    realignments: counters.realignments,
+    appearedBehind: counters.appearedBehind,
+    vanishedBehind: counters.vanishedBehind,
+    pagesDiscarded: counters.pagesDiscarded,
+    serverCap: counters.serverCap,
+    retries: counters.retries,
+    inconsistencies: counters.inconsistencies,
+    invalidRows: run.invalidRows,
+    concurrencyReached: run.concurrencyReached,
+    concurrency: run.controller.current,
+    complete: counters.complete,
+    elapsedMillis: (run.endedAt ?? now) - run.startedAt
+  }
+}
+
+const notStarted: RowStream.ScanSummary = {
+  pages: 0,
+  rows: 0,
+  duplicatesDropped: 0,
+  realignments: 0,
+  appearedBehind: 0,
+  vanishedBehind: 0,
+  pagesDiscarded: 0,
+  serverCap: undefined,
+  retries: 0,
+  inconsistencies: 0,
+  invalidRows: 0,
+  concurrencyReached: 0,
+  concurrency: 0,
+  complete: false,
+  elapsedMillis: 0
+}
+
+/** Builds a scan over `source`: each run of `rows` is a scan of its own. */
+export const make = <A>(source: ScanSource<A>, settings: Settings): RowStream.Scan<A> => {
+  const latest = Ref.unsafeMake<Run | undefined>(undefined)
+
+  const start = Effect.map(Clock.currentTimeMillis, (now): Run => ({
+    engine: Engine.initial(settings),
+    controller: settings.concurrency === "auto"
+      ? Concurrency.auto(settings.maxConcurrency)
+      : Concurrency.fixed(settings.concurrency),
+    startedAt: now,
+    endedAt: undefined,
+    rows: 0,
+    invalidRows: 0,
+    concurrencyReached: 0
+  }))
+
+  const drive = (run: Run, queue: Queue.Enqueue<Parcel<A>>): Effect.Effect<void, MicroappError> => {
+    const { controller, engine } = run
+    const inflight: Array<InFlight> = []
+
+    const fetch = (window: Engine.Window, slot: InFlight["slot"]) =>
+      Effect.flatMap(Clock.currentTimeMillis, (sentAt) =>
+        Effect.flatMap(source.fetch({ skip: window.start, limit: window.limit }), (page) =>
+          Effect.map(Clock.currentTimeMillis, (now) => {
+            slot.page = page
+            slot.millis = now - sentAt
+          })))
+
+    const fill = Effect.suspend(() =>
+      Effect.forEach(
+        Array.from({ length: Math.max(0, Engine.wanted(engine, controller.current) - inflight.length) }),
+        () => {
+          const window = Engine.plan(engine, inflight.length > 0)
+          const slot: InFlight["slot"] = { page: undefined, millis: 0 }
+          return Effect.map(Effect.fork(fetch(window, slot)), (fiber) => {
+            inflight.push({ window, fiber, slot })
+            run.concurrencyReached = Math.max(run.concurrencyReached, inflight.length)
+          })
+        },
+        { discard: true }
+      )
+    )
+
+    const dropAhead = Effect.suspend(() => Fiber.interruptAll(inflight.splice(0).map((entry) => entry.fiber)))
+
+    const emit = (taken: { readonly rows: Array<unknown>; readonly indexes: Array<number> }, attempts: number) =>
+      Effect.suspend(() => {
+        if (taken.rows.length === 0) return Effect.void
+        return Either.match(source.decode(taken.rows, taken.indexes, attempts), {
+          onLeft: (error) => Effect.fail<MicroappError>(error),
+          onRight: (decoded) => {
+            run.rows += decoded.rows.length
+            run.invalidRows += decoded.invalid.length
+            return Effect.zipRight(
+              Effect.forEach(decoded.invalid, (error) => Effect.logWarning(error.message), { discard: true }),
+              Effect.forEach(
+                chunksOf(decoded.rows),
+                (chunk) => Queue.offer(queue, new Parcel(Take.chunk(chunk))),
+                { discard: true }
+              )
+            )
+          }
+        })
+      })
+
+    /** Acts on the next page in order, as the engine judges it; false once the scan is over. */
+    const act = (window: Engine.Window, page: RawPage, millis: number): Effect.Effect<boolean, MicroappError> =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const verdict = Engine.judge(engine, window, page.rows, page.attempts)
+        Concurrency.observe(controller, {
+          now,
+          rows: page.rows.length,
+          latencyMillis: millis,
+          pushedBack: page.attempts > 1,
+          full: verdict._tag === "Continue" && !verdict.dropAhead
+        })
+        switch (verdict._tag) {
+          case "Inconsistent":
+            return Effect.fail(
+              new ScanInconsistent({
+                method: "POST",
+                path: source.path,
+                microAppID: source.microAppID,
+                position: engine.position,
+                rowsEmitted: run.rows,
+                pages: engine.counters.pages,
+                reason: verdict.reason
+              })
+            )
+          case "End":
+            return Effect.as(Effect.zipRight(dropAhead, emit(verdict, page.attempts)), false)
+          case "Continue":
+            // fetch ahead before the consumer takes the rows
+            return (verdict.dropAhead ? Effect.zipRight(dropAhead, fill) : fill).pipe(
+              // one window in flight only: with more, the pause would let more of them be answered before a drop
+              Effect.zipRight(controller.current === 1 ? letRequestsOut : Effect.void),
+              Effect.zipRight(emit(verdict, page.attempts)),
+              Effect.as(true)
+            )
+        }
+      })
+
+    /**
+     * One page in order: fetch ahead, take the next answer and act on it; false once the scan is
+     * over. Combinators rather than a generator, whose locals would hold the page: whatever waits
+     * for the network may reach the old generation, and keep a page promoted long after its step.
+     */
+    const step = Effect.flatMap(fill, () => {
+      const head = inflight.shift()
+      if (head === undefined) return Effect.dieMessage("scan: no window in flight")
+      return Effect.flatMap(Fiber.join(head.fiber), () => {
+        const page = head.slot.page
+        head.slot.page = undefined
+        if (page === undefined) return Effect.dieMessage("scan: a window ended without its page")
+        return act(head.window, page, head.slot.millis)
+      })
+    })
+
+    const loop: Effect.Effect<void, MicroappError> = Effect.flatMap(step, (more) => more ? loop : Effect.void)
+    return Effect.onExit(loop, () => dropAhead)
+  }
+
+  const rows = Stream.unwrapScoped(
+    Effect.gen(function*() {
+      const queue = yield* Queue.bounded<Parcel<A>>(settings.prefetch)
+      const run = yield* start
+      yield* Ref.set(latest, run)
+      yield* Effect.forkScoped(
+        drive(run, queue).pipe(
+          Effect.ensuring(Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => (run.endedAt = now)))),
+          Effect.exit,
+          Effect.flatMap((exit) =>
+            Queue.offer(queue, new Parcel(exit._tag === "Success" ? Take.end : Take.failCause(exit.cause)))
+          )
+        )
+      )
+      return Stream.flattenTake(Stream.map(Stream.fromQueue(queue), (parcel) => parcel.open()))
+    })
+  )
+
+  const summary = Effect.flatMap(Ref.get(latest), (run) =>
+    Effect.map(Clock.currentTimeMillis, (now) => summarise(run, now)))
+
+  return { rows, summary }
+}

@@ -1,0 +1,252 @@
+/**
+ * The paging engine's state machine against an in-memory model of a table that changes between
+ * requests: inserts, deletes and moves anywhere, at any moment, under server caps, page sizes,
+ * overlaps and concurrencies. No HTTP: the engine is pure, so thousands of cases run in seconds.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { FastCheck as FC } from "effect"
+import * as Engine from "../src/internal/scanEngine.js"
+import * as Prng from "../src/testing/Prng.js"
+
+const idOf = (n: number) => n.toString(16).padStart(24, "0")
+
+interface Scenario {
+  readonly size: number
+  readonly pageSize: number
+  readonly overlap: number
+  readonly cap: number | undefined
+  readonly concurrency: number
+  /** Chance that a step changes the table rather than answers a request. */
+  readonly churn: number
+  /** Where changes land: anywhere, or only in the first or last part of the table. */
+  readonly region: "anywhere" | "front" | "back"
+  readonly onInconsistent: "fail" | "continue"
+  readonly seed: number
+}
+
+const scenario: FC.Arbitrary<Scenario> = FC.record({
+  size: FC.integer({ min: 0, max: 250 }),
+  pageSize: FC.integer({ min: 1, max: 60 }),
+  overlap: FC.integer({ min: 0, max: 12 }),
+  cap: FC.option(FC.integer({ min: 1, max: 80 }), { nil: undefined }),
+  concurrency: FC.integer({ min: 1, max: 8 }),
+  churn: FC.constantFrom(0, 0.05, 0.2, 0.5),
+  region: FC.constantFrom("anywhere", "front", "back"),
+  onInconsistent: FC.constantFrom("fail", "continue"),
+  seed: FC.integer()
+})
+
+/** What the model did between two answers, relative to the scan's position in it. */
+interface Interval {
+  appeared: number
+  vanished: number
+  /**
+   * A change landed among the re-read rows, where an insert and a move ahead look alike, or the
+   * last of them was shifted out of the window.
+   */
+  touchedTail: boolean
+}
+
+interface Outcome {
+  readonly emitted: Array<string>
+  readonly verdict: "End" | "Inconsistent" | "Unfinished"
+  readonly state: Engine.State
+  readonly original: ReadonlyArray<string>
+  /** Ids never deleted nor moved while the scan ran. */
+  readonly stable: ReadonlySet<string>
+  readonly everSeen: ReadonlySet<string>
+  /** The table's length when the last page was answered. */
+  readonly finalSize: number
+  /** Per page judged against re-read rows, one window at a time: the engine's net drift and the model's. */
+  readonly drifts: Array<{ readonly engine: number; readonly model: Interval }>
+  readonly totals: { appeared: number; vanished: number; mixed: boolean; touched: boolean }
+  /** Some page was judged with none of its re-read rows both in the answer and left in place. */
+  readonly blind: boolean
+  /** When the engine said Inconsistent: whether any re-read row was in the answer. */
+  readonly anchorWasThere: boolean | undefined
+}
+
+/** Runs the engine to its end against the model, answering windows in a random order. */
+const simulate = (s: Scenario): Outcome => {
+  const rng = Prng.make(s.seed)
+  let next = s.size
+  const table = Array.from({ length: s.size }, (_, i) => idOf(i))
+  const original = [...table]
+  const stable = new Set(table)
+  const everSeen = new Set(table)
+  const rowOf = new Map<string, { readonly _id: string }>()
+  const row = (id: string) => {
+    const known = rowOf.get(id)
+    if (known !== undefined) return known
+    const made = { _id: id }
+    rowOf.set(id, made)
+    return made
+  }
+  const state = Engine.initial({ pageSize: s.pageSize, overlap: s.overlap, onInconsistent: s.onInconsistent, dedupe: "exact" })
+  const inflight: Array<{ readonly window: Engine.Window; answer?: Array<string>; size: number; at: number }> = []
+  const emitted: Array<string> = []
+  const drifts: Outcome["drifts"] = []
+  const totals = { appeared: 0, vanished: 0, mixed: false, touched: false }
+  let blind = false
+  // ids deleted or moved, by step
+  const disturbed: Array<{ readonly at: number; readonly id: string }> = []
+  // the model's view of the scan's position, from each answer judged in place
+  let cursor: number | undefined
+  let lastAnswerAt = 0
+  let tail: Array<string> = []
+  let interval: Interval = { appeared: 0, vanished: 0, touchedTail: false }
+  let step = 0
+
+  const regionIndex = (length: number) => {
+    const third = Math.max(1, Math.floor(length / 3))
+    return s.region === "front"
+      ? rng.int(Math.min(length, third) + 1)
+      : s.region === "back"
+      ? length - rng.int(Math.min(length, third) + 1)
+      : rng.int(length + 1)
+  }
+  /** Whether a row put at `index` lands among the re-read rows. */
+  const amongTail = (index: number) => {
+    const first = table.indexOf(tail[0] ?? "")
+    const last = table.indexOf(tail.at(-1) ?? "")
+    return first >= 0 && last >= 0 && index > first && index <= last
+  }
+  /** Puts `id` at `index`; true when that is behind the position. */
+  const put = (id: string, index: number) => {
+    if (amongTail(index)) interval.touchedTail = true
+    table.splice(index, 0, id)
+    if (cursor === undefined || index >= cursor) return false
+    cursor++
+    return true
+  }
+  /** Takes the row at `index` out; true when it was behind the position. */
+  const takeOut = (index: number) => {
+    const [id] = table.splice(index, 1)
+    if (id === undefined) return false
+    stable.delete(id)
+    disturbed.push({ at: step, id })
+    if (tail.includes(id)) interval.touchedTail = true
+    if (cursor === undefined || index >= cursor) return false
+    cursor--
+    return true
+  }
+  const change = () => {
+    const kind = table.length === 0 ? 0 : rng.int(3)
+    if (kind === 0) {
+      const id = idOf(next++)
+      everSeen.add(id)
+      if (put(id, regionIndex(table.length))) interval.appeared++
+    } else if (kind === 1) {
+      if (takeOut(Math.min(table.length - 1, regionIndex(table.length - 1)))) interval.vanished++
+    } else {
+      const id = table[rng.int(table.length)] ?? ""
+      const wasBehind = takeOut(table.indexOf(id))
+      const isBehind = put(id, regionIndex(table.length))
+      if (wasBehind && !isBehind) interval.vanished++
+      if (!wasBehind && isBehind) interval.appeared++
+    }
+  }
+  const outcome = (verdict: Outcome["verdict"], finalSize: number, anchorWasThere?: boolean): Outcome => ({
+    emitted, verdict, state, original, stable, everSeen, finalSize, drifts, totals, blind, anchorWasThere
+  })
+
+  for (; step < 20_000; step++) {
+    while (inflight.length < Engine.wanted(state, s.concurrency)) {
+      inflight.push({ window: Engine.plan(state, inflight.length > 0), size: 0, at: 0 })
+    }
+    const waiting = inflight.filter((entry) => entry.answer === undefined)
+    const entry = waiting[s.concurrency === 1 ? 0 : rng.int(waiting.length)]
+    if (entry === undefined || rng.next() < s.churn) {
+      change()
+    } else {
+      entry.answer = table.slice(entry.window.start, entry.window.start + Math.min(entry.window.limit, s.cap ?? Infinity))
+      entry.size = table.length
+      entry.at = step
+    }
+    const head = inflight[0]
+    const answer = head?.answer
+    if (head === undefined || answer === undefined) continue
+    inflight.shift()
+    const probe = state.probe !== undefined
+    const engineTail = state.tail.filter((id): id is string => id !== undefined)
+    const anchored = state.position > 0 && !probe && engineTail.length > 0
+    const drift = () => state.counters.appearedBehind + state.counters.caughtBehind - state.counters.vanishedBehind
+    const before = drift()
+    const discardedBefore = state.counters.pagesDiscarded
+    const verdict = Engine.judge(state, head.window, answer.map(row), 1)
+    if (verdict._tag === "Inconsistent") {
+      return outcome("Inconsistent", table.length, engineTail.some((id) => answer.includes(id)))
+    }
+    emitted.push(...verdict.rows.map((r) => (r as { readonly _id: string })._id))
+    const discarded = state.counters.pagesDiscarded > discardedBefore
+    if (anchored && !discarded) {
+      const [from, to] = [Math.min(lastAnswerAt, head.at), Math.max(lastAnswerAt, head.at)]
+      const gone = new Set(disturbed.filter((d) => d.at >= from && d.at <= to).map((d) => d.id))
+      blind ||= engineTail.every((id) => gone.has(id) || !answer.includes(id))
+      // a shift past the window's end takes the last re-read row out of sight, like a delete
+      if (!answer.includes(engineTail.at(-1) ?? "")) interval.touchedTail = true
+      if (s.concurrency === 1) {
+        drifts.push({ engine: drift() - before, model: interval })
+        totals.appeared += interval.appeared
+        totals.vanished += interval.vanished
+        totals.mixed ||= interval.appeared > 0 && interval.vanished > 0
+        totals.touched ||= interval.touchedTail
+      }
+    }
+    if (!probe && !discarded) {
+      cursor = head.window.start + answer.length
+      tail = answer.slice(Math.max(0, answer.length - state.reread))
+      interval = { appeared: 0, vanished: 0, touchedTail: false }
+      lastAnswerAt = head.at
+    }
+    if (verdict._tag === "End") return outcome("End", head.size)
+    if (verdict.dropAhead) inflight.splice(0)
+  }
+  return outcome("Unfinished", table.length)
+}
+
+describe("the paging engine against a model of a changing table", () => {
+  it.prop("each row at most once; untouched rows exactly once, in order; drift counted as the model did", [scenario], ([s]) => {
+    const outcome = simulate(s)
+    const { counters } = outcome.state
+    expect(outcome.verdict).not.toBe("Unfinished")
+    // no id is emitted twice, and none that never existed
+    expect(new Set(outcome.emitted).size).toBe(outcome.emitted.length)
+    expect(outcome.emitted.every((id) => outcome.everSeen.has(id))).toBe(true)
+    if (outcome.verdict === "Inconsistent") {
+      // only where completeness cannot be proven: none of the re-read rows was in the answer, or
+      // the server has never returned more than one row, so that no row can be re-read
+      expect(outcome.anchorWasThere === false || outcome.state.largestPage <= 1).toBe(true)
+      return
+    }
+    expect(counters.complete).toBe(true)
+    if (counters.inconsistencies > 0) return
+    // every row present and unmoved throughout, exactly once, in order, as long as one re-read row
+    // of each window stayed put (and the server returned more than one row at a time, once)
+    if (!outcome.blind && outcome.state.largestPage > 1) {
+      const stable = outcome.original.filter((id) => outcome.stable.has(id))
+      expect(outcome.emitted.filter((id) => outcome.stable.has(id))).toEqual(stable)
+    }
+    // the counters explain the end: rows behind the position now, less the rows the scan passed
+    // (unless the server never returned more than one row: then nothing can be re-read at the end)
+    if (outcome.state.largestPage > 1) {
+      expect(counters.appearedBehind - counters.vanishedBehind).toBe(
+        outcome.finalSize - counters.emitted - counters.duplicatesDropped
+      )
+    }
+    expect(counters.vanishedBehind).toBeGreaterThanOrEqual(counters.duplicatesDropped)
+    // one window at a time: each window's drift is the model's, where the re-read rows were left alone
+    for (const drift of outcome.drifts) {
+      if (!drift.model.touchedTail) expect(drift.engine).toBe(drift.model.appeared - drift.model.vanished)
+    }
+    if (s.concurrency === 1 && !outcome.totals.touched) {
+      // never more than happened; exactly what happened unless one interval mixed both kinds
+      expect(counters.appearedBehind + counters.caughtBehind).toBeLessThanOrEqual(outcome.totals.appeared)
+      expect(counters.vanishedBehind).toBeLessThanOrEqual(outcome.totals.vanished)
+      if (!outcome.totals.mixed) {
+        expect(counters.appearedBehind + counters.caughtBehind).toBe(outcome.totals.appeared)
+        expect(counters.vanishedBehind).toBe(outcome.totals.vanished)
+      }
+    }
+  }, { fastCheck: { numRuns: 3000 } })
+})
