@@ -78,6 +78,11 @@ export interface ScanSummary {
    */
   readonly appearedBehind: number
   /**
+   * Rows that appeared behind the scan's position but were found among the re-read rows, and
+   * emitted there: out of their sorted place, since they arrived after the scan passed it.
+   */
+  readonly caughtBehind: number
+  /**
    * Rows that vanished from behind the scan's position while it ran: deleted, or moved ahead (a
    * moved row is then dropped as a duplicate, and counted in `duplicatesDropped`). A lower bound.
    */

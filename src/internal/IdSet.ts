@@ -13,6 +13,8 @@ export interface IdSet {
   readonly add: (id: string) => boolean
   readonly has: (id: string) => boolean
   readonly size: () => number
+  /** Bytes held by the packed ids' tables (ids of other shapes are in a `Set` besides). */
+  readonly packedBytes: () => number
 }
 
 const hexDigit = (code: number): number =>
@@ -128,7 +130,12 @@ export const exact = (): IdSet => {
       () => zero,
       (segment, a, b, c, hash) => segment.taken(segment.find(a, b, c, hash))
     )
-  return { add, has, size: () => packed + others.size + (zero ? 1 : 0) }
+  return {
+    add,
+    has,
+    size: () => packed + others.size + (zero ? 1 : 0),
+    packedBytes: () => segments.reduce((sum, segment) => sum + segment.words.byteLength, 0)
+  }
 }
 
 /** The last `capacity` ids only. */
@@ -145,5 +152,5 @@ export const recent = (capacity: number): IdSet => {
     next = (next + 1) % capacity
     return true
   }
-  return { add, has: (id) => members.has(id), size: () => members.size }
+  return { add, has: (id) => members.has(id), size: () => members.size, packedBytes: () => 0 }
 }
