@@ -12,7 +12,7 @@ import { authToken, microAppID, type Tally, tally, userId } from "./plain.js"
 export type Transport = "undici" | "fetch"
 
 export interface ClientA {
-  readonly scan: (options: { readonly pageSize: number; readonly concurrency: number }) => Promise<Tally>
+  readonly scan: (options: { readonly pageSize: number; readonly concurrency: number | "auto" }) => Promise<Tally>
   readonly dispose: () => Promise<void>
 }
 
@@ -24,12 +24,17 @@ export const clientA = (baseUrl: string, transport: Transport): ClientA => {
   )
   return {
     scan: ({ concurrency, pageSize }) =>
-      runtime.runPromise(Effect.flatMap(MicroappClient, (client) =>
-        Stream.runFold(client.rows({ microAppID, pageSize, concurrency }), tally(), (seen, row) => {
+      runtime.runPromise(Effect.gen(function*() {
+        const client = yield* MicroappClient
+        const scan = yield* client.scan({ microAppID, pageSize, concurrency })
+        const seen = yield* Stream.runFold(scan.rows, tally(), (seen, row) => {
           seen.rows++
           seen.lastId = row._id
           return seen
-        }))),
+        })
+        const summary = yield* scan.summary
+        return { ...seen, concurrency: { reached: summary.concurrencyReached, settled: summary.concurrency } }
+      })),
     dispose: () => runtime.dispose()
   }
 }

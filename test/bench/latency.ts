@@ -21,7 +21,7 @@ interface Contender {
   readonly key: string
   readonly label: string
   readonly contender: WorkerSpec["contender"]
-  readonly concurrency: number
+  readonly concurrency: WorkerSpec["concurrency"]
 }
 
 const main = async (): Promise<Report> => {
@@ -34,13 +34,15 @@ const main = async (): Promise<Report> => {
   const warmup = opts.number("warmup", 1, 0)
 
   const contenders: ReadonlyArray<Contender> = [
-    { key: "A", label: `A \`rows()\`, concurrency ${concurrency}`, contender: "A", concurrency },
+    { key: "A", label: "A `rows()`, default options", contender: "A", concurrency: "auto" },
+    { key: "A4", label: `A \`rows()\`, concurrency ${concurrency}`, contender: "A", concurrency },
     { key: "A1", label: "A `rows()`, concurrency 1", contender: "A", concurrency: 1 },
     { key: "B", label: "B fetch + JSON.parse loop, sequential", contender: "B", concurrency: 1 }
   ]
   const server = await startServer({ rows, delayMillis })
   const workers = new Map<string, Worker>()
   const times = new Map<string, Array<number>>(contenders.map((c) => [c.key, []]))
+  const settled: Array<number> = []
   try {
     for (const c of contenders) {
       const spec = {
@@ -58,6 +60,9 @@ const main = async (): Promise<Report> => {
         const run = await workers.get(contender.key)?.run()
         if (run === undefined || !run.ok) throw new Error(`${contender.key} failed: ${run?.error}`)
         if (round >= warmup) times.get(contender.key)?.push(run.millis)
+        if (round >= warmup && contender.key === "A" && run.concurrency !== undefined) {
+          settled.push(run.concurrency.settled)
+        }
       }
     }
   } finally {
@@ -74,16 +79,19 @@ const main = async (): Promise<Report> => {
     "",
     "| Contender | ms | speed-up vs B |",
     "|---|---:|---:|",
-    ...contenders.map((c) => `| ${c.label} | ${formatInt(medianOf(c.key))} | ${formatRatio(b / medianOf(c.key))}x |`)
+    ...contenders.map((c) => `| ${c.label} | ${formatInt(medianOf(c.key))} | ${formatRatio(b / medianOf(c.key))}x |`),
+    "",
+    `Windows in flight where the default options settled, each round: ${settled.join(", ")}.`
   ].join("\n")
   return {
     title: "latency",
     findings: [{
       figure: `Latency hidden, ${delayMillis} ms/request, ${formatInt(rows)} rows, page ${pageSize}: ` +
-        `B time / A time (A concurrency ${concurrency})`,
-      measured: `${formatRatio(speedUp)}x`,
-      goal: ">= 2.5x",
-      met: speedUp >= 2.5
+        "B time / A time (A default options)",
+      measured: `${formatRatio(speedUp)}x, settled at ${settled.join(", ")} windows ` +
+        `(concurrency ${concurrency}: ${formatRatio(b / medianOf("A4"))}x)`,
+      goal: ">= 3.0x",
+      met: speedUp >= 3
     }],
     details
   }

@@ -13,6 +13,8 @@ export const userId = "bench-user"
 export interface Tally {
   rows: number
   lastId: string | undefined
+  /** Windows in flight: the most at once, and where an adaptive scan settled. */
+  concurrency?: { readonly reached: number; readonly settled: number }
 }
 
 export const tally = (): Tally => ({ rows: 0, lastId: undefined })

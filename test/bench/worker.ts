@@ -8,12 +8,13 @@ import { expectRows, type Tally } from "./plain.js"
 
 /** Which contender, and the table it reads. */
 export interface WorkerSpec {
-  readonly contender: "A" | "A-fetch" | "B" | "C"
+  /** `B-loaded`: B in a process that has loaded A's modules and built its client. */
+  readonly contender: "A" | "A-fetch" | "B" | "B-loaded" | "C"
   readonly baseUrl: string
   readonly rows: number
   readonly lastId: string | undefined
   readonly pageSize: number
-  readonly concurrency: number
+  readonly concurrency: number | "auto"
 }
 
 /** One scan, as the worker measured it. */
@@ -24,6 +25,7 @@ export interface WorkerRun {
   readonly cpuMillis: number
   /** Peak RSS of the worker process so far. */
   readonly peakRss: number
+  readonly concurrency?: Tally["concurrency"]
   readonly error?: string
 }
 
@@ -38,6 +40,13 @@ const makeScan = async (spec: WorkerSpec): Promise<() => Promise<Tally>> => {
     case "B": {
       const { scanB } = await import("./plain.js")
       return () => scanB(spec.baseUrl, spec.pageSize)
+    }
+    case "B-loaded": {
+      const { clientA } = await import("./contenders.js")
+      const { scanB } = await import("./plain.js")
+      // kept, as an application keeps its client, so that the loaded code stays alive
+      const client = clientA(spec.baseUrl, "undici")
+      return () => scanB(spec.baseUrl, spec.pageSize).finally(() => void client)
     }
     case "C": {
       const { scanC } = await import("./plain.js")
@@ -65,7 +74,13 @@ const main = async () => {
         const { cpuMillis, millis } = measured()
         try {
           expectRows(spec.contender, seen, spec.rows, spec.lastId)
-          send({ ok: true, millis, cpuMillis, peakRss: peakRss() })
+          send({
+            ok: true,
+            millis,
+            cpuMillis,
+            peakRss: peakRss(),
+            ...(seen.concurrency === undefined ? {} : { concurrency: seen.concurrency })
+          })
         } catch (error) {
           send({ ok: false, millis, cpuMillis, peakRss: peakRss(), error: describe(error) })
         }
