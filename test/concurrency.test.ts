@@ -12,10 +12,13 @@ interface Server {
   readonly refuses?: (level: number) => boolean
 }
 
+/** The simulated time of each controller. */
+const clocks = new WeakMap<Concurrency.Controller, number>()
+
 /** Feeds `pages` full pages of 1000 rows through the controller; the levels it chose, page by page. */
 const run = (controller: Concurrency.Controller, server: Server, pages: number, jitter: () => number = () => 1) => {
   const levels: Array<number> = []
-  let now = 0
+  let now = clocks.get(controller) ?? 0
   let refusals = 0
   for (let i = 0; i < pages; i++) {
     const level = controller.current
@@ -26,6 +29,7 @@ const run = (controller: Concurrency.Controller, server: Server, pages: number, 
     now += step
     Concurrency.observe(controller, { now, rows: 1000, latencyMillis: step * level, pushedBack, full: true })
   }
+  clocks.set(controller, now)
   return { levels, refusals, last: controller.current }
 }
 
