@@ -166,7 +166,18 @@ describe.concurrent("microapp (the built bin)", () => {
         expect(run.code, run.stderr).toBe(0)
         expect(run.stdout.endsWith("\n")).toBe(true)
         expect(ndjsonRows(run.stdout)).toEqual(yield* server.table(projectsMicroAppID))
-        expect(run.stderr).toMatch(/^done: 130 rows, \d+ pages, [\d.]+ s, 0 duplicates dropped, 0 realignments\n$/)
+        expect(run.stderr).toMatch(
+          /^done: 130 rows, \d+ pages, [\d.]+ s, 0 duplicates dropped, 0 realignments, up to \d+ requests? in flight\n$/
+        )
+      }))
+
+    it.effect("rows --concurrency N: that many requests in flight, never more", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const run = yield* cli(["rows", projectsMicroAppID, "--page-size", "10", "--concurrency", "3", ...flags(server)])
+        expect(run.code, run.stderr).toBe(0)
+        expect(ndjsonRows(run.stdout)).toEqual(yield* server.table(projectsMicroAppID))
+        expect(run.stderr).toMatch(/, up to 3 requests in flight\n$/)
       }))
 
     it.effect("rows --format json: one array; --quiet: nothing on stderr; credentials from the environment", () =>

@@ -421,6 +421,39 @@ describe("rows: prefetch, concurrency and interruption", () => {
     }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 100)], latency: "2 seconds" }))))
 })
 
+describe("rows: adaptive concurrency, the default", () => {
+  /** The most requests the server had in flight at once, among those answered. */
+  const mostInFlight = Effect.map(Effect.flatMap(MicroappServer, (server) => server.requests), (log) => {
+    const answered = log.filter((record) => record.outcome === "answered")
+    return Math.max(
+      ...answered.map((record) =>
+        answered.filter((other) => other.at <= record.at && (other.finishedAt ?? Infinity) > record.at).length
+      )
+    )
+  })
+  const table = numbersTable(numbers, 4000)
+  const expected = table.rows.map((row) => row._id)
+
+  it.live("against a server 20 ms away, adds windows, up to maxConcurrency, and keeps the order", () =>
+    Effect.gen(function*() {
+      const { rows, summary } = yield* scanAll({ pageSize: 100, maxConcurrency: 6 })
+      expect(ids(rows)).toEqual(expected)
+      expect(summary.concurrencyReached).toBeGreaterThan(2)
+      expect(summary.concurrencyReached).toBeLessThanOrEqual(6)
+      expect(yield* mostInFlight).toBeLessThanOrEqual(6)
+    }).pipe(Effect.provide(withEmulator({ tables: [table], latency: "20 millis" }))))
+
+  it.live("never above the client's rateLimit.maxInFlight", () =>
+    Effect.gen(function*() {
+      const { rows, summary } = yield* scanAll({ pageSize: 100 })
+      expect(ids(rows)).toEqual(expected)
+      expect(summary.concurrencyReached).toBe(2)
+      expect(yield* mostInFlight).toBe(2)
+    }).pipe(
+      Effect.provide(withEmulator({ tables: [table], latency: "20 millis" }, { retry: false, rateLimit: { maxInFlight: 2 } }))
+    ))
+})
+
 describe("collect", () => {
   it.live("returns every row when the table fits", () =>
     Effect.gen(function*() {

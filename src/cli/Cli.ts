@@ -147,7 +147,10 @@ const rows = Command.make(
     pageSize: wholeNumber("page-size", 1).pipe(Options.optional, described("Rows per request; default 1000")),
     concurrency: wholeNumber("concurrency", 1).pipe(
       Options.optional,
-      described("Requests in flight once the server's page size is known; default 1")
+      described(
+        "Requests in flight once the server's page size is known, fixed; default adaptive: one, more while " +
+          "rows per second improve, fewer on pushback, at most 8"
+      )
     ),
     format: Options.choice("format", formats).pipe(
       Options.withDefault("ndjson"),

@@ -41,6 +41,10 @@ export const summaryLine = (summary: ScanSummary): string => {
     ...(summary.serverCap === undefined ? [] : [`server cap ${summary.serverCap} rows per request`]),
     plural(summary.duplicatesDropped, "duplicate dropped", "duplicates dropped"),
     plural(summary.realignments, "realignment", "realignments"),
+    ...(summary.appearedBehind === 0 ? [] : [`${summary.appearedBehind} appeared behind the scan (not in it)`]),
+    ...(summary.caughtBehind === 0 ? [] : [`${summary.caughtBehind} caught behind the scan (out of place)`]),
+    ...(summary.vanishedBehind === 0 ? [] : [`${summary.vanishedBehind} vanished behind the scan`]),
+    `up to ${plural(summary.concurrencyReached, "request", "requests")} in flight`,
     ...(summary.retries === 0 ? [] : [plural(summary.retries, "retry", "retries")]),
     ...(summary.inconsistencies === 0 ? [] : [plural(summary.inconsistencies, "inconsistency", "inconsistencies")]),
     ...(summary.invalidRows === 0 ? [] : [plural(summary.invalidRows, "invalid row", "invalid rows")])
