@@ -10,6 +10,8 @@
  * @since 0.1.0
  */
 import { DateTime, Effect, Option, ParseResult, Predicate, Schema, Stream } from "effect"
+import type * as BulkUpdate from "./BulkUpdate.js"
+import { makeUpdateRows } from "./internal/bulkUpdate.js"
 import { MicroappClient } from "./MicroappClient.js"
 import { InvalidInput, type MicroappError } from "./MicroappError.js"
 import * as Row from "./Row.js"
@@ -379,6 +381,11 @@ export interface Bound<M extends AnyMicroapp, A> {
   readonly query: (options?: QueryOptions<M>) => Effect.Effect<ReadonlyArray<A>, MicroappError>
   readonly getRow: (rowID: string, options?: MicroappClient.CallOptions) => Effect.Effect<A, MicroappError>
   readonly updateRow: (options: UpdateOptions<M>) => Effect.Effect<void, MicroappError>
+  /** `MicroappClient.updateRows` with labels and values checked (and encoded) as by `updateRow`. */
+  readonly updateRows: <E, R>(
+    updates: Stream.Stream<UpdateOptions<M> | InvalidInput, E, R>,
+    options?: BulkUpdate.Options
+  ) => Stream.Stream<BulkUpdate.Outcome, E | InvalidInput, R>
 }
 
 /**
@@ -530,6 +537,13 @@ export function bind<Fields extends Record<string, AnyField>, SortLabel extends 
     const selected = <O extends Selection<M>>(options: O | undefined) =>
       Effect.map(toSelection(microapp, options ?? {}, rowsPath), (selection) => ({ ...options, ...selection }))
     const encode = encodeUpdate(microapp)
+    const prepare = (update: UpdateOptions<M>): Effect.Effect<MicroappClient.UpdateOptions, InvalidInput> =>
+      Effect.map(encode(update.rowData), (rowData) => ({ ...update, rowData }))
+    const runUpdates = makeUpdateRows({
+      endpoint: { path: updatePath, write: true },
+      updateRow: client.updateRow,
+      getRow: client.getRow
+    })
     return {
       definition: microapp,
       rows: (options) => Stream.unwrap(Effect.map(selected(options), reader.rows)),
@@ -537,8 +551,8 @@ export function bind<Fields extends Record<string, AnyField>, SortLabel extends 
       collect: (options) => Effect.flatMap(selected(options), (selection) => reader.collect({ ...selection, max: options.max })),
       query: (options) => Effect.flatMap(selected(options), reader.query),
       getRow: reader.getRow,
-      updateRow: (options) =>
-        Effect.flatMap(encode(options.rowData), (rowData) => client.updateRow({ ...options, rowData }))
+      updateRow: (options) => Effect.flatMap(prepare(options), client.updateRow),
+      updateRows: (updates, options = {}) => runUpdates(updates, options, prepare)
     }
   })
 }

@@ -19,6 +19,8 @@ import {
   Stream,
   SynchronizedRef
 } from "effect"
+import type * as BulkUpdate from "./BulkUpdate.js"
+import { makeUpdateRows } from "./internal/bulkUpdate.js"
 import { type InvalidRowPolicy, makeRowDecoder, type RowDecoder } from "./internal/decode.js"
 import { decodeEnvelope } from "./internal/decode.js"
 import type { Endpoint } from "./internal/errors.js"
@@ -242,6 +244,16 @@ export declare namespace MicroappClient {
     readonly queryRaw: (options: QueryOptions) => Effect.Effect<string, MicroappError>
     /** Sets fields of a row; succeeds only when the server says "success". */
     readonly updateRow: (options: UpdateOptions) => Effect.Effect<void, MicroappError>
+    /**
+     * Many updates: one `BulkUpdate.Outcome` per element, in input order, `concurrency` at a time.
+     * An element may be an `InvalidInput` in place of an update its producer could not make (a
+     * line that is not JSON): it gets an `Invalid` outcome at its place. Fails only with the input
+     * stream's errors, or `InvalidInput` for bad options. See `BulkUpdate`.
+     */
+    readonly updateRows: <E, R>(
+      updates: Stream.Stream<UpdateOptions | InvalidInput, E, R>,
+      options?: BulkUpdate.Options
+    ) => Stream.Stream<BulkUpdate.Outcome, E | InvalidInput, R>
     /** Reading rows decoded by another Schema, with a policy for rows that fail it. */
     readonly withSchema: {
       <A, I>(schema: Schema.Schema<A, I>, options: { readonly invalidRows: "raw" }): Reader<A | InvalidRow>
@@ -490,6 +502,12 @@ const makeWith = Effect.fnUntraced(function*<E>(
 
   const untyped = makeReader(makeRowDecoder(Row, "fail"))
 
+  const runUpdates = makeUpdateRows({ endpoint: endpoints.update, updateRow, getRow: untyped.getRow })
+  const updateRows = <E, R>(
+    updates: Stream.Stream<MicroappClient.UpdateOptions | InvalidInput, E, R>,
+    options: BulkUpdate.Options = {}
+  ) => runUpdates(updates, options, Effect.succeed)
+
   function withSchema<A, I>(schema: Schema.Schema<A, I>, options: { readonly invalidRows: "raw" }): MicroappClient.Reader<A | InvalidRow>
   function withSchema<A, I>(
     schema: Schema.Schema<A, I>,
@@ -502,7 +520,7 @@ const makeWith = Effect.fnUntraced(function*<E>(
     return makeReader(makeRowDecoder(schema, options?.invalidRows ?? "fail"))
   }
 
-  return MicroappClient.of({ ...untyped, queryRaw, updateRow, withSchema })
+  return MicroappClient.of({ ...untyped, queryRaw, updateRow, updateRows, withSchema })
 })
 
 /** Where a call gets its credentials, and how they are renewed after a 401 (if they can be). */

@@ -13,6 +13,13 @@ export { MicroappClient } from "./MicroappClient.js"
 export type { InvalidRowPolicy, RetryOptions } from "./MicroappClient.js"
 
 /**
+ * Many updates as one stream: options, outcomes and their summary.
+ *
+ * @since 0.1.0
+ */
+export * as BulkUpdate from "./BulkUpdate.js"
+
+/**
  * Typed Microapp definitions: fields by label with fieldID and Schema, sort fields by label.
  *
  * @since 0.1.0

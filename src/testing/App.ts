@@ -247,6 +247,8 @@ export const makeApp = (state: MicroappState): HttpApp.Default => {
     Effect.gen(function*() {
       switch (fault.kind) {
         case "http500":
+        case "http500AfterApply":
+          if (fault.kind === "http500AfterApply") yield* route(call)
           yield* arrival.complete({ status: 500 })
           return errorReply(500, "Internal server error")
         case "http503Html":

@@ -8,6 +8,7 @@ import * as Prng from "./Prng.js"
 
 /**
  * - `http500`: 500 with a JSON error body
+ * - `http500AfterApply`: the request is applied, then answered 500 with a JSON error body
  * - `http503Html`: 503 with an HTML body, as a proxy in front of the service sends it
  * - `http429`: 429 with `Retry-After` (seconds, or an HTTP date)
  * - `http408`: 408 with a JSON error body
@@ -21,6 +22,7 @@ import * as Prng from "./Prng.js"
  */
 export type FaultKind =
   | "http500"
+  | "http500AfterApply"
   | "http503Html"
   | "http429"
   | "http408"
@@ -35,6 +37,7 @@ export type FaultKind =
  */
 export const faultKinds: ReadonlyArray<FaultKind> = [
   "http500",
+  "http500AfterApply",
   "http503Html",
   "http429",
   "http408",
@@ -63,6 +66,15 @@ export interface FaultPlan {
   /** Send `Retry-After` as an HTTP date instead of seconds. */
   readonly retryAfterAsDate?: boolean | undefined
 }
+
+/**
+ * One plan, or several that each draw on their own generator: the first listed that hits a
+ * request gives its fault (e.g. 20% of updates on one plan, 10% of every request on another).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type FaultPlans = FaultPlan | ReadonlyArray<FaultPlan>
 
 /**
  * @since 0.1.0
@@ -107,7 +119,7 @@ interface Scripted {
  * @category models
  */
 export interface FaultState {
-  readonly setPlan: (plan: FaultPlan | undefined) => void
+  readonly setPlan: (plan: FaultPlans | undefined) => void
   readonly inject: (kind: FaultKind, options: InjectOptions) => void
   /** Decides the fault of the next request to `path`, advancing the plan's generator. */
   readonly decide: (path: string) => Fault | undefined
@@ -117,12 +129,15 @@ export interface FaultState {
  * @since 0.1.0
  * @category constructors
  */
-export const makeFaultState = (initial: FaultPlan | undefined): FaultState => {
-  let plan = initial
-  let prng = Prng.make(initial?.seed ?? 0)
+export const makeFaultState = (initial: FaultPlans | undefined): FaultState => {
+  const seeded = (plans: FaultPlans | undefined) =>
+    (plans === undefined ? [] : "seed" in plans ? [plans] : plans).map((plan) => ({ plan, prng: Prng.make(plan.seed) }))
+  let plans = seeded(initial)
+  // scripted faults take their Retry-After defaults from the first plan
+  const defaults = (): FaultPlan | undefined => plans[0]?.plan
   const queue: Array<Scripted> = []
 
-  const draw = (active: FaultPlan): Fault | undefined => {
+  const draw = (active: FaultPlan, prng: Prng.Prng): Fault | undefined => {
     // Always two draws per matching request, so later decisions do not depend on earlier outcomes.
     const roll = prng.next()
     const choice = prng.int(active.kinds.length)
@@ -149,8 +164,7 @@ export const makeFaultState = (initial: FaultPlan | undefined): FaultState => {
 
   return {
     setPlan: (next) => {
-      plan = next
-      prng = Prng.make(next?.seed ?? 0)
+      plans = seeded(next)
     },
     inject: (kind, options) => {
       const count = options.count ?? 1
@@ -158,17 +172,17 @@ export const makeFaultState = (initial: FaultPlan | undefined): FaultState => {
       queue.push({
         fault: {
           kind,
-          retryAfterSeconds: options.retryAfterSeconds ?? plan?.retryAfterSeconds ?? 1,
-          retryAfterAsDate: options.retryAfterAsDate ?? plan?.retryAfterAsDate ?? false
+          retryAfterSeconds: options.retryAfterSeconds ?? defaults()?.retryAfterSeconds ?? 1,
+          retryAfterAsDate: options.retryAfterAsDate ?? defaults()?.retryAfterAsDate ?? false
         },
         path: options.path,
         remaining: count
       })
     },
     decide: (path) => {
-      // The plan draws even when the queue wins, so injecting faults does not shift the seeded sequence.
-      const planned = plan !== undefined && matchesPath(plan.paths, path) ? draw(plan) : undefined
-      return takeScripted(path) ?? planned
+      // Every plan draws even when another plan or the queue wins, so no sequence shifts another.
+      const planned = plans.map(({ plan, prng }) => matchesPath(plan.paths, path) ? draw(plan, prng) : undefined)
+      return takeScripted(path) ?? planned.find((fault) => fault !== undefined)
     }
   }
 }

@@ -54,6 +54,8 @@ export declare namespace MicroappServer {
     readonly removeRow: (rowID: string) => Effect.Effect<boolean>
     /** Update semantics of `/api/updatemicroapprow`, applied directly. */
     readonly updateRow: (rowID: string, rowData: Row) => Effect.Effect<MicroappState.UpdateOutcome>
+    /** How many updates each row has had applied, through the endpoint or `updateRow`. */
+    readonly appliedUpdates: Effect.Effect<ReadonlyMap<string, number>>
     readonly setRows: (microAppID: string, rows: ReadonlyArray<Row>) => Effect.Effect<void>
     readonly configure: (patch: MicroappState.SettingsPatch) => Effect.Effect<void>
     /** A snapshot of the request log. */
@@ -105,6 +107,7 @@ export const make = (
         state.insertRow(microAppID, rowData, insertOptions === undefined ? {} : { index: insertOptions.index }),
       removeRow: state.removeRow,
       updateRow: (rowID, rowData) => state.updateRow(rowID, rowData),
+      appliedUpdates: state.appliedUpdates,
       setRows: state.setRows,
       configure: state.configure,
       requests: state.requests,

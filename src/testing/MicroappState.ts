@@ -7,7 +7,7 @@
 import { Clock, Duration, Effect, Either, Option } from "effect"
 import type { Credentials } from "./DemoData.js"
 import { demoCredentials, demoTables } from "./DemoData.js"
-import type { Fault, FaultKind, FaultPlan, InjectOptions } from "./Fault.js"
+import type { Fault, FaultKind, FaultPlans, InjectOptions } from "./Fault.js"
 import { makeFaultState } from "./Fault.js"
 import type { FieldDefinition, Row, TableDefinition, UpdateExtras } from "./Table.js"
 import { applyUpdate, buildRow, completeRow, makeRowId } from "./Table.js"
@@ -64,7 +64,7 @@ export interface Settings {
   readonly defaultLimit: number
   readonly maxLimit: number | undefined
   readonly latency: Duration.Duration
-  readonly faults: FaultPlan | undefined
+  readonly faults: FaultPlans | undefined
   readonly loginShape: LoginShape
 }
 
@@ -78,7 +78,7 @@ export interface SettingsPatch {
   readonly defaultLimit?: number
   readonly maxLimit?: number | undefined
   readonly latency?: Duration.DurationInput
-  readonly faults?: FaultPlan | undefined
+  readonly faults?: FaultPlans | undefined
   readonly loginShape?: LoginShape
 }
 
@@ -99,7 +99,7 @@ export interface Options {
   readonly latency?: Duration.DurationInput | undefined
   /** Default: the demo user. Each user's `authToken` is valid from the start. */
   readonly users?: ReadonlyArray<Credentials> | undefined
-  readonly faults?: FaultPlan | undefined
+  readonly faults?: FaultPlans | undefined
   /** Login response shape; default "data". */
   readonly loginShape?: LoginShape | undefined
 }
@@ -174,6 +174,8 @@ export interface MicroappState {
   readonly getRow: (rowID: string) => Effect.Effect<Option.Option<Row>>
   /** Update semantics of `/api/updatemicroapprow`, including the refusal of a locked row. */
   readonly updateRow: (rowID: string, rowData: Row, extras?: UpdateExtras) => Effect.Effect<UpdateOutcome>
+  /** How many updates each row has had applied since start (rows never updated are absent). */
+  readonly appliedUpdates: Effect.Effect<ReadonlyMap<string, number>>
   /** Replaces the rows of a Microapp (metadata filled in where missing); dies on an unknown Microapp. */
   readonly setRows: (microAppID: string, rows: ReadonlyArray<Row>) => Effect.Effect<void>
   readonly query: (query: Query) => Effect.Effect<Either.Either<ReadonlyArray<Row>, QueryFailure>>
@@ -253,6 +255,7 @@ export const make = (options: Options = {}): Effect.Effect<MicroappState> =>
     let rowCounter = 0
     let tokenCounter = 0
     let hook: Option.Option<RequestHook> = Option.none()
+    const applied = new Map<string, number>()
 
     const nextRowId = (): string => makeRowId(generatedIdPrefix, ++rowCounter)
 
@@ -363,8 +366,10 @@ export const make = (options: Options = {}): Effect.Effect<MicroappState> =>
           if (found === undefined || row === undefined) return "notFound"
           if (row["isLocked"] === true) return "locked"
           found.table.rows[found.index] = applyUpdate(found.table.fields, row, rowData, extras)
+          applied.set(rowID, (applied.get(rowID) ?? 0) + 1)
           return "updated"
         }),
+      appliedUpdates: Effect.sync(() => new Map(applied)),
       setRows: (microAppID, rows) =>
         Effect.flatMap(tableOrDie(microAppID), (table) =>
           Effect.suspend(() => {

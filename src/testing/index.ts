@@ -37,7 +37,7 @@ export { faultKinds } from "./Fault.js"
 /**
  * @since 0.1.0
  */
-export type { FaultKind, FaultPlan, InjectOptions } from "./Fault.js"
+export type { FaultKind, FaultPlan, FaultPlans, InjectOptions } from "./Fault.js"
 
 /**
  * @since 0.1.0

@@ -1,0 +1,193 @@
+/**
+ * The engine behind `updateRows`: bounded concurrency, one outcome per update in input order,
+ * updates of one row applied in input order, and ambiguous failures resolved by reading back.
+ */
+import { Deferred, Effect, Predicate, Schema, Stream } from "effect"
+import { defaults, type Options, Outcome } from "../BulkUpdate.js"
+import type { MicroappClient } from "../MicroappClient.js"
+import type { InvalidInput, MicroappError } from "../MicroappError.js"
+import * as Query from "../Query.js"
+import { type Endpoint, isRetryable } from "./errors.js"
+
+/** The calls the engine makes: the client's own, so every request passes its gate, limits and retries. */
+export interface Calls {
+  readonly endpoint: Endpoint
+  readonly updateRow: (update: MicroappClient.UpdateOptions) => Effect.Effect<void, MicroappError>
+  readonly getRow: (
+    rowID: string,
+    options: MicroappClient.CallOptions
+  ) => Effect.Effect<{ readonly [key: string]: unknown }, MicroappError>
+}
+
+type Settings = { readonly [K in keyof Options]-?: NonNullable<Options[K]> }
+
+const OptionsSchema = Schema.Struct({
+  concurrency: Schema.optional(Query.Limit),
+  stopOnFailure: Schema.optional(Schema.Boolean),
+  readBack: Schema.optional(Schema.Boolean),
+  maxSends: Schema.optional(Query.Limit)
+})
+
+/** Deep equality of JSON values; object keys in any order. */
+const jsonEqual = (a: unknown, b: unknown): boolean => {
+  if (a === b) return true
+  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((item, i) => jsonEqual(item, b[i]))
+  if (!Predicate.isRecord(a) || !Predicate.isRecord(b)) return false
+  const keys = Object.keys(a)
+  return keys.length === Object.keys(b).length &&
+    keys.every((key) => Object.hasOwn(b, key) && jsonEqual(a[key], b[key]))
+}
+
+const isReference = (value: unknown): value is { readonly crossAppRowID: string } =>
+  Predicate.isRecord(value) && typeof value.crossAppRowID === "string"
+
+/**
+ * Whether a written value is what the row holds: `null` clears (the key is gone or null); a
+ * cross-application value points at the same row (the server fills in what it shows); anything
+ * else is JSON-equal.
+ */
+const holds = (written: unknown, stored: unknown): boolean =>
+  written === null
+    ? stored === undefined || stored === null
+    : isReference(written)
+    ? isReference(stored) && stored.crossAppRowID === written.crossAppRowID
+    : jsonEqual(written, stored)
+
+/** Whether `row` holds every value `update` writes (and its `userID` and `embeddingRowID`, when given). */
+export const readsBack = (update: MicroappClient.UpdateOptions, row: { readonly [key: string]: unknown }): boolean =>
+  Object.entries(update.rowData).every(([label, written]) =>
+    holds(written, Object.hasOwn(row, label) ? row[label] : undefined)
+  ) &&
+  (update.userID === undefined || row.userID === update.userID) &&
+  (update.embeddingRowID === undefined || row.embeddingRowID === update.embeddingRowID)
+
+/** A row's place in line: the update of the same row before it (if any), and this one's end. */
+interface Turn {
+  readonly rowID: string
+  readonly before: Deferred.Deferred<void> | undefined
+  readonly done: Deferred.Deferred<void>
+}
+
+type Step<I> =
+  | { readonly index: number; readonly invalid: InvalidInput }
+  | { readonly index: number; readonly input: I; readonly turn: Turn }
+
+const isInvalidInput = <I>(input: I | InvalidInput): input is InvalidInput => Predicate.isTagged(input, "InvalidInput")
+
+/** The input's rowID, if it is a string: the input of an `Invalid` outcome may be anything. */
+const rowIDOf = (input: { readonly rowID: unknown }): string | undefined =>
+  typeof input.rowID === "string" ? input.rowID : undefined
+
+/**
+ * The engine over the client's calls. Each input is first made into the update to send by
+ * `prepare` (the typed API encodes values there), whose `InvalidInput` is an `Invalid` outcome.
+ */
+export const makeUpdateRows = (calls: Calls) => {
+  const validateOptions = Query.validate(OptionsSchema, calls.endpoint)
+  const asRead: Endpoint = { ...calls.endpoint, write: false }
+  // what a read would retry but a write may not: the server may have acted on it
+  const mayHaveActed = (error: MicroappError): boolean =>
+    error._tag === "UnexpectedResponse" || isRetryable(error, asRead)
+
+  /** Sends `update` until its outcome is known, sending again only after a read-back showed it not applied. */
+  const settle = (
+    index: number,
+    update: MicroappClient.UpdateOptions,
+    settings: Settings,
+    sends: number
+  ): Effect.Effect<Outcome> => {
+    const { rowID } = update
+    return Effect.matchEffect(calls.updateRow(update), {
+      onSuccess: () => Effect.succeed(Outcome.Updated({ index, rowID, sends, verifiedByReadBack: false })),
+      onFailure: (error): Effect.Effect<Outcome> => {
+        if (error._tag === "InvalidInput") return Effect.succeed(Outcome.Invalid({ index, rowID: rowIDOf(update), error }))
+        // retryable for a write means certainly not acted on: 429, or never sent
+        if (isRetryable(error, calls.endpoint)) return Effect.succeed(Outcome.Failed({ index, rowID, sends, error }))
+        if (!mayHaveActed(error)) return Effect.succeed(Outcome.Refused({ index, rowID, sends, error }))
+        if (!settings.readBack) {
+          return Effect.succeed(Outcome.Unknown({ index, rowID, sends, error, readBackError: undefined }))
+        }
+        return Effect.matchEffect(calls.getRow(rowID, { timeout: update.timeout }), {
+          onFailure: (readBackError) => Effect.succeed(Outcome.Unknown({ index, rowID, sends, error, readBackError })),
+          onSuccess: (row) =>
+            readsBack(update, row)
+              ? Effect.as(
+                Effect.logDebug("update applied, as its read-back shows").pipe(
+                  Effect.annotateLogs({ rowID, cause: `${error._tag}: ${error.message}` })
+                ),
+                Outcome.Updated({ index, rowID, sends, verifiedByReadBack: true })
+              )
+              : sends < settings.maxSends
+              ? settle(index, update, settings, sends + 1)
+              : Effect.succeed(Outcome.Failed({ index, rowID, sends, error }))
+        })
+      }
+    })
+  }
+
+  /** Runs `updates`, each made into the update to send by `prepare`. */
+  return <I extends { readonly rowID: string }, E, R>(
+    updates: Stream.Stream<I | InvalidInput, E, R>,
+    options: Options,
+    prepare: (input: I) => Effect.Effect<MicroappClient.UpdateOptions, InvalidInput>
+  ): Stream.Stream<Outcome, E | InvalidInput, R> =>
+    Stream.unwrap(Effect.map(validateOptions(options), (valid) => {
+      const settings: Settings = {
+        concurrency: valid.concurrency ?? defaults.concurrency,
+        stopOnFailure: valid.stopOnFailure ?? defaults.stopOnFailure,
+        readBack: valid.readBack ?? defaults.readBack,
+        maxSends: valid.maxSends ?? defaults.maxSends
+      }
+      let stopped = false
+      // per row, the update of it that started last: the next one of that row waits for it
+      const latest = new Map<string, Deferred.Deferred<void>>()
+
+      const takeTurn = (rowID: string): Effect.Effect<Turn> =>
+        Effect.map(Deferred.make<void>(), (done) => {
+          const before = latest.get(rowID)
+          latest.set(rowID, done)
+          return { rowID, before, done }
+        })
+
+      const endTurn = (turn: Turn) =>
+        Effect.zipRight(
+          Deferred.succeed(turn.done, undefined),
+          Effect.sync(() => {
+            if (latest.get(turn.rowID) === turn.done) latest.delete(turn.rowID)
+          })
+        )
+
+      const update = (index: number, input: I): Effect.Effect<Outcome> =>
+        Effect.matchEffect(prepare(input), {
+          onFailure: (error) => Effect.succeed(Outcome.Invalid({ index, rowID: rowIDOf(input), error })),
+          onSuccess: (prepared) => settle(index, prepared, settings, 1)
+        })
+
+      const run = (step: Step<I>): Effect.Effect<Outcome> =>
+        ("invalid" in step
+          ? Effect.succeed(Outcome.Invalid({ index: step.index, rowID: undefined, error: step.invalid }))
+          : Effect.zipRight(
+            step.turn.before === undefined ? Effect.void : Deferred.await(step.turn.before),
+            update(step.index, step.input)
+          ).pipe(Effect.ensuring(endTurn(step.turn)))).pipe(
+            Effect.tap((outcome) =>
+              Effect.sync(() => {
+                if (settings.stopOnFailure && outcome._tag !== "Updated") stopped = true
+              })
+            )
+          )
+
+      return updates.pipe(
+        // checked as each update is taken, which is when it starts
+        Stream.takeWhile(() => !stopped),
+        Stream.zipWithIndex,
+        // turns are taken in input order, before the update can start
+        Stream.mapEffect(([input, index]): Effect.Effect<Step<I>> =>
+          isInvalidInput(input)
+            ? Effect.succeed({ index, invalid: input })
+            : Effect.map(takeTurn(input.rowID), (turn) => ({ index, input, turn }))
+        ),
+        Stream.mapEffect(run, { concurrency: settings.concurrency })
+      )
+    })).pipe(Stream.withSpan("MicroappClient.updateRows"))
+}
