@@ -2,7 +2,7 @@
  * The engine behind `updateRows`: bounded concurrency, one outcome per update in input order,
  * updates of one row applied in input order, and ambiguous failures resolved by reading back.
  */
-import { Deferred, Effect, Predicate, Schema, Stream } from "effect"
+import { Deferred, Effect, identity, Option, Predicate, Schema, Stream } from "effect"
 import { defaults, type Options, Outcome } from "../BulkUpdate.js"
 import type { MicroappClient } from "../MicroappClient.js"
 import type { InvalidInput, MicroappError } from "../MicroappError.js"
@@ -163,22 +163,26 @@ export const makeUpdateRows = (calls: Calls) => {
           onSuccess: (prepared) => settle(index, prepared, settings, 1)
         })
 
-      const run = (step: Step<I>): Effect.Effect<Outcome> =>
-        ("invalid" in step
+      const outcomeOf = (step: Step<I>): Effect.Effect<Outcome> =>
+        "invalid" in step
           ? Effect.succeed(Outcome.Invalid({ index: step.index, rowID: undefined, error: step.invalid }))
           : Effect.zipRight(
             step.turn.before === undefined ? Effect.void : Deferred.await(step.turn.before),
             update(step.index, step.input)
-          ).pipe(Effect.ensuring(endTurn(step.turn)))).pipe(
-            Effect.tap((outcome) =>
-              Effect.sync(() => {
-                if (settings.stopOnFailure && outcome._tag !== "Updated") stopped = true
-              })
-            )
           )
 
+      // updates start one at a time in input order (each waits for its place), so skipping those
+      // that start after a stop keeps the outcomes a prefix of the input
+      const run = (step: Step<I>): Effect.Effect<Option.Option<Outcome>> =>
+        Effect.suspend(() =>
+          stopped ? Effect.succeedNone : Effect.asSome(Effect.tap(outcomeOf(step), (outcome) =>
+            Effect.sync(() => {
+              if (settings.stopOnFailure && outcome._tag !== "Updated") stopped = true
+            })))
+        ).pipe(Effect.ensuring("turn" in step ? endTurn(step.turn) : Effect.void))
+
       return updates.pipe(
-        // checked as each update is taken, which is when it starts
+        // after a stop, no more input is read than the chunk at hand
         Stream.takeWhile(() => !stopped),
         Stream.zipWithIndex,
         // turns are taken in input order, before the update can start
@@ -187,7 +191,8 @@ export const makeUpdateRows = (calls: Calls) => {
             ? Effect.succeed({ index, invalid: input })
             : Effect.map(takeTurn(input.rowID), (turn) => ({ index, input, turn }))
         ),
-        Stream.mapEffect(run, { concurrency: settings.concurrency })
+        Stream.mapEffect(run, { concurrency: settings.concurrency }),
+        Stream.filterMap(identity)
       )
     })).pipe(Stream.withSpan("MicroappClient.updateRows"))
 }
