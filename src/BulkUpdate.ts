@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import { Data, Sink } from "effect"
+import { Data, type Effect, Sink } from "effect"
 import type { InvalidInput, MicroappError } from "./MicroappError.js"
 
 /**
@@ -16,8 +16,13 @@ import type { InvalidInput, MicroappError } from "./MicroappError.js"
 export interface Options {
   /** Updates under way at once (each has at most one request in flight). Default 4. */
   readonly concurrency?: number | undefined
-  /** After the first outcome that is not `Updated`, take no more updates; those under way finish. */
+  /** After the first outcome that is not `Updated`, start no more updates; those under way finish. */
   readonly stopOnFailure?: boolean | undefined
+  /**
+   * A graceful stop (e.g. on a signal): when this effect completes, no more updates start and
+   * the input is no longer read; the updates under way finish and are reported, then the stream ends.
+   */
+  readonly stop?: Effect.Effect<unknown> | undefined
   /** Resolve an update that may have been applied by reading the row back. Default true. */
   readonly readBack?: boolean | undefined
   /** The most times one update is sent, resends after a read-back showed it was not applied included. Default 5. */
@@ -35,7 +40,7 @@ export const defaults = {
   stopOnFailure: false,
   readBack: true,
   maxSends: 5
-} as const satisfies Required<{ readonly [K in keyof Options]: NonNullable<Options[K]> }>
+} as const satisfies { readonly [K in Exclude<keyof Options, "stop">]-?: NonNullable<Options[K]> }
 
 /**
  * What happened to one update. `index` is its 0-based position in the input stream; `sends` is

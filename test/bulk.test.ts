@@ -3,7 +3,7 @@
  * failures resolved by reading the row back, against the emulator over real HTTP.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, DateTime, Effect, FastCheck, Predicate, Random, Stream } from "effect"
+import { Chunk, DateTime, Deferred, Effect, FastCheck, Predicate, Random, Stream } from "effect"
 import { readsBack } from "../src/internal/bulkUpdate.js"
 import { BulkUpdate, InvalidInput, Microapp, MicroappClient } from "../src/index.js"
 import {
@@ -380,6 +380,23 @@ describe("updateRows: concurrency and order", () => {
       )
       expect(yield* requestLog).toHaveLength(outcomes.length)
     }).pipe(Effect.provide(withEmulator({ tables: [tasks(30, [3])] }))))
+
+  it.live("stop: once it completes, no more updates start, those under way are reported, a pending read is dropped", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      yield* server.configure({ latency: "50 millis" })
+      const stop = yield* Deferred.make<void>()
+      yield* server.onRequest((record) => record.seq === 0 ? Deferred.succeed(stop, undefined) : Effect.void)
+      // an input that never ends, as stdin may not
+      const updates = Stream.concat(Stream.fromIterable(Array.from({ length: 10 }, (_, i) => retitle(i))), Stream.never)
+      const outcomes = yield* Stream.runCollect(client.updateRows(updates, { concurrency: 2, stop: Deferred.await(stop) }))
+      expect(Chunk.toReadonlyArray(outcomes).map((outcome) => [outcome._tag, outcome.index])).toEqual([
+        ["Updated", 0],
+        ["Updated", 1]
+      ])
+      expect(yield* requestLog).toEqual([`update ${idOf(0)}`, `update ${idOf(1)}`])
+    }).pipe(Effect.provide(withEmulator({ tables: [tasks(10)] }))))
 
   it.live("the input is read as it is needed, not first in full", () =>
     Effect.gen(function*() {

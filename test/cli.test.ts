@@ -476,3 +476,236 @@ it.live("exit 2: a bad flag, a missing credential, invalid input, bad --data; no
       expect(yield* exitOf(child)).toBe(0)
     }).pipe(Effect.scoped))
 })
+
+describe.concurrent("microapp update --from (the built bin)", () => {
+  const chores = "66a000000000000000000002"
+  const choreID = (i: number) => (0x66c00000 + i).toString(16).padStart(24, "0")
+  /** `count` rows; those at `locked` refuse updates. */
+  const choresTable = (count: number, locked: ReadonlyArray<number> = []): TableDefinition => ({
+    microAppID: chores,
+    name: "Chores",
+    fields: [{ label: "Title", fieldID: "c_title" }, { label: "Count", fieldID: "c_count", kind: "integer" }],
+    sortFields: ["Title"],
+    rows: Array.from({ length: count }, (_, i) => ({
+      _id: choreID(i),
+      Title: `chore ${i}`,
+      Count: i,
+      ...(locked.includes(i) ? { isLocked: true } : {})
+    }))
+  })
+  const updatePath = "/api/updatemicroapprow"
+
+  const Outcome = Schema.Struct({
+    line: Schema.Number,
+    rowID: Schema.NullOr(Schema.String),
+    outcome: Schema.Literal("updated", "refused", "failed", "unknown", "invalid"),
+    error: Schema.optional(Schema.String)
+  })
+  const decodeOutcome = Schema.decodeUnknownSync(Schema.parseJson(Outcome), { onExcessProperty: "error" })
+  const outcomesOf = (ndjson: string) => ndjson === "" ? [] : ndjson.trimEnd().split("\n").map((line) => decodeOutcome(line))
+
+  const appliedCounts = Effect.flatMap(MicroappServer, (server) => server.appliedUpdates)
+
+  it.live(
+    "500 updates and 3 bad lines, 20% of updates failing after being applied, 10% of requests failing before: 503 lines, exit 2, each change applied once",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const dir = yield* temporaryDirectory
+        const file = path.join(dir, "updates.ndjson")
+        const bad = new Map([[42, "{\"rowID\": \"x\", \"rowData\": "], [250, "{\"rowData\": {\"Title\": \"no row\"}}"], [
+          503,
+          `{"rowID": "${choreID(1)}", "rowData": ["Title"]}`
+        ]])
+        const lines: Array<string> = []
+        for (let i = 0; lines.length < 503;) {
+          const line = lines.length + 1
+          lines.push(bad.get(line) ?? JSON.stringify({ rowID: choreID(i), rowData: { Title: `chore ${i} done`, Count: 1000 + i++ } }))
+        }
+        fs.writeFileSync(file, `${lines.join("\n")}\n`)
+        yield* server.configure({
+          faults: [
+            { seed: 21, rate: 0.2, kinds: ["http500AfterApply", "dropAfterApply"], paths: [updatePath] },
+            { seed: 22, rate: 0.1, kinds: ["http500", "http503Html", "http429", "http408", "drop"], retryAfterSeconds: 0 }
+          ]
+        })
+        const run = yield* cli(["update", "--from", file, ...flags(server)])
+        const log = yield* server.requests
+        yield* server.configure({ faults: undefined })
+
+        expect(run.code, run.stderr).toBe(2)
+        const outcomes = outcomesOf(run.stdout)
+        expect(outcomes.map((outcome) => outcome.line)).toEqual(lines.map((_, i) => i + 1))
+        const invalid = outcomes.filter((outcome) => outcome.outcome === "invalid")
+        expect(invalid.map((outcome) => outcome.line)).toEqual([...bad.keys()])
+        expect(invalid.every((outcome) => outcome.error !== undefined && outcome.error.startsWith("invalid "))).toBe(true)
+        const updated = outcomes.filter((outcome) => outcome.outcome === "updated")
+        expect(updated).toHaveLength(500)
+        expect(updated.every((outcome) => outcome.error === undefined)).toBe(true)
+        expect(updated.map((outcome) => outcome.rowID)).toEqual(Array.from({ length: 500 }, (_, i) => choreID(i)))
+
+        const table = yield* server.table(chores)
+        expect(table.map((row) => [row["Title"], row["Count"]])).toEqual(table.map((_, i) => [`chore ${i} done`, 1000 + i]))
+        const counts = yield* appliedCounts
+        expect(table.map((row) => counts.get(String(row["_id"])))).toEqual(table.map(() => 1))
+        // the faults did happen, and some updates were known applied only by reading them back
+        expect(log.filter((record) => record.fault === "http500AfterApply" || record.fault === "dropAfterApply").length)
+          .toBeGreaterThan(50)
+        const summary = /^done: 503 lines, 500 updated \((\d+) after read-back\), 0 refused, 0 failed, 0 unknown, 3 invalid, [\d.]+ s\n/
+          .exec(run.stderr)
+        expect(Number(summary?.[1])).toBeGreaterThan(50)
+        expect(run.stderr).toMatch(/\nerror: 3 of 503 lines not updated, 3 of them invalid \(see their outcome lines\)\n$/)
+      }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [choresTable(500)] }))),
+    120_000
+  )
+
+  it.live("rows | a filter | update --from -: a pipeline; exit 0 when every line is updated", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const bin_ = JSON.stringify(bin)
+      // in place of jq -c '{rowID: ._id, rowData: {Count: (.Count + 100)}}'
+      const filter = "require('readline').createInterface({ input: process.stdin }).on('line', (line) => { " +
+        "const row = JSON.parse(line); console.log(JSON.stringify({ rowID: row._id, rowData: { Count: row.Count + 100 } })) })"
+      const pipeline = `${JSON.stringify(process.execPath)} ${bin_} rows ${chores} --quiet | ` +
+        `${JSON.stringify(process.execPath)} -e "${filter}" | ` +
+        `${JSON.stringify(process.execPath)} ${bin_} update --from - --concurrency 3`
+      const run = yield* Effect.async<Run>((resume) => {
+        const child = spawn("sh", ["-c", pipeline], { env: { ...cleanEnv, ...envOf(server) }, stdio: "pipe" })
+        let stdout = ""
+        let stderr = ""
+        child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text))
+        child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text))
+        child.on("close", (code) => resume(Effect.succeed({ code, stdout, stderr })))
+        child.stdin.end()
+        return Effect.sync(() => child.kill("SIGKILL"))
+      })
+      expect(run.code, run.stderr).toBe(0)
+      expect(outcomesOf(run.stdout)).toEqual(
+        Array.from({ length: 30 }, (_, i) => ({ line: i + 1, rowID: choreID(i), outcome: "updated" }))
+      )
+      expect(run.stderr).toMatch(/^done: 30 lines, 30 updated \(0 after read-back\), 0 refused, 0 failed, 0 unknown, 0 invalid/)
+      expect((yield* server.table(chores)).map((row) => row["Count"])).toEqual(Array.from({ length: 30 }, (_, i) => i + 100))
+    }).pipe(Effect.provide(MicroappServer.layer({ tables: [choresTable(30)] }))))
+
+  it.live("blank lines are skipped and counted; --report FILE takes the lines instead of stdout; a refusal is exit 5", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const dir = yield* temporaryDirectory
+      const report = path.join(dir, "report.ndjson")
+      const input = [
+        JSON.stringify({ rowID: choreID(0), rowData: { Title: "a" } }),
+        "",
+        "   ",
+        JSON.stringify({ rowID: choreID(1), rowData: { Title: "b" }, ignoreActionRules: true, userID: null }),
+        JSON.stringify({ rowID: choreID(2), rowData: { Title: "c" } })
+      ].join("\r\n")
+      const run = yield* cli(["update", "--from", "-", "--report", report, "--quiet", ...flags(server)], { stdin: input })
+      expect(run.code, run.stderr).toBe(5)
+      expect(run.stdout).toBe("")
+      expect(run.stderr).toBe("error: 1 of 3 lines not updated, 0 of them invalid (see their outcome lines)\n")
+      const outcomes = outcomesOf(fs.readFileSync(report, "utf8"))
+      expect(outcomes.map(({ line, outcome, rowID }) => ({ line, outcome, rowID }))).toEqual([
+        { line: 1, outcome: "updated", rowID: choreID(0) },
+        { line: 4, outcome: "refused", rowID: choreID(1) },
+        { line: 5, outcome: "updated", rowID: choreID(2) }
+      ])
+      expect(outcomes[1]?.error).toMatch(/Row is locked \(RequestRejected, HTTP 200 POST \/api\/updatemicroapprow\)$/)
+      const [sent] = (yield* server.requests).filter((record) => record.path === updatePath).slice(1)
+      expect(sent?.body).toEqual({ rowID: choreID(1), rowData: { Title: "b" }, ignoreActionRules: true })
+    }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [choresTable(3, [1])] }))))
+
+  it.live("bad lines are invalid with a reason, and nothing is sent for them; the single-row form keeps its flags", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const input = [
+        "not json",
+        "[1, 2]",
+        JSON.stringify({ rowID: choreID(0) }),
+        JSON.stringify({ rowID: choreID(0), rowData: "Title" }),
+        JSON.stringify({ rowID: choreID(0), rowData: { Title: "x" }, ignoreActionRule: true }),
+        JSON.stringify({ rowID: choreID(0), rowData: {} }),
+        JSON.stringify({ rowID: "", rowData: { Title: "x" } })
+      ].join("\n")
+      const run = yield* cli(["update", "--from", "-", ...flags(server)], { stdin: input })
+      expect(run.code, run.stderr).toBe(2)
+      const outcomes = outcomesOf(run.stdout)
+      expect(outcomes.map((outcome) => [outcome.line, outcome.outcome, outcome.rowID])).toEqual([
+        [1, "invalid", null],
+        [2, "invalid", null],
+        [3, "invalid", choreID(0)],
+        [4, "invalid", choreID(0)],
+        [5, "invalid", choreID(0)],
+        [6, "invalid", choreID(0)],
+        [7, "invalid", ""]
+      ])
+      expect(outcomes.map((outcome) => outcome.error?.replace(/ \(InvalidInput, POST \/api\/updatemicroapprow\)$/, "")))
+        .toEqual([
+          "invalid line: not valid JSON",
+          "invalid line: must be a JSON object {\"rowID\": ..., \"rowData\": {...}}",
+          "invalid rowData: is missing",
+          "invalid rowData: must be an object of field labels and values",
+          "invalid ignoreActionRule: is unexpected, expected: \"rowID\" | \"rowData\" | \"embeddingRowID\" | \"userID\" | \"ignoreActionRules\"",
+          "invalid rowData: must name at least one field",
+          "invalid rowID: must be a non-empty string"
+        ])
+      expect(yield* server.requests).toEqual([])
+      for (
+        const [args, message] of [
+          [["update", choreID(0), "--from", "-"], "--from takes its rows from FILE"],
+          [["update", "--report", "r.ndjson", choreID(0), "--data", "{}"], "--report, --concurrency and --quiet go with --from"],
+          [["update"], "update needs a rowID, or --from FILE"]
+        ] as const
+      ) {
+        const usage = yield* cli([...args, ...flags(server)])
+        expectFailure(usage, 2, [server.credentials.authToken])
+        expect(usage.stderr).toContain(message)
+      }
+      expect(yield* server.requests).toEqual([])
+    }).pipe(Effect.provide(MicroappServer.layer({ tables: [choresTable(3)] }))))
+
+  it.live("the input is read as it comes: outcome lines appear while stdin is still open", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const child = start(["update", "--from", "-", ...flags(server)])
+      let stdout = ""
+      child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text))
+      child.stdin.write(
+        Array.from({ length: 5 }, (_, i) => `${JSON.stringify({ rowID: choreID(i), rowData: { Count: 7 } })}\n`).join("")
+      )
+      yield* Effect.sync(() => outcomesOf(stdout).length).pipe(
+        Effect.filterOrFail((count) => count === 5),
+        Effect.retry(Schedule.spaced(Duration.millis(20)).pipe(Schedule.upTo(Duration.seconds(10))))
+      )
+      child.stdin.end(`${JSON.stringify({ rowID: choreID(5), rowData: { Count: 7 } })}\n`)
+      expect(yield* exitOf(child)).toBe(0)
+      expect(outcomesOf(stdout).map((outcome) => outcome.line)).toEqual([1, 2, 3, 4, 5, 6])
+    }).pipe(Effect.provide(MicroappServer.layer({ tables: [choresTable(6)] }))))
+
+  it.live("SIGINT: no more lines are read; the updates under way finish and are reported; exit 130", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      yield* server.configure({ latency: Duration.millis(300) })
+      const child = start(["update", "--from", "-", "--concurrency", "3", ...flags(server)])
+      let stdout = ""
+      let stderr = ""
+      child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text))
+      child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text))
+      // stdin stays open: more lines could come
+      child.stdin.write(
+        Array.from({ length: 20 }, (_, i) => `${JSON.stringify({ rowID: choreID(i), rowData: { Count: 1000 } })}\n`).join("")
+      )
+      yield* Effect.flatMap(server.requests, (log) => log.length >= 3 ? Effect.void : Effect.fail("waiting")).pipe(
+        Effect.retry(Schedule.spaced(Duration.millis(20)).pipe(Schedule.upTo(Duration.seconds(10))))
+      )
+      child.kill("SIGINT")
+      expect(yield* exitOf(child)).toBe(130)
+      const outcomes = outcomesOf(stdout)
+      // every update sent has its line, and only those were applied
+      const counts = yield* appliedCounts
+      expect(outcomes.length).toBeGreaterThanOrEqual(3)
+      expect(outcomes.length).toBeLessThan(20)
+      expect(outcomes).toEqual(outcomes.map((_, i) => ({ line: i + 1, rowID: choreID(i), outcome: "updated" })))
+      expect([...counts.keys()].sort()).toEqual(outcomes.map((outcome) => outcome.rowID))
+      expect(stderr).toMatch(/\nerror: interrupted by SIGINT\n$/)
+    }).pipe(Effect.provide(MicroappServer.layer({ tables: [choresTable(20)] }))))
+})

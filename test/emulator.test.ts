@@ -797,3 +797,65 @@ describe("lifecycle", () => {
       expect(transportFailure(result)).toBe(true)
     }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
 })
+
+// --- faults after applying, several plans, apply counts ------------------------------------------
+
+describe("writes under faults", () => {
+  const unlockedRow = Effect.flatMap(MicroappServer, (server) =>
+    Effect.map(server.table(projectsMicroAppID), (rows) => String(rows.find((row) => row["isLocked"] !== true)?.["_id"])))
+
+  it.live("http500AfterApply applies the update, then answers 500; appliedUpdates counts it", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const rowID = yield* unlockedRow
+      yield* server.injectFault("http500AfterApply")
+      const failed = yield* send("/api/updatemicroapprow", { rowID, rowData: { Name: "applied" } })
+      expect(failed.status).toBe(500)
+      expect(json(failed.text)).toMatchObject({ status: "error" })
+      expect((yield* server.state.getRow(rowID)).pipe(Option.getOrThrow)["Name"]).toBe("applied")
+      expect((yield* requests)[0]).toMatchObject({ status: 500, fault: "http500AfterApply" })
+      expect((yield* server.appliedUpdates).get(rowID)).toBe(1)
+      yield* server.injectFault("http500")
+      expect((yield* send("/api/updatemicroapprow", { rowID, rowData: { Name: "not applied" } })).status).toBe(500)
+      yield* server.injectFault("dropAfterApply")
+      yield* Effect.either(send("/api/updatemicroapprow", { rowID, rowData: { Name: "applied again" } }))
+      expect((yield* send("/api/updatemicroapprow", { rowID, rowData: { Name: "once more" } })).status).toBe(200)
+      // refused and failed updates are not counted
+      const locked = (yield* server.table(projectsMicroAppID)).find((row) => row["isLocked"] === true)
+      yield* send("/api/updatemicroapprow", { rowID: String(locked?.["_id"]), rowData: { Name: "x" } })
+      const counts = yield* server.appliedUpdates
+      expect([...counts]).toEqual([[rowID, 3]])
+    }).pipe(withServer()))
+
+  it.live("several plans each draw on their own: the first that hits gives the fault", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const rowID = yield* unlockedRow
+      const updates = { seed: 11, rate: 0.5, kinds: ["http500AfterApply"], paths: ["/api/updatemicroapprow"] } as const
+      const everything = { seed: 12, rate: 0.3, kinds: ["http503Html"] } as const
+      const faultsOf = Effect.gen(function*() {
+        yield* server.clearRequests
+        for (let i = 0; i < 60; i++) {
+          yield* send("/api/updatemicroapprow", { rowID, rowData: { Name: `n${i}` } })
+          yield* send("/api/microappdata", projects)
+        }
+        const log = yield* requests
+        return (path: string) => log.filter((record) => record.path === path).map((record) => record.fault ?? "none")
+      })
+      yield* server.configure({ faults: [updates, everything] })
+      const both = yield* faultsOf
+      yield* server.configure({ faults: everything })
+      const alone = yield* faultsOf
+      const reads = both("/api/microappdata")
+      // reads see only the second plan, drawn exactly as when it is alone
+      expect(reads).toEqual(alone("/api/microappdata"))
+      expect(new Set(reads)).toEqual(new Set(["none", "http503Html"]))
+      const writes = both("/api/updatemicroapprow")
+      expect(new Set(writes)).toEqual(new Set(["none", "http500AfterApply", "http503Html"]))
+      // where the first plan is silent, the second decides as it would alone
+      const aloneWrites = alone("/api/updatemicroapprow")
+      writes.forEach((fault, i) => {
+        if (fault !== "http500AfterApply") expect(fault).toBe(aloneWrites[i])
+      })
+    }).pipe(withServer()))
+})

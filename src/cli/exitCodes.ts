@@ -10,12 +10,14 @@ import { describe, type MicroappError } from "../MicroappError.js"
 /**
  * - `ok` 0: done.
  * - `failure` 1: anything else (local I/O, an unexpected failure).
- * - `usage` 2: bad flags or arguments, invalid input (`InvalidInput`, bad `--data` JSON).
+ * - `usage` 2: bad flags or arguments, invalid input (`InvalidInput`, bad `--data` JSON, an invalid
+ *   line of `update --from`).
  * - `auth` 3: the service refused the credentials (`Unauthorized`, `Forbidden`).
  * - `notFound` 4: no such row or Microapp (`NotFound`).
  * - `service` 5: the service or the network failed after retries, or the service refused a
  *   request that passed every local check (`ServerError`, `Transport`, `Timeout`, `RateLimited`,
- *   `UnexpectedResponse`, `ScanInconsistent`, `RequestRejected`).
+ *   `UnexpectedResponse`, `ScanInconsistent`, `RequestRejected`), or a line of `update --from` was
+ *   not updated.
  * - `interrupted` 130: stopped by SIGINT or SIGTERM (except `serve`, which then exits 0).
  *
  * @since 0.1.0
@@ -73,12 +75,29 @@ export class Interrupted extends Schema.TaggedError<Interrupted>()("Interrupted"
 }
 
 /**
+ * `update --from` ended with lines that were not updated; each has its outcome line. Exit 2
+ * when any line was invalid, else 5.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class NotAllUpdated extends Schema.TaggedError<NotAllUpdated>()("NotAllUpdated", {
+  lines: Schema.Number,
+  invalid: Schema.Number,
+  notUpdated: Schema.Number
+}) {
+  override get message(): string {
+    return `${this.notUpdated} of ${this.lines} lines not updated, ${this.invalid} of them invalid (see their outcome lines)`
+  }
+}
+
+/**
  * Every failure a command reports.
  *
  * @since 0.1.0
  * @category models
  */
-export type CliError = MicroappError | UsageError | CommandFailed | Interrupted
+export type CliError = MicroappError | UsageError | CommandFailed | Interrupted | NotAllUpdated
 
 /**
  * The exit code of a failure.
@@ -106,6 +125,8 @@ export const exitCodeOf = (error: CliError): ExitCode => {
       return ExitCode.service
     case "Interrupted":
       return ExitCode.interrupted
+    case "NotAllUpdated":
+      return error.invalid > 0 ? ExitCode.usage : ExitCode.service
     case "TooManyRows":
     case "CommandFailed":
       return ExitCode.failure
@@ -125,6 +146,7 @@ export const errorLine = (error: CliError): string => {
     case "UsageError":
     case "CommandFailed":
     case "Interrupted":
+    case "NotAllUpdated":
       return `error: ${oneLine(error.message)}`
     default:
       return `error: ${oneLine(describe(error))}`

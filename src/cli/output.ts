@@ -8,7 +8,7 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
-import { Chunk, Effect, Exit, Random, Schema, Stream } from "effect"
+import { Chunk, Effect, Exit, Random, Schema, type Scope, Stream } from "effect"
 import { CommandFailed } from "./exitCodes.js"
 import type { Destination } from "./stdio.js"
 
@@ -72,6 +72,22 @@ export const atomicFile = <A, E, R>(
       return result
     }))
   })
+
+/**
+ * A file (created, or emptied) written as the text comes: what was written before a failure or
+ * an interruption stays, as a report of work done must.
+ *
+ * @since 0.1.0
+ * @category destinations
+ */
+export const progressiveFile = (
+  target: string
+): Effect.Effect<Destination, CommandFailed, FileSystem.FileSystem | Scope.Scope> =>
+  Effect.flatMap(FileSystem.FileSystem, (fs) =>
+    Effect.map(
+      Effect.mapError(fs.open(target, { flag: "w" }), failedOn(`cannot create ${target}`)),
+      (file) => fileDestination(file, target)
+    ))
 
 /**
  * One row per line. Each write holds whole lines, so output cut short by a failure ends on a

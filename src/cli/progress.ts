@@ -1,10 +1,11 @@
 /**
- * What a scan shows on stderr: a live progress line while it runs (only on a terminal) and a
- * one-line summary when it ends.
+ * What a scan, or `update --from`, shows on stderr: a live progress line while it runs (only on a
+ * terminal) and a one-line summary when it ends.
  *
  * @since 0.1.0
  */
 import { Duration, Effect, Schedule } from "effect"
+import type * as BulkUpdate from "../BulkUpdate.js"
 import type { ScanSummary } from "../RowStream.js"
 import { stderr } from "./stdio.js"
 
@@ -14,8 +15,8 @@ const seconds = (millis: number): string => `${(millis / 1000).toFixed(millis < 
 
 const plural = (count: number, one: string, many: string): string => `${count} ${count === 1 ? one : many}`
 
-const rate = (summary: ScanSummary): string =>
-  summary.elapsedMillis <= 0 ? "-" : String(Math.round((summary.rows * 1000) / summary.elapsedMillis))
+const perSecond = (count: number, elapsedMillis: number): string =>
+  elapsedMillis <= 0 ? "-" : String(Math.round((count * 1000) / elapsedMillis))
 
 /**
  * The live line: rows, pages, rows per second.
@@ -24,7 +25,9 @@ const rate = (summary: ScanSummary): string =>
  * @category formatting
  */
 export const progressLine = (summary: ScanSummary): string =>
-  `${plural(summary.rows, "row", "rows")}, ${plural(summary.pages, "page", "pages")}, ${rate(summary)} rows/s`
+  `${plural(summary.rows, "row", "rows")}, ${plural(summary.pages, "page", "pages")}, ${
+    perSecond(summary.rows, summary.elapsedMillis)
+  } rows/s`
 
 /**
  * The closing line: rows, pages, elapsed time, the server's page cap when one was detected,
@@ -53,19 +56,41 @@ export const summaryLine = (summary: ScanSummary): string => {
 }
 
 /**
- * Runs `effect` while a progress line on stderr is redrawn every quarter second from `summary`;
+ * The live line of `update --from`: lines done, updated, not updated, lines per second.
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
+export const updateProgressLine = (summary: BulkUpdate.Summary, elapsedMillis: number): string =>
+  `${plural(summary.total, "line", "lines")}, ${summary.updated} updated, ${
+    summary.total - summary.updated
+  } not updated, ${perSecond(summary.total, elapsedMillis)} lines/s`
+
+/**
+ * The closing line of `update --from`: each outcome counted, and the time it took.
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
+export const updateSummaryLine = (summary: BulkUpdate.Summary, elapsedMillis: number): string =>
+  `done: ${plural(summary.total, "line", "lines")}, ${summary.updated} updated (${summary.verifiedByReadBack} after read-back), ` +
+  `${summary.refused} refused, ${summary.failed} failed, ${summary.unknown} unknown, ${summary.invalid} invalid, ${
+    seconds(elapsedMillis)
+  }`
+
+/**
+ * Runs `effect` while the progress line `line` gives is redrawn on stderr every quarter second;
  * the line is erased when `effect` ends, however it ends.
  *
  * @since 0.1.0
  * @category progress
  */
-export const withProgress = (summary: Effect.Effect<ScanSummary>, enabled: boolean) =>
+export const withProgress = (line: Effect.Effect<string>, enabled: boolean) =>
 <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   enabled
     ? Effect.scoped(Effect.gen(function*() {
       yield* Effect.addFinalizer(() => Effect.ignore(stderr.write(clearLine)))
-      const draw = Effect.flatMap(summary, (current) =>
-        Effect.ignore(stderr.write(`${clearLine}${progressLine(current)}`)))
+      const draw = Effect.flatMap(line, (current) => Effect.ignore(stderr.write(`${clearLine}${current}`)))
       yield* Effect.forkScoped(Effect.repeat(draw, Schedule.spaced(Duration.millis(250))))
       return yield* effect
     }))

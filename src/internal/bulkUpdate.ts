@@ -19,7 +19,7 @@ export interface Calls {
   ) => Effect.Effect<{ readonly [key: string]: unknown }, MicroappError>
 }
 
-type Settings = { readonly [K in keyof Options]-?: NonNullable<Options[K]> }
+type Settings = { readonly [K in Exclude<keyof Options, "stop">]-?: NonNullable<Options[K]> }
 
 const OptionsSchema = Schema.Struct({
   concurrency: Schema.optional(Query.Limit),
@@ -131,7 +131,8 @@ export const makeUpdateRows = (calls: Calls) => {
     options: Options,
     prepare: (input: I) => Effect.Effect<MicroappClient.UpdateOptions, InvalidInput>
   ): Stream.Stream<Outcome, E | InvalidInput, R> =>
-    Stream.unwrap(Effect.map(validateOptions(options), (valid) => {
+    Stream.unwrapScoped(Effect.gen(function*() {
+      const valid = yield* validateOptions(options)
       const settings: Settings = {
         concurrency: valid.concurrency ?? defaults.concurrency,
         stopOnFailure: valid.stopOnFailure ?? defaults.stopOnFailure,
@@ -139,6 +140,9 @@ export const makeUpdateRows = (calls: Calls) => {
         maxSends: valid.maxSends ?? defaults.maxSends
       }
       let stopped = false
+      const halted = yield* Deferred.make<void>()
+      const halt = Effect.zipRight(Effect.sync(() => (stopped = true)), Deferred.succeed(halted, undefined))
+      if (options.stop !== undefined) yield* Effect.forkScoped(Effect.zipRight(options.stop, halt))
       // per row, the update of it that started last: the next one of that row waits for it
       const latest = new Map<string, Deferred.Deferred<void>>()
 
@@ -176,13 +180,12 @@ export const makeUpdateRows = (calls: Calls) => {
       const run = (step: Step<I>): Effect.Effect<Option.Option<Outcome>> =>
         Effect.suspend(() =>
           stopped ? Effect.succeedNone : Effect.asSome(Effect.tap(outcomeOf(step), (outcome) =>
-            Effect.sync(() => {
-              if (settings.stopOnFailure && outcome._tag !== "Updated") stopped = true
-            })))
+            settings.stopOnFailure && outcome._tag !== "Updated" ? halt : Effect.void))
         ).pipe(Effect.ensuring("turn" in step ? endTurn(step.turn) : Effect.void))
 
       return updates.pipe(
-        // after a stop, no more input is read than the chunk at hand
+        // after a stop, a read under way is abandoned and no more input is read than the chunk at hand
+        Stream.interruptWhen(Deferred.await(halted)),
         Stream.takeWhile(() => !stopped),
         Stream.zipWithIndex,
         // turns are taken in input order, before the update can start

@@ -1,0 +1,178 @@
+/**
+ * `microapp update --from FILE`: NDJSON updates in, read as they are needed; one NDJSON outcome
+ * line out per non-blank input line, in input order; progress and a summary on stderr.
+ *
+ * @since 0.1.0
+ */
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as NodeStream from "@effect/platform-node/NodeStream"
+import { Clock, Effect, Option, Predicate, Queue, Ref, Schema, Stream } from "effect"
+import * as BulkUpdate from "../BulkUpdate.js"
+import { MicroappClient } from "../MicroappClient.js"
+import { describe, InvalidInput } from "../MicroappError.js"
+import * as Query from "../Query.js"
+import { type Interrupted, NotAllUpdated, UsageError } from "./exitCodes.js"
+import { progressiveFile } from "./output.js"
+import { updateProgressLine, updateSummaryLine, withProgress } from "./progress.js"
+import { type Destination, signalled, stderrIsTerminal, stderrLine, stdout } from "./stdio.js"
+
+const updateEndpoint = { path: "/api/updatemicroapprow" }
+
+/** One input line; `null` stands for absent in the optional keys, as the service reads it. */
+const Line = Schema.Struct({
+  rowID: Schema.String,
+  rowData: Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
+    message: () => "must be an object of field labels and values"
+  }),
+  embeddingRowID: Schema.optionalWith(Schema.String, { nullable: true }),
+  userID: Schema.optionalWith(Schema.String, { nullable: true }),
+  ignoreActionRules: Schema.optionalWith(Schema.Boolean, { nullable: true })
+}).annotations({
+  // a misspelt optional key (`ignoreActionRule`) would otherwise be dropped without a word
+  parseOptions: { onExcessProperty: "error" }
+})
+
+const validateLine = Query.validate(Line, updateEndpoint, "line")
+const decodeJson = Schema.decodeUnknownOption(Schema.parseJson())
+
+const invalidLine = (reason: string) =>
+  new InvalidInput({ method: "POST", path: updateEndpoint.path, input: "line", reason })
+
+/** A non-blank line: the update it asks for, or why it is invalid; and its rowID when it names one. */
+const parseLine = (text: string) =>
+  Option.match(decodeJson(text), {
+    onNone: () => Effect.succeed({ rowID: undefined, input: invalidLine("not valid JSON") }),
+    onSome: (json) => {
+      const rowID = Predicate.isRecord(json) && typeof json.rowID === "string" ? json.rowID : undefined
+      return Predicate.isRecord(json)
+        ? Effect.map(Effect.merge(validateLine(json)), (input) => ({ rowID, input }))
+        : Effect.succeed({ rowID, input: invalidLine("must be a JSON object {\"rowID\": ..., \"rowData\": {...}}") })
+    }
+  })
+
+/** The lines of FILE, or of stdin for `-`, read as they are needed. */
+const linesOf = (from: string): Stream.Stream<string, UsageError, FileSystem.FileSystem> => {
+  const cannotRead = (error: unknown) =>
+    new UsageError({
+      message: `cannot read --from ${from}: ${
+        Predicate.hasProperty(error, "message") ? String(error.message) : String(error)
+      }`
+    })
+  const bytes = from === "-"
+    ? NodeStream.fromReadable(() => process.stdin, cannotRead)
+    : Stream.unwrap(Effect.map(FileSystem.FileSystem, (fs) => Stream.mapError(fs.stream(from), cannotRead)))
+  return bytes.pipe(Stream.decodeText(), Stream.splitLines)
+}
+
+const outcomeNames = {
+  Updated: "updated",
+  Refused: "refused",
+  Failed: "failed",
+  Unknown: "unknown",
+  Invalid: "invalid"
+} as const satisfies Record<BulkUpdate.Outcome["_tag"], string>
+
+const errorOf = (outcome: BulkUpdate.Outcome): string | undefined => {
+  switch (outcome._tag) {
+    case "Updated":
+      return undefined
+    case "Unknown":
+      return outcome.readBackError === undefined
+        ? describe(outcome.error)
+        : `${describe(outcome.error)}; the row could not be read back: ${describe(outcome.readBackError)}`
+    default:
+      return describe(outcome.error)
+  }
+}
+
+/** One outcome line of the contract: `{"line", "rowID", "outcome", "error"?}`. */
+const outcomeLine = (source: Source, outcome: BulkUpdate.Outcome): string => {
+  const error = errorOf(outcome)
+  return `${
+    JSON.stringify({
+      line: source.line,
+      rowID: source.rowID ?? null,
+      outcome: outcomeNames[outcome._tag],
+      ...(error === undefined ? {} : { error })
+    })
+  }\n`
+}
+
+/** Where an update came from: its line number (1-based, every line counted) and its rowID. */
+interface Source {
+  readonly line: number
+  readonly rowID: string | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface UpdateFromOptions {
+  /** A file, or `-` for stdin. */
+  readonly from: string
+  /** Write the outcome lines to this file instead of stdout. */
+  readonly report: Option.Option<string>
+  readonly concurrency: number
+  readonly maxSends: number
+  readonly quiet: boolean
+}
+
+/**
+ * Runs the updates of `options.from` through `updateRows` and writes their outcome lines. Fails
+ * with `NotAllUpdated` when a line was not updated. The first SIGINT or SIGTERM stops it: no more
+ * updates start, those under way finish and are reported, then it fails with `Interrupted`.
+ *
+ * @since 0.1.0
+ * @category commands
+ */
+export const updateFrom = (options: UpdateFromOptions) =>
+  Effect.gen(function*() {
+    const client = yield* MicroappClient
+    // the line number and rowID of each update handed over, until its outcome comes back
+    const sources = yield* Queue.unbounded<Source>()
+    const summary = yield* Ref.make(BulkUpdate.emptySummary)
+    const startedAt = yield* Clock.currentTimeMillis
+    const elapsed = Effect.map(Clock.currentTimeMillis, (now) => now - startedAt)
+
+    const updates = linesOf(options.from).pipe(
+      Stream.zipWithIndex,
+      Stream.filter(([text]) => text.trim() !== ""),
+      Stream.mapEffect(([text, index]) =>
+        Effect.flatMap(parseLine(text), ({ input, rowID }) =>
+          Effect.as(Queue.offer(sources, { line: index + 1, rowID }), input))
+      )
+    )
+
+    const interrupted = yield* Ref.make(Option.none<Interrupted>())
+    // a signal is a graceful stop: no more updates start, those under way are reported
+    const stop = Effect.flatMap(Effect.flip(signalled), (signal) => Ref.set(interrupted, Option.some(signal)))
+    const report = (destination: Destination) =>
+      client.updateRows(updates, { concurrency: options.concurrency, maxSends: options.maxSends, stop }).pipe(
+        Stream.runForEach((outcome) =>
+          Effect.flatMap(Queue.take(sources), (source) =>
+            Effect.zipRight(
+              destination.write(outcomeLine(source, outcome)),
+              Ref.update(summary, (counts) => BulkUpdate.addOutcome(counts, outcome))
+            ))
+        )
+      )
+
+    const write = Option.match(options.report, {
+      onNone: () => report(stdout),
+      onSome: (file) => Effect.scoped(Effect.flatMap(progressiveFile(file), report))
+    })
+    const showProgress = !options.quiet && (yield* stderrIsTerminal)
+    const progress = Effect.zipWith(Ref.get(summary), elapsed, updateProgressLine)
+    yield* withProgress(progress, showProgress)(write).pipe(
+      Effect.ensuring(
+        options.quiet ? Effect.void : Effect.flatMap(Effect.zipWith(Ref.get(summary), elapsed, updateSummaryLine), stderrLine)
+      )
+    )
+    const signal = yield* Ref.get(interrupted)
+    if (Option.isSome(signal)) return yield* signal.value
+    const counts = yield* Ref.get(summary)
+    if (counts.updated < counts.total) {
+      return yield* new NotAllUpdated({ lines: counts.total, invalid: counts.invalid, notUpdated: counts.total - counts.updated })
+    }
+  })
