@@ -63,7 +63,10 @@ const rowIDOfRecord = (record: RequestRecord): string | undefined =>
 /** The requests the emulator saw, as "update <rowID>" / "row <rowID>". */
 const requestLog = Effect.flatMap(MicroappServer, (server) =>
   Effect.map(server.requests, (log) =>
-    log.map((record) => `${record.path === updatePath ? "update" : record.path === rowPath ? "row" : record.path} ${rowIDOfRecord(record)}`)
+    log.map((record) => {
+      const name = record.path === updatePath ? "update" : record.path === rowPath ? "row" : record.path
+      return `${name} ${rowIDOfRecord(record)}`
+    })
   ))
 
 const appliedTo = (rowID: string) =>
@@ -107,7 +110,12 @@ describe("updateRows: outcomes", () => {
       const missing = "ffffffffffffffffffffffff"
       const outcomes = yield* runUpdates([retitle(1), { rowID: missing, rowData: { Title: "x" } }])
       expect(outcomes.map((outcome) => outcome._tag)).toEqual(["Refused", "Refused"])
-      expect(outcomes[0]).toMatchObject({ index: 0, rowID: idOf(1), sends: 1, error: { _tag: "RequestRejected", serverStatus: "error" } })
+      expect(outcomes[0]).toMatchObject({
+        index: 0,
+        rowID: idOf(1),
+        sends: 1,
+        error: { _tag: "RequestRejected", serverStatus: "error" }
+      })
       expect(outcomes[1]).toMatchObject({ index: 1, rowID: missing, sends: 1, error: { _tag: "NotFound", status: 404 } })
       expect(yield* requestLog).toEqual([`update ${idOf(1)}`, `update ${missing}`])
     }).pipe(Effect.provide(withEmulator({ tables: [tasks(3, [1])] }, fast))))
@@ -121,6 +129,24 @@ describe("updateRows: outcomes", () => {
       expect(yield* requestLog).toEqual([`update ${idOf(0)}`])
       expect(yield* appliedTo(idOf(0))).toBe(0)
     }).pipe(Effect.provide(withEmulator({ tables: [tasks(3)] }, { retry: false }))))
+
+  it.live("a 429 is retried by the client itself, with no read-back: the same send", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      yield* server.injectFault("http429", { path: updatePath, retryAfterSeconds: 0 })
+      const [outcome] = yield* runUpdates([retitle(0)])
+      expect(outcome).toMatchObject({ _tag: "Updated", sends: 1, verifiedByReadBack: false })
+      expect(yield* requestLog).toEqual([`update ${idOf(0)}`, `update ${idOf(0)}`])
+    }).pipe(Effect.provide(withEmulator({ tables: [tasks(3)] }, fast))))
+
+  it.live("every request goes through the client's own limits: rateLimit.maxInFlight 1 holds 4 updates to one request", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      yield* server.configure({ latency: "10 millis" })
+      const outcomes = yield* runUpdates(Array.from({ length: 12 }, (_, i) => retitle(i)), { concurrency: 4 })
+      expect(outcomes.every((outcome) => outcome._tag === "Updated")).toBe(true)
+      expect((yield* server.requests).map((record) => record.inFlight)).toEqual(outcomes.map(() => 1))
+    }).pipe(Effect.provide(withEmulator({ tables: [tasks(12)] }, { retry: false, rateLimit: { maxInFlight: 1 } }))))
 
   it.live("failed: sent at most maxSends times, each time after a read-back showed it not applied", () =>
     Effect.gen(function*() {
@@ -254,6 +280,28 @@ describe("updateRows: ambiguous failures are read back", () => {
       const [outcome] = yield* runUpdates([retitle(0, "task 0")])
       expect(outcome).toMatchObject({ _tag: "Updated", sends: 1, verifiedByReadBack: true })
       expect(yield* appliedTo(idOf(0))).toBe(0)
+    }).pipe(Effect.provide(withEmulator({ tables: [tasks(2)] }, { retry: false }))))
+
+  it.live("another writer that sets the same values before the read-back makes it read as updated (the documented limit)", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      yield* server.injectFault("http500", { path: updatePath })
+      yield* server.onRequest((record) =>
+        record.path === rowPath ? Effect.asVoid(server.updateRow(idOf(0), { Title: "task 0 v2" })) : Effect.void
+      )
+      const [outcome] = yield* runUpdates([retitle(0)])
+      expect(outcome).toMatchObject({ _tag: "Updated", sends: 1, verifiedByReadBack: true })
+      expect(yield* requestLog).toEqual([`update ${idOf(0)}`, `row ${idOf(0)}`])
+    }).pipe(Effect.provide(withEmulator({ tables: [tasks(2)] }, { retry: false }))))
+
+  it.live("a label the server ignores never reads back: through the untyped client it is sent again (the documented limit)", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      yield* server.injectFault("http500AfterApply", { path: updatePath })
+      const [outcome] = yield* runUpdates([{ rowID: idOf(0), rowData: { Ttile: "typo" } }])
+      expect(outcome).toMatchObject({ _tag: "Updated", sends: 2, verifiedByReadBack: false })
+      expect(yield* requestLog).toEqual([`update ${idOf(0)}`, `row ${idOf(0)}`, `update ${idOf(0)}`])
+      expect(yield* appliedTo(idOf(0))).toBe(2)
     }).pipe(Effect.provide(withEmulator({ tables: [tasks(2)] }, { retry: false }))))
 
   it.live.prop(
@@ -483,7 +531,17 @@ describe("the read-back comparison", () => {
     expect(readsBack({ rowID: idOf(0), rowData: { Tags: [1, { a: 1, b: 2 }] } }, { _id: idOf(0), Tags: [1, { b: 2, a: 1 }] }))
       .toBe(true)
     expect(readsBack({ rowID: idOf(0), rowData: { Tags: [1, 2] } }, { _id: idOf(0), Tags: [2, 1] })).toBe(false)
+    expect(readsBack({ rowID: idOf(0), rowData: { Count: 5 } }, { _id: idOf(0), Count: "5" })).toBe(false)
     expect(readsBack({ rowID: idOf(0), rowData: { Title: "x" }, userID: "u2" }, { _id: idOf(0), Title: "x", userID: "u1" }))
       .toBe(false)
+    expect(readsBack({ rowID: idOf(0), rowData: { Title: "x" }, userID: "u2" }, { _id: idOf(0), Title: "x", userID: "u2" }))
+      .toBe(true)
+    expect(
+      readsBack({ rowID: idOf(0), rowData: { Title: "x" }, embeddingRowID: idOf(7) }, {
+        _id: idOf(0),
+        Title: "x",
+        embeddingRowID: idOf(6)
+      })
+    ).toBe(false)
   })
 })

@@ -507,7 +507,8 @@ describe.concurrent("microapp update --from (the built bin)", () => {
   const appliedCounts = Effect.flatMap(MicroappServer, (server) => server.appliedUpdates)
 
   it.live(
-    "500 updates and 3 bad lines, 20% of updates failing after being applied, 10% of requests failing before: 503 lines, exit 2, each change applied once",
+    "500 updates and 3 bad lines, 20% of updates failing after being applied, 10% of requests failing before: " +
+      "503 lines, exit 2, each change applied once",
     () =>
       Effect.gen(function*() {
         const server = yield* MicroappServer
@@ -597,7 +598,7 @@ describe.concurrent("microapp update --from (the built bin)", () => {
         "",
         "   ",
         JSON.stringify({ rowID: choreID(1), rowData: { Title: "b" }, ignoreActionRules: true, userID: null }),
-        JSON.stringify({ rowID: choreID(2), rowData: { Title: "c" } })
+        JSON.stringify({ rowID: choreID(2), rowData: { Title: "c" }, embeddingRowID: choreID(0) })
       ].join("\r\n")
       const run = yield* cli(["update", "--from", "-", "--report", report, "--quiet", ...flags(server)], { stdin: input })
       expect(run.code, run.stderr).toBe(5)
@@ -610,8 +611,9 @@ describe.concurrent("microapp update --from (the built bin)", () => {
         { line: 5, outcome: "updated", rowID: choreID(2) }
       ])
       expect(outcomes[1]?.error).toMatch(/Row is locked \(RequestRejected, HTTP 200 POST \/api\/updatemicroapprow\)$/)
-      const [sent] = (yield* server.requests).filter((record) => record.path === updatePath).slice(1)
-      expect(sent?.body).toEqual({ rowID: choreID(1), rowData: { Title: "b" }, ignoreActionRules: true })
+      const [, second, third] = (yield* server.requests).filter((record) => record.path === updatePath)
+      expect(second?.body).toEqual({ rowID: choreID(1), rowData: { Title: "b" }, ignoreActionRules: true })
+      expect(third?.body).toEqual({ rowID: choreID(2), rowData: { Title: "c" }, embeddingRowID: choreID(0) })
     }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [choresTable(3, [1])] }))))
 
   it.live("bad lines are invalid with a reason, and nothing is sent for them; the single-row form keeps its flags", () =>
@@ -644,7 +646,8 @@ describe.concurrent("microapp update --from (the built bin)", () => {
           "invalid line: must be a JSON object {\"rowID\": ..., \"rowData\": {...}}",
           "invalid rowData: is missing",
           "invalid rowData: must be an object of field labels and values",
-          "invalid ignoreActionRule: is unexpected, expected: \"rowID\" | \"rowData\" | \"embeddingRowID\" | \"userID\" | \"ignoreActionRules\"",
+          "invalid ignoreActionRule: is unexpected, expected: " +
+          "\"rowID\" | \"rowData\" | \"embeddingRowID\" | \"userID\" | \"ignoreActionRules\"",
           "invalid rowData: must name at least one field",
           "invalid rowID: must be a non-empty string"
         ])
@@ -681,31 +684,81 @@ describe.concurrent("microapp update --from (the built bin)", () => {
       expect(outcomesOf(stdout).map((outcome) => outcome.line)).toEqual([1, 2, 3, 4, 5, 6])
     }).pipe(Effect.provide(MicroappServer.layer({ tables: [choresTable(6)] }))))
 
-  it.live("SIGINT: no more lines are read; the updates under way finish and are reported; exit 130", () =>
+  it.live("exit 5: --retries 0 sends each update once; a failure not applied, as its read-back shows, is failed", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      yield* server.configure({ faults: { seed: 1, rate: 1, kinds: ["http500"], paths: [updatePath] } })
+      const input = [0, 1].map((i) => JSON.stringify({ rowID: choreID(i), rowData: { Count: 9 } })).join("\n")
+      const run = yield* cli(["update", "--from", "-", "--retries", "0", "--concurrency", "1", ...flags(server)], {
+        stdin: input
+      })
+      expect(run.code, run.stderr).toBe(5)
+      expect(outcomesOf(run.stdout)).toEqual([0, 1].map((i) => ({
+        line: i + 1,
+        rowID: choreID(i),
+        outcome: "failed",
+        error: "the server failed: Internal server error (ServerError, HTTP 500 POST /api/updatemicroapprow)"
+      })))
+      const rowPath = "/api/microappdata/row"
+      expect((yield* server.requests).map((record) => record.path)).toEqual([updatePath, rowPath, updatePath, rowPath])
+      expect(run.stderr).toMatch(/\nerror: 2 of 2 lines not updated, 0 of them invalid \(see their outcome lines\)\n$/)
+    }).pipe(Effect.provide(MicroappServer.layer({ tables: [choresTable(2)] }))))
+
+  /** `update --from -` with its stdin left open, as a pipe that may bring more lines. */
+  const startOpen = (server: MicroappServer.Service, lines: number, extra: ReadonlyArray<string>) => {
+    const child = start(["update", "--from", "-", "--concurrency", "3", ...extra, ...flags(server)])
+    const output = { stdout: "", stderr: "" }
+    child.stdout.setEncoding("utf8").on("data", (text: string) => (output.stdout += text))
+    child.stderr.setEncoding("utf8").on("data", (text: string) => (output.stderr += text))
+    child.stdin.write(
+      Array.from({ length: lines }, (_, i) => `${JSON.stringify({ rowID: choreID(i), rowData: { Count: 1000 } })}\n`)
+        .join("")
+    )
+    return { child, output }
+  }
+
+  const untilRequests = (n: number) =>
+    Effect.flatMap(MicroappServer, (server) => server.requests).pipe(
+      Effect.filterOrFail((log) => log.length >= n),
+      Effect.retry(Schedule.spaced(Duration.millis(20)).pipe(Schedule.upTo(Duration.seconds(10))))
+    )
+
+  it.live("SIGINT: no more updates start; those under way finish and are reported (--report too); exit 130", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
       yield* server.configure({ latency: Duration.millis(300) })
-      const child = start(["update", "--from", "-", "--concurrency", "3", ...flags(server)])
-      let stdout = ""
-      let stderr = ""
-      child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text))
-      child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text))
-      // stdin stays open: more lines could come
-      child.stdin.write(
-        Array.from({ length: 20 }, (_, i) => `${JSON.stringify({ rowID: choreID(i), rowData: { Count: 1000 } })}\n`).join("")
-      )
-      yield* Effect.flatMap(server.requests, (log) => log.length >= 3 ? Effect.void : Effect.fail("waiting")).pipe(
-        Effect.retry(Schedule.spaced(Duration.millis(20)).pipe(Schedule.upTo(Duration.seconds(10))))
-      )
+      const dir = yield* temporaryDirectory
+      const report = path.join(dir, "report.ndjson")
+      const { child, output } = startOpen(server, 20, ["--report", report])
+      yield* untilRequests(3)
       child.kill("SIGINT")
       expect(yield* exitOf(child)).toBe(130)
-      const outcomes = outcomesOf(stdout)
+      const outcomes = outcomesOf(fs.readFileSync(report, "utf8"))
       // every update sent has its line, and only those were applied
       const counts = yield* appliedCounts
       expect(outcomes.length).toBeGreaterThanOrEqual(3)
       expect(outcomes.length).toBeLessThan(20)
       expect(outcomes).toEqual(outcomes.map((_, i) => ({ line: i + 1, rowID: choreID(i), outcome: "updated" })))
       expect([...counts.keys()].sort()).toEqual(outcomes.map((outcome) => outcome.rowID))
-      expect(stderr).toMatch(/\nerror: interrupted by SIGINT\n$/)
-    }).pipe(Effect.provide(MicroappServer.layer({ tables: [choresTable(20)] }))))
+      expect(output.stdout).toBe("")
+      expect(output.stderr).toMatch(/\nerror: interrupted by SIGINT\n$/)
+    }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [choresTable(20)] }))))
+
+  it.live("a second SIGINT ends it at once, without waiting for the updates under way", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      yield* server.configure({ latency: Duration.seconds(20) })
+      const { child } = startOpen(server, 5, [])
+      yield* untilRequests(3)
+      child.kill("SIGINT")
+      // the first signal is taken (the command waits for the updates under way); the second is not
+      yield* Effect.sleep(Duration.millis(300))
+      child.kill("SIGINT")
+      const ended = yield* Effect.async<NodeJS.Signals | null>((resume) => {
+        child.on("close", (_, signal) => resume(Effect.succeed(signal)))
+      })
+      expect(ended).toBe("SIGINT")
+      // the server was still holding them
+      expect((yield* server.requests).every((record) => record.status === undefined)).toBe(true)
+    }).pipe(Effect.provide(MicroappServer.layer({ tables: [choresTable(5)] }))))
 })

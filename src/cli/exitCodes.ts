@@ -87,7 +87,8 @@ export class NotAllUpdated extends Schema.TaggedError<NotAllUpdated>()("NotAllUp
   notUpdated: Schema.Number
 }) {
   override get message(): string {
-    return `${this.notUpdated} of ${this.lines} lines not updated, ${this.invalid} of them invalid (see their outcome lines)`
+    const invalid = `${this.invalid} of them invalid`
+    return `${this.notUpdated} of ${this.lines} lines not updated, ${invalid} (see their outcome lines)`
   }
 }
 

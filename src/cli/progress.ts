@@ -73,7 +73,8 @@ export const updateProgressLine = (summary: BulkUpdate.Summary, elapsedMillis: n
  * @category formatting
  */
 export const updateSummaryLine = (summary: BulkUpdate.Summary, elapsedMillis: number): string =>
-  `done: ${plural(summary.total, "line", "lines")}, ${summary.updated} updated (${summary.verifiedByReadBack} after read-back), ` +
+  `done: ${plural(summary.total, "line", "lines")}, ` +
+  `${summary.updated} updated (${summary.verifiedByReadBack} after read-back), ` +
   `${summary.refused} refused, ${summary.failed} failed, ${summary.unknown} unknown, ${summary.invalid} invalid, ${
     seconds(elapsedMillis)
   }`

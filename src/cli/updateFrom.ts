@@ -164,15 +164,13 @@ export const updateFrom = (options: UpdateFromOptions) =>
     })
     const showProgress = !options.quiet && (yield* stderrIsTerminal)
     const progress = Effect.zipWith(Ref.get(summary), elapsed, updateProgressLine)
-    yield* withProgress(progress, showProgress)(write).pipe(
-      Effect.ensuring(
-        options.quiet ? Effect.void : Effect.flatMap(Effect.zipWith(Ref.get(summary), elapsed, updateSummaryLine), stderrLine)
-      )
-    )
+    const closingLine = Effect.flatMap(Effect.zipWith(Ref.get(summary), elapsed, updateSummaryLine), stderrLine)
+    yield* withProgress(progress, showProgress)(write).pipe(Effect.ensuring(options.quiet ? Effect.void : closingLine))
     const signal = yield* Ref.get(interrupted)
     if (Option.isSome(signal)) return yield* signal.value
     const counts = yield* Ref.get(summary)
     if (counts.updated < counts.total) {
-      return yield* new NotAllUpdated({ lines: counts.total, invalid: counts.invalid, notUpdated: counts.total - counts.updated })
+      const notUpdated = counts.total - counts.updated
+      return yield* new NotAllUpdated({ lines: counts.total, invalid: counts.invalid, notUpdated })
     }
   })

@@ -100,7 +100,9 @@ export const makeUpdateRows = (calls: Calls) => {
     return Effect.matchEffect(calls.updateRow(update), {
       onSuccess: () => Effect.succeed(Outcome.Updated({ index, rowID, sends, verifiedByReadBack: false })),
       onFailure: (error): Effect.Effect<Outcome> => {
-        if (error._tag === "InvalidInput") return Effect.succeed(Outcome.Invalid({ index, rowID: rowIDOf(update), error }))
+        if (error._tag === "InvalidInput") {
+          return Effect.succeed(Outcome.Invalid({ index, rowID: rowIDOf(update), error }))
+        }
         // retryable for a write means certainly not acted on: 429, or never sent
         if (isRetryable(error, calls.endpoint)) return Effect.succeed(Outcome.Failed({ index, rowID, sends, error }))
         if (!mayHaveActed(error)) return Effect.succeed(Outcome.Refused({ index, rowID, sends, error }))
