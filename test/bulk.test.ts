@@ -6,43 +6,12 @@ import { describe, expect, it } from "@effect/vitest"
 import { Chunk, DateTime, Deferred, Effect, FastCheck, Predicate, Random, Stream } from "effect"
 import { readsBack } from "../src/internal/bulkUpdate.js"
 import { BulkUpdate, InvalidInput, Microapp, MicroappClient } from "../src/index.js"
-import {
-  type FaultKind,
-  MicroappServer,
-  Projects,
-  type RequestRecord,
-  type TableDefinition
-} from "../src/testing/index.js"
-import { applyUpdate, type FieldDefinition } from "../src/testing/Table.js"
-import { withEmulator } from "./support.js"
+import { type FaultKind, MicroappServer, Projects, type RequestRecord } from "../src/testing/index.js"
+import { applyUpdate } from "../src/testing/Table.js"
+import { taskFields, taskID, tasksMicroAppID, tasksTable, withEmulator } from "./support.js"
 
 const updatePath = "/api/updatemicroapprow"
 const rowPath = "/api/microappdata/row"
-
-const tasksID = "66a000000000000000000001"
-const idOf = (i: number) => (0x66b00000 + i).toString(16).padStart(24, "0")
-
-const taskFields: ReadonlyArray<FieldDefinition> = [
-  { label: "Title", fieldID: "t_title" },
-  { label: "Count", fieldID: "t_count", kind: "integer" },
-  { label: "Tags", fieldID: "t_tags", kind: "list" },
-  { label: "Owner", fieldID: "t_owner", kind: "crossApp" },
-  { label: "Site", fieldID: "t_site", kind: "location" }
-]
-
-/** `count` rows of a plain Microapp; the rows at `locked` refuse updates. */
-const tasks = (count: number, locked: ReadonlyArray<number> = []): TableDefinition => ({
-  microAppID: tasksID,
-  name: "Tasks",
-  fields: taskFields,
-  sortFields: ["Title"],
-  rows: Array.from({ length: count }, (_, i) => ({
-    _id: idOf(i),
-    Title: `task ${i}`,
-    Count: i,
-    ...(locked.includes(i) ? { isLocked: true } : {})
-  }))
-})
 
 const fast = { retry: { initialDelay: "5 millis", maxDelay: "20 millis", maxAttempts: 8 } } as const
 
@@ -53,7 +22,7 @@ const runUpdates = (updates: ReadonlyArray<Input>, options?: BulkUpdate.Options)
     Effect.map(Stream.runCollect(client.updateRows(Stream.fromIterable(updates), options)), Chunk.toReadonlyArray))
 
 const retitle = (i: number, title = `task ${i} v2`): MicroappClient.UpdateOptions => ({
-  rowID: idOf(i),
+  rowID: taskID(i),
   rowData: { Title: title }
 })
 
@@ -101,9 +70,9 @@ describe("updateRows: outcomes", () => {
         BulkUpdate.Outcome.Updated({ index, rowID: update.rowID, sends: 1, verifiedByReadBack: false })
       ))
       expect(yield* requestLog).toHaveLength(40)
-      const table = yield* server.table(tasksID)
+      const table = yield* server.table(tasksMicroAppID)
       expect(table.slice(0, 40).map((row) => row["Title"])).toEqual(updates.map((update) => update.rowData["Title"]))
-    }).pipe(Effect.provide(withEmulator({ tables: [tasks(50)] }))))
+    }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(50)] }))))
 
   it.live("refused: a locked row (a 200 whose status is not success) and an unknown row (404); nothing read back or sent again", () =>
     Effect.gen(function*() {
@@ -112,13 +81,13 @@ describe("updateRows: outcomes", () => {
       expect(outcomes.map((outcome) => outcome._tag)).toEqual(["Refused", "Refused"])
       expect(outcomes[0]).toMatchObject({
         index: 0,
-        rowID: idOf(1),
+        rowID: taskID(1),
         sends: 1,
         error: { _tag: "RequestRejected", serverStatus: "error" }
       })
       expect(outcomes[1]).toMatchObject({ index: 1, rowID: missing, sends: 1, error: { _tag: "NotFound", status: 404 } })
-      expect(yield* requestLog).toEqual([`update ${idOf(1)}`, `update ${missing}`])
-    }).pipe(Effect.provide(withEmulator({ tables: [tasks(3, [1])] }, fast))))
+      expect(yield* requestLog).toEqual([`update ${taskID(1)}`, `update ${missing}`])
+    }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(3, [1])] }, fast))))
 
   it.live("failed: a 429 after the client's own retries is not applied, and not read back", () =>
     Effect.gen(function*() {
@@ -126,9 +95,9 @@ describe("updateRows: outcomes", () => {
       yield* server.injectFault("http429", { path: updatePath, retryAfterSeconds: 0 })
       const [outcome] = yield* runUpdates([retitle(0)])
       expect(outcome).toMatchObject({ _tag: "Failed", sends: 1, error: { _tag: "RateLimited", status: 429 } })
-      expect(yield* requestLog).toEqual([`update ${idOf(0)}`])
-      expect(yield* appliedTo(idOf(0))).toBe(0)
-    }).pipe(Effect.provide(withEmulator({ tables: [tasks(3)] }, { retry: false }))))
+      expect(yield* requestLog).toEqual([`update ${taskID(0)}`])
+      expect(yield* appliedTo(taskID(0))).toBe(0)
+    }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(3)] }, { retry: false }))))
 
   it.live("a 429 is retried by the client itself, with no read-back: the same send", () =>
     Effect.gen(function*() {
@@ -136,8 +105,8 @@ describe("updateRows: outcomes", () => {
       yield* server.injectFault("http429", { path: updatePath, retryAfterSeconds: 0 })
       const [outcome] = yield* runUpdates([retitle(0)])
       expect(outcome).toMatchObject({ _tag: "Updated", sends: 1, verifiedByReadBack: false })
-      expect(yield* requestLog).toEqual([`update ${idOf(0)}`, `update ${idOf(0)}`])
-    }).pipe(Effect.provide(withEmulator({ tables: [tasks(3)] }, fast))))
+      expect(yield* requestLog).toEqual([`update ${taskID(0)}`, `update ${taskID(0)}`])
+    }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(3)] }, fast))))
 
   it.live("every request goes through the client's own limits: rateLimit.maxInFlight 1 holds 4 updates to one request", () =>
     Effect.gen(function*() {
@@ -146,7 +115,7 @@ describe("updateRows: outcomes", () => {
       const outcomes = yield* runUpdates(Array.from({ length: 12 }, (_, i) => retitle(i)), { concurrency: 4 })
       expect(outcomes.every((outcome) => outcome._tag === "Updated")).toBe(true)
       expect((yield* server.requests).map((record) => record.inFlight)).toEqual(outcomes.map(() => 1))
-    }).pipe(Effect.provide(withEmulator({ tables: [tasks(12)] }, { retry: false, rateLimit: { maxInFlight: 1 } }))))
+    }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(12)] }, { retry: false, rateLimit: { maxInFlight: 1 } }))))
 
   it.live("failed: sent at most maxSends times, each time after a read-back showed it not applied", () =>
     Effect.gen(function*() {
@@ -154,10 +123,10 @@ describe("updateRows: outcomes", () => {
       yield* server.injectFault("http500", { path: updatePath, count: 3 })
       const [outcome] = yield* runUpdates([retitle(0)], { maxSends: 2 })
       expect(outcome).toMatchObject({ _tag: "Failed", sends: 2, error: { _tag: "ServerError", status: 500 } })
-      const id = idOf(0)
+      const id = taskID(0)
       expect(yield* requestLog).toEqual([`update ${id}`, `row ${id}`, `update ${id}`, `row ${id}`])
       expect(yield* appliedTo(id)).toBe(0)
-    }).pipe(Effect.provide(withEmulator({ tables: [tasks(3)] }, { retry: false }))))
+    }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(3)] }, { retry: false }))))
 
   it.live("unknown: sent, no answer, and the row cannot be read back; never sent again", () =>
     Effect.gen(function*() {
@@ -171,8 +140,8 @@ describe("updateRows: outcomes", () => {
         error: { _tag: "ServerError", status: 500 },
         readBackError: { _tag: "ServerError", status: 503 }
       })
-      expect(yield* requestLog).toEqual([`update ${idOf(0)}`, `row ${idOf(0)}`])
-    }).pipe(Effect.provide(withEmulator({ tables: [tasks(3)] }, { retry: false }))))
+      expect(yield* requestLog).toEqual([`update ${taskID(0)}`, `row ${taskID(0)}`])
+    }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(3)] }, { retry: false }))))
 
   it.live("unknown: with readBack: false, an ambiguous failure is reported as it is, with no read", () =>
     Effect.gen(function*() {
@@ -180,30 +149,30 @@ describe("updateRows: outcomes", () => {
       yield* server.injectFault("http500", { path: updatePath })
       const [outcome] = yield* runUpdates([retitle(0)], { readBack: false })
       expect(outcome).toMatchObject({ _tag: "Unknown", sends: 1, error: { _tag: "ServerError" }, readBackError: undefined })
-      expect(yield* requestLog).toEqual([`update ${idOf(0)}`])
-    }).pipe(Effect.provide(withEmulator({ tables: [tasks(3)] }, fast))))
+      expect(yield* requestLog).toEqual([`update ${taskID(0)}`])
+    }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(3)] }, fast))))
 
   it.live("invalid: refused before sending, with the reason; the other updates go on; nothing sent for them", () =>
     Effect.gen(function*() {
       const outcomes = yield* runUpdates([
         invalidInput("not valid JSON"),
         { rowID: " ", rowData: { Title: "x" } },
-        { rowID: idOf(0), rowData: {} },
-        { rowID: idOf(0), rowData: { _id: "x" } },
-        { rowID: idOf(0), rowData: { Count: Number.NaN } },
+        { rowID: taskID(0), rowData: {} },
+        { rowID: taskID(0), rowData: { _id: "x" } },
+        { rowID: taskID(0), rowData: { Count: Number.NaN } },
         retitle(1)
       ])
       expect(outcomes.map((outcome) => outcome._tag)).toEqual(["Invalid", "Invalid", "Invalid", "Invalid", "Invalid", "Updated"])
       expect(outcomes.map((outcome) => outcome.index)).toEqual([0, 1, 2, 3, 4, 5])
-      expect(outcomes.map((outcome) => outcome.rowID)).toEqual([undefined, " ", idOf(0), idOf(0), idOf(0), idOf(1)])
+      expect(outcomes.map((outcome) => outcome.rowID)).toEqual([undefined, " ", taskID(0), taskID(0), taskID(0), taskID(1)])
       const reasons = outcomes.flatMap((outcome) => outcome._tag === "Invalid" ? [outcome.error.message] : [])
       expect(reasons[0]).toBe("invalid line: not valid JSON")
       expect(reasons[1]).toContain("rowID")
       expect(reasons[2]).toContain("at least one field")
       expect(reasons[3]).toContain("system key")
       expect(reasons[4]).toContain("rowData.Count")
-      expect(yield* requestLog).toEqual([`update ${idOf(1)}`])
-    }).pipe(Effect.provide(withEmulator({ tables: [tasks(3)] }))))
+      expect(yield* requestLog).toEqual([`update ${taskID(1)}`])
+    }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(3)] }))))
 
   it.live("bad options fail the stream with InvalidInput before anything is sent", () =>
     Effect.gen(function*() {
@@ -213,7 +182,7 @@ describe("updateRows: outcomes", () => {
         expect(error).toMatchObject({ _tag: "InvalidInput", input: Object.keys(options)[0] })
       }
       expect(yield* requestLog).toEqual([])
-    }).pipe(Effect.provide(withEmulator({ tables: [tasks(3)] }))))
+    }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(3)] }))))
 
   it.live("summarize counts each outcome", () =>
     Effect.gen(function*() {
@@ -237,7 +206,7 @@ describe("updateRows: outcomes", () => {
         invalid: 1
       })
       expect(seen.reduce(BulkUpdate.addOutcome, BulkUpdate.emptySummary)).toEqual(summary)
-    }).pipe(Effect.provide(withEmulator({ tables: [tasks(4, [2])] }))))
+    }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(4, [2])] }))))
 })
 
 describe("updateRows: ambiguous failures are read back", () => {
@@ -249,12 +218,12 @@ describe("updateRows: ambiguous failures are read back", () => {
         yield* server.injectFault(kind, { path: updatePath })
         const [outcome] = yield* runUpdates([retitle(0)])
         expect(outcome).toEqual(
-          BulkUpdate.Outcome.Updated({ index: 0, rowID: idOf(0), sends: 1, verifiedByReadBack: true })
+          BulkUpdate.Outcome.Updated({ index: 0, rowID: taskID(0), sends: 1, verifiedByReadBack: true })
         )
-        expect(yield* requestLog).toEqual([`update ${idOf(0)}`, `row ${idOf(0)}`])
-        expect(yield* appliedTo(idOf(0))).toBe(1)
-        expect(yield* titleOf(idOf(0))).toBe("task 0 v2")
-      }).pipe(Effect.provide(withEmulator({ tables: [tasks(2)] }, { retry: false }))))
+        expect(yield* requestLog).toEqual([`update ${taskID(0)}`, `row ${taskID(0)}`])
+        expect(yield* appliedTo(taskID(0))).toBe(1)
+        expect(yield* titleOf(taskID(0))).toBe("task 0 v2")
+      }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(2)] }, { retry: false }))))
   }
 
   const beforeApplying: ReadonlyArray<FaultKind> = ["http500", "http503Html", "http408", "drop", "hang"]
@@ -265,12 +234,12 @@ describe("updateRows: ambiguous failures are read back", () => {
         yield* server.injectFault(kind, { path: updatePath })
         const [outcome] = yield* runUpdates([retitle(0)])
         expect(outcome).toEqual(
-          BulkUpdate.Outcome.Updated({ index: 0, rowID: idOf(0), sends: 2, verifiedByReadBack: false })
+          BulkUpdate.Outcome.Updated({ index: 0, rowID: taskID(0), sends: 2, verifiedByReadBack: false })
         )
-        const id = idOf(0)
+        const id = taskID(0)
         expect(yield* requestLog).toEqual([`update ${id}`, `row ${id}`, `update ${id}`])
         expect(yield* appliedTo(id)).toBe(1)
-      }).pipe(Effect.provide(withEmulator({ tables: [tasks(2)] }, { retry: false, timeout: "300 millis" }))))
+      }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(2)] }, { retry: false, timeout: "300 millis" }))))
   }
 
   it.live("a row that already held the values reads back as updated (the documented limit)", () =>
@@ -279,30 +248,30 @@ describe("updateRows: ambiguous failures are read back", () => {
       yield* server.injectFault("http500", { path: updatePath })
       const [outcome] = yield* runUpdates([retitle(0, "task 0")])
       expect(outcome).toMatchObject({ _tag: "Updated", sends: 1, verifiedByReadBack: true })
-      expect(yield* appliedTo(idOf(0))).toBe(0)
-    }).pipe(Effect.provide(withEmulator({ tables: [tasks(2)] }, { retry: false }))))
+      expect(yield* appliedTo(taskID(0))).toBe(0)
+    }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(2)] }, { retry: false }))))
 
   it.live("another writer that sets the same values before the read-back makes it read as updated (the documented limit)", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
       yield* server.injectFault("http500", { path: updatePath })
       yield* server.onRequest((record) =>
-        record.path === rowPath ? Effect.asVoid(server.updateRow(idOf(0), { Title: "task 0 v2" })) : Effect.void
+        record.path === rowPath ? Effect.asVoid(server.updateRow(taskID(0), { Title: "task 0 v2" })) : Effect.void
       )
       const [outcome] = yield* runUpdates([retitle(0)])
       expect(outcome).toMatchObject({ _tag: "Updated", sends: 1, verifiedByReadBack: true })
-      expect(yield* requestLog).toEqual([`update ${idOf(0)}`, `row ${idOf(0)}`])
-    }).pipe(Effect.provide(withEmulator({ tables: [tasks(2)] }, { retry: false }))))
+      expect(yield* requestLog).toEqual([`update ${taskID(0)}`, `row ${taskID(0)}`])
+    }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(2)] }, { retry: false }))))
 
   it.live("a label the server ignores never reads back: through the untyped client it is sent again (the documented limit)", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
       yield* server.injectFault("http500AfterApply", { path: updatePath })
-      const [outcome] = yield* runUpdates([{ rowID: idOf(0), rowData: { Ttile: "typo" } }])
+      const [outcome] = yield* runUpdates([{ rowID: taskID(0), rowData: { Ttile: "typo" } }])
       expect(outcome).toMatchObject({ _tag: "Updated", sends: 2, verifiedByReadBack: false })
-      expect(yield* requestLog).toEqual([`update ${idOf(0)}`, `row ${idOf(0)}`, `update ${idOf(0)}`])
-      expect(yield* appliedTo(idOf(0))).toBe(2)
-    }).pipe(Effect.provide(withEmulator({ tables: [tasks(2)] }, { retry: false }))))
+      expect(yield* requestLog).toEqual([`update ${taskID(0)}`, `row ${taskID(0)}`, `update ${taskID(0)}`])
+      expect(yield* appliedTo(taskID(0))).toBe(2)
+    }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(2)] }, { retry: false }))))
 
   it.live.prop(
     "under 20% applied-then-failed updates and 10% transient faults, every row is updated exactly once",
@@ -323,7 +292,7 @@ describe("updateRows: ambiguous failures are read back", () => {
           ]
         })
         const updates = Array.from({ length: count }, (_, i): MicroappClient.UpdateOptions => ({
-          rowID: idOf(i),
+          rowID: taskID(i),
           rowData: { Title: `task ${i} v2`, Count: i * 10, Tags: ["bulk", i] }
         }))
         const outcomes = yield* runUpdates(updates)
@@ -335,7 +304,7 @@ describe("updateRows: ambiguous failures are read back", () => {
         )
         const counts = yield* server.appliedUpdates
         expect(updates.map((update) => counts.get(update.rowID))).toEqual(updates.map(() => 1))
-        const table = yield* server.table(tasksID)
+        const table = yield* server.table(tasksMicroAppID)
         expect(table.map((row) => [row["Title"], row["Count"], row["Tags"]])).toEqual(
           updates.map((update) => [update.rowData["Title"], update.rowData["Count"], update.rowData["Tags"]])
         )
@@ -359,7 +328,7 @@ describe("updateRows: ambiguous failures are read back", () => {
         }
         expect(outcomes.filter((outcome) => outcome._tag === "Updated" && outcome.verifiedByReadBack).length)
           .toBeGreaterThan(count / 10)
-      }).pipe(Effect.provide(withEmulator({ tables: [tasks(150)] }, fast))),
+      }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(150)] }, fast))),
     { timeout: 60_000, fastCheck: { numRuns: 3 } }
   )
 })
@@ -381,7 +350,7 @@ describe("updateRows: concurrency and order", () => {
         const log = yield* server.requests
         expect(log.some((record) => record.path === rowPath)).toBe(true)
         expect(Math.max(...log.map((record) => record.inFlight))).toBe(concurrency ?? BulkUpdate.defaults.concurrency)
-      }).pipe(Effect.provide(withEmulator({ tables: [tasks(40)] }, { retry: false }))))
+      }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(40)] }, { retry: false }))))
   }
 
   it.live("updates of one row are applied in input order, even with several in flight", () =>
@@ -393,15 +362,15 @@ describe("updateRows: concurrency and order", () => {
       expect(outcomes.every((outcome) => outcome._tag === "Updated")).toBe(true)
       const log = yield* server.requests
       for (const row of [0, 1, 2]) {
-        const titles = log.filter((record) => rowIDOfRecord(record) === idOf(row)).map((record) =>
+        const titles = log.filter((record) => rowIDOfRecord(record) === taskID(row)).map((record) =>
           Predicate.isRecord(record.body) && Predicate.isRecord(record.body.rowData) ? record.body.rowData.Title : undefined
         )
-        expect(titles).toEqual(updates.filter((update) => update.rowID === idOf(row)).map((update) => update.rowData["Title"]))
-        expect(yield* titleOf(idOf(row))).toBe(`step ${21 + row}`)
+        expect(titles).toEqual(updates.filter((update) => update.rowID === taskID(row)).map((update) => update.rowData["Title"]))
+        expect(yield* titleOf(taskID(row))).toBe(`step ${21 + row}`)
       }
       // other rows did go at the same time
       expect(Math.max(...log.map((record) => record.inFlight))).toBeGreaterThan(1)
-    }).pipe(Effect.provide(withEmulator({ tables: [tasks(3)] }))))
+    }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(3)] }))))
 
   it.live("stopOnFailure: no update is taken after the first that is not updated", () =>
     Effect.gen(function*() {
@@ -411,7 +380,7 @@ describe("updateRows: concurrency and order", () => {
       expect(yield* requestLog).toHaveLength(4)
       const all = yield* runUpdates(updates, { concurrency: 1 })
       expect(all.map((outcome) => outcome._tag)).toEqual([...Array(3).fill("Updated"), "Refused", ...Array(6).fill("Updated")])
-    }).pipe(Effect.provide(withEmulator({ tables: [tasks(10, [3])] }))))
+    }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(10, [3])] }))))
 
   it.live("stopOnFailure with several in flight: those under way finish and are reported; the outcomes are a prefix", () =>
     Effect.gen(function*() {
@@ -427,7 +396,7 @@ describe("updateRows: concurrency and order", () => {
         updates.map((_, i) => i < outcomes.length && i !== 3 ? 1 : 0)
       )
       expect(yield* requestLog).toHaveLength(outcomes.length)
-    }).pipe(Effect.provide(withEmulator({ tables: [tasks(30, [3])] }))))
+    }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(30, [3])] }))))
 
   it.live("stop: once it completes, no more updates start, those under way are reported, a pending read is dropped", () =>
     Effect.gen(function*() {
@@ -443,8 +412,8 @@ describe("updateRows: concurrency and order", () => {
         ["Updated", 0],
         ["Updated", 1]
       ])
-      expect(yield* requestLog).toEqual([`update ${idOf(0)}`, `update ${idOf(1)}`])
-    }).pipe(Effect.provide(withEmulator({ tables: [tasks(10)] }))))
+      expect(yield* requestLog).toEqual([`update ${taskID(0)}`, `update ${taskID(1)}`])
+    }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(10)] }))))
 
   it.live("the input is read as it is needed, not first in full", () =>
     Effect.gen(function*() {
@@ -458,7 +427,7 @@ describe("updateRows: concurrency and order", () => {
       expect(outcomes.length).toBe(6)
       // the six reported, those under way, and no more than the small buffers between
       expect(taken).toBeLessThan(20)
-    }).pipe(Effect.provide(withEmulator({ tables: [tasks(5)] }))))
+    }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(5)] }))))
 })
 
 describe("updateRows through Microapp.bind", () => {
@@ -499,7 +468,7 @@ describe("the read-back comparison", () => {
     Site: FastCheck.option(FastCheck.record({ address: FastCheck.dictionary(FastCheck.string(), Json) }), { nil: null })
   }, { requiredKeys: [] })
   const row = FastCheck.record({
-    _id: FastCheck.constant(idOf(0)),
+    _id: FastCheck.constant(taskID(0)),
     Title: FastCheck.string(),
     Count: FastCheck.integer(),
     Owner: reference
@@ -507,40 +476,40 @@ describe("the read-back comparison", () => {
 
   it.prop("an update the emulator applied reads back as applied, after a trip through JSON", [update, row], ([rowData, before]) => {
     const after: unknown = JSON.parse(JSON.stringify(applyUpdate(taskFields, before, rowData)))
-    expect(Predicate.isRecord(after) && readsBack({ rowID: idOf(0), rowData }, after)).toBe(true)
+    expect(Predicate.isRecord(after) && readsBack({ rowID: taskID(0), rowData }, after)).toBe(true)
   })
 
   it.prop("an update with one value the row does not hold reads back as not applied", [update, row], ([rowData, before]) => {
     const changed = { ...rowData, Title: `${before.Title ?? ""}, changed` }
-    expect(readsBack({ rowID: idOf(0), rowData: changed }, before)).toBe(false)
-    expect(readsBack({ rowID: idOf(0), rowData: changed }, applyUpdate(taskFields, before, changed))).toBe(true)
+    expect(readsBack({ rowID: taskID(0), rowData: changed }, before)).toBe(false)
+    expect(readsBack({ rowID: taskID(0), rowData: changed }, applyUpdate(taskFields, before, changed))).toBe(true)
   })
 
   it("a cross-app value reads back by its target row, whatever the server shows for it", () => {
-    const written = { crossAppRowID: idOf(9), value: { label: "Name", value: "Ada" } }
+    const written = { crossAppRowID: taskID(9), value: { label: "Name", value: "Ada" } }
     const stored = {
-      crossAppRowID: idOf(9),
+      crossAppRowID: taskID(9),
       value: { label: "Name", value: "Ada Lovelace" },
       additionalValues: { p_email: { label: "Email", value: "ada@example.com" } }
     }
-    expect(readsBack({ rowID: idOf(0), rowData: { Owner: written } }, { _id: idOf(0), Owner: stored })).toBe(true)
-    expect(readsBack({ rowID: idOf(0), rowData: { Owner: written } }, { _id: idOf(0), Owner: { ...stored, crossAppRowID: idOf(8) } }))
+    expect(readsBack({ rowID: taskID(0), rowData: { Owner: written } }, { _id: taskID(0), Owner: stored })).toBe(true)
+    expect(readsBack({ rowID: taskID(0), rowData: { Owner: written } }, { _id: taskID(0), Owner: { ...stored, crossAppRowID: taskID(8) } }))
       .toBe(false)
-    expect(readsBack({ rowID: idOf(0), rowData: { Owner: null } }, { _id: idOf(0) })).toBe(true)
-    expect(readsBack({ rowID: idOf(0), rowData: { Owner: null } }, { _id: idOf(0), Owner: stored })).toBe(false)
-    expect(readsBack({ rowID: idOf(0), rowData: { Tags: [1, { a: 1, b: 2 }] } }, { _id: idOf(0), Tags: [1, { b: 2, a: 1 }] }))
+    expect(readsBack({ rowID: taskID(0), rowData: { Owner: null } }, { _id: taskID(0) })).toBe(true)
+    expect(readsBack({ rowID: taskID(0), rowData: { Owner: null } }, { _id: taskID(0), Owner: stored })).toBe(false)
+    expect(readsBack({ rowID: taskID(0), rowData: { Tags: [1, { a: 1, b: 2 }] } }, { _id: taskID(0), Tags: [1, { b: 2, a: 1 }] }))
       .toBe(true)
-    expect(readsBack({ rowID: idOf(0), rowData: { Tags: [1, 2] } }, { _id: idOf(0), Tags: [2, 1] })).toBe(false)
-    expect(readsBack({ rowID: idOf(0), rowData: { Count: 5 } }, { _id: idOf(0), Count: "5" })).toBe(false)
-    expect(readsBack({ rowID: idOf(0), rowData: { Title: "x" }, userID: "u2" }, { _id: idOf(0), Title: "x", userID: "u1" }))
+    expect(readsBack({ rowID: taskID(0), rowData: { Tags: [1, 2] } }, { _id: taskID(0), Tags: [2, 1] })).toBe(false)
+    expect(readsBack({ rowID: taskID(0), rowData: { Count: 5 } }, { _id: taskID(0), Count: "5" })).toBe(false)
+    expect(readsBack({ rowID: taskID(0), rowData: { Title: "x" }, userID: "u2" }, { _id: taskID(0), Title: "x", userID: "u1" }))
       .toBe(false)
-    expect(readsBack({ rowID: idOf(0), rowData: { Title: "x" }, userID: "u2" }, { _id: idOf(0), Title: "x", userID: "u2" }))
+    expect(readsBack({ rowID: taskID(0), rowData: { Title: "x" }, userID: "u2" }, { _id: taskID(0), Title: "x", userID: "u2" }))
       .toBe(true)
     expect(
-      readsBack({ rowID: idOf(0), rowData: { Title: "x" }, embeddingRowID: idOf(7) }, {
-        _id: idOf(0),
+      readsBack({ rowID: taskID(0), rowData: { Title: "x" }, embeddingRowID: taskID(7) }, {
+        _id: taskID(0),
         Title: "x",
-        embeddingRowID: idOf(6)
+        embeddingRowID: taskID(6)
       })
     ).toBe(false)
   })

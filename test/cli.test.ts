@@ -11,6 +11,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { beforeAll } from "vitest"
 import { MicroappServer, projectsMicroAppID, type TableDefinition } from "../src/testing/index.js"
+import { taskID, tasksMicroAppID, tasksTable } from "./support.js"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
 const bin = path.join(root, "dist", "cli", "bin.js")
@@ -478,21 +479,6 @@ it.live("exit 2: a bad flag, a missing credential, invalid input, bad --data; no
 })
 
 describe.concurrent("microapp update --from (the built bin)", () => {
-  const chores = "66a000000000000000000002"
-  const choreID = (i: number) => (0x66c00000 + i).toString(16).padStart(24, "0")
-  /** `count` rows; those at `locked` refuse updates. */
-  const choresTable = (count: number, locked: ReadonlyArray<number> = []): TableDefinition => ({
-    microAppID: chores,
-    name: "Chores",
-    fields: [{ label: "Title", fieldID: "c_title" }, { label: "Count", fieldID: "c_count", kind: "integer" }],
-    sortFields: ["Title"],
-    rows: Array.from({ length: count }, (_, i) => ({
-      _id: choreID(i),
-      Title: `chore ${i}`,
-      Count: i,
-      ...(locked.includes(i) ? { isLocked: true } : {})
-    }))
-  })
   const updatePath = "/api/updatemicroapprow"
 
   const Outcome = Schema.Struct({
@@ -516,12 +502,12 @@ describe.concurrent("microapp update --from (the built bin)", () => {
         const file = path.join(dir, "updates.ndjson")
         const bad = new Map([[42, "{\"rowID\": \"x\", \"rowData\": "], [250, "{\"rowData\": {\"Title\": \"no row\"}}"], [
           503,
-          `{"rowID": "${choreID(1)}", "rowData": ["Title"]}`
+          `{"rowID": "${taskID(1)}", "rowData": ["Title"]}`
         ]])
         const lines: Array<string> = []
         for (let i = 0; lines.length < 503;) {
           const line = lines.length + 1
-          lines.push(bad.get(line) ?? JSON.stringify({ rowID: choreID(i), rowData: { Title: `chore ${i} done`, Count: 1000 + i++ } }))
+          lines.push(bad.get(line) ?? JSON.stringify({ rowID: taskID(i), rowData: { Title: `task ${i} done`, Count: 1000 + i++ } }))
         }
         fs.writeFileSync(file, `${lines.join("\n")}\n`)
         yield* server.configure({
@@ -543,10 +529,10 @@ describe.concurrent("microapp update --from (the built bin)", () => {
         const updated = outcomes.filter((outcome) => outcome.outcome === "updated")
         expect(updated).toHaveLength(500)
         expect(updated.every((outcome) => outcome.error === undefined)).toBe(true)
-        expect(updated.map((outcome) => outcome.rowID)).toEqual(Array.from({ length: 500 }, (_, i) => choreID(i)))
+        expect(updated.map((outcome) => outcome.rowID)).toEqual(Array.from({ length: 500 }, (_, i) => taskID(i)))
 
-        const table = yield* server.table(chores)
-        expect(table.map((row) => [row["Title"], row["Count"]])).toEqual(table.map((_, i) => [`chore ${i} done`, 1000 + i]))
+        const table = yield* server.table(tasksMicroAppID)
+        expect(table.map((row) => [row["Title"], row["Count"]])).toEqual(table.map((_, i) => [`task ${i} done`, 1000 + i]))
         const counts = yield* appliedCounts
         expect(table.map((row) => counts.get(String(row["_id"])))).toEqual(table.map(() => 1))
         // the faults did happen, and some updates were known applied only by reading them back
@@ -556,7 +542,7 @@ describe.concurrent("microapp update --from (the built bin)", () => {
           .exec(run.stderr)
         expect(Number(summary?.[1])).toBeGreaterThan(50)
         expect(run.stderr).toMatch(/\nerror: 3 of 503 lines not updated, 3 of them invalid \(see their outcome lines\)\n$/)
-      }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [choresTable(500)] }))),
+      }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(500)] }))),
     120_000
   )
 
@@ -567,7 +553,7 @@ describe.concurrent("microapp update --from (the built bin)", () => {
       // in place of jq -c '{rowID: ._id, rowData: {Count: (.Count + 100)}}'
       const filter = "require('readline').createInterface({ input: process.stdin }).on('line', (line) => { " +
         "const row = JSON.parse(line); console.log(JSON.stringify({ rowID: row._id, rowData: { Count: row.Count + 100 } })) })"
-      const pipeline = `${JSON.stringify(process.execPath)} ${bin_} rows ${chores} --quiet | ` +
+      const pipeline = `${JSON.stringify(process.execPath)} ${bin_} rows ${tasksMicroAppID} --quiet | ` +
         `${JSON.stringify(process.execPath)} -e "${filter}" | ` +
         `${JSON.stringify(process.execPath)} ${bin_} update --from - --concurrency 3`
       const run = yield* Effect.async<Run>((resume) => {
@@ -582,11 +568,11 @@ describe.concurrent("microapp update --from (the built bin)", () => {
       })
       expect(run.code, run.stderr).toBe(0)
       expect(outcomesOf(run.stdout)).toEqual(
-        Array.from({ length: 30 }, (_, i) => ({ line: i + 1, rowID: choreID(i), outcome: "updated" }))
+        Array.from({ length: 30 }, (_, i) => ({ line: i + 1, rowID: taskID(i), outcome: "updated" }))
       )
       expect(run.stderr).toMatch(/^done: 30 lines, 30 updated \(0 after read-back\), 0 refused, 0 failed, 0 unknown, 0 invalid/)
-      expect((yield* server.table(chores)).map((row) => row["Count"])).toEqual(Array.from({ length: 30 }, (_, i) => i + 100))
-    }).pipe(Effect.provide(MicroappServer.layer({ tables: [choresTable(30)] }))))
+      expect((yield* server.table(tasksMicroAppID)).map((row) => row["Count"])).toEqual(Array.from({ length: 30 }, (_, i) => i + 100))
+    }).pipe(Effect.provide(MicroappServer.layer({ tables: [tasksTable(30)] }))))
 
   it.live("blank lines are skipped and counted; --report FILE takes the lines instead of stdout; a refusal is exit 5", () =>
     Effect.gen(function*() {
@@ -594,11 +580,11 @@ describe.concurrent("microapp update --from (the built bin)", () => {
       const dir = yield* temporaryDirectory
       const report = path.join(dir, "report.ndjson")
       const input = [
-        JSON.stringify({ rowID: choreID(0), rowData: { Title: "a" } }),
+        JSON.stringify({ rowID: taskID(0), rowData: { Title: "a" } }),
         "",
         "   ",
-        JSON.stringify({ rowID: choreID(1), rowData: { Title: "b" }, ignoreActionRules: true, userID: null }),
-        JSON.stringify({ rowID: choreID(2), rowData: { Title: "c" }, embeddingRowID: choreID(0) })
+        JSON.stringify({ rowID: taskID(1), rowData: { Title: "b" }, ignoreActionRules: true, userID: null }),
+        JSON.stringify({ rowID: taskID(2), rowData: { Title: "c" }, embeddingRowID: taskID(0) })
       ].join("\r\n")
       const run = yield* cli(["update", "--from", "-", "--report", report, "--quiet", ...flags(server)], { stdin: input })
       expect(run.code, run.stderr).toBe(5)
@@ -606,15 +592,15 @@ describe.concurrent("microapp update --from (the built bin)", () => {
       expect(run.stderr).toBe("error: 1 of 3 lines not updated, 0 of them invalid (see their outcome lines)\n")
       const outcomes = outcomesOf(fs.readFileSync(report, "utf8"))
       expect(outcomes.map(({ line, outcome, rowID }) => ({ line, outcome, rowID }))).toEqual([
-        { line: 1, outcome: "updated", rowID: choreID(0) },
-        { line: 4, outcome: "refused", rowID: choreID(1) },
-        { line: 5, outcome: "updated", rowID: choreID(2) }
+        { line: 1, outcome: "updated", rowID: taskID(0) },
+        { line: 4, outcome: "refused", rowID: taskID(1) },
+        { line: 5, outcome: "updated", rowID: taskID(2) }
       ])
       expect(outcomes[1]?.error).toMatch(/Row is locked \(RequestRejected, HTTP 200 POST \/api\/updatemicroapprow\)$/)
       const [, second, third] = (yield* server.requests).filter((record) => record.path === updatePath)
-      expect(second?.body).toEqual({ rowID: choreID(1), rowData: { Title: "b" }, ignoreActionRules: true })
-      expect(third?.body).toEqual({ rowID: choreID(2), rowData: { Title: "c" }, embeddingRowID: choreID(0) })
-    }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [choresTable(3, [1])] }))))
+      expect(second?.body).toEqual({ rowID: taskID(1), rowData: { Title: "b" }, ignoreActionRules: true })
+      expect(third?.body).toEqual({ rowID: taskID(2), rowData: { Title: "c" }, embeddingRowID: taskID(0) })
+    }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(3, [1])] }))))
 
   it.live("bad lines are invalid with a reason, and nothing is sent for them; the single-row form keeps its flags", () =>
     Effect.gen(function*() {
@@ -622,10 +608,10 @@ describe.concurrent("microapp update --from (the built bin)", () => {
       const input = [
         "not json",
         "[1, 2]",
-        JSON.stringify({ rowID: choreID(0) }),
-        JSON.stringify({ rowID: choreID(0), rowData: "Title" }),
-        JSON.stringify({ rowID: choreID(0), rowData: { Title: "x" }, ignoreActionRule: true }),
-        JSON.stringify({ rowID: choreID(0), rowData: {} }),
+        JSON.stringify({ rowID: taskID(0) }),
+        JSON.stringify({ rowID: taskID(0), rowData: "Title" }),
+        JSON.stringify({ rowID: taskID(0), rowData: { Title: "x" }, ignoreActionRule: true }),
+        JSON.stringify({ rowID: taskID(0), rowData: {} }),
         JSON.stringify({ rowID: "", rowData: { Title: "x" } })
       ].join("\n")
       const run = yield* cli(["update", "--from", "-", ...flags(server)], { stdin: input })
@@ -634,10 +620,10 @@ describe.concurrent("microapp update --from (the built bin)", () => {
       expect(outcomes.map((outcome) => [outcome.line, outcome.outcome, outcome.rowID])).toEqual([
         [1, "invalid", null],
         [2, "invalid", null],
-        [3, "invalid", choreID(0)],
-        [4, "invalid", choreID(0)],
-        [5, "invalid", choreID(0)],
-        [6, "invalid", choreID(0)],
+        [3, "invalid", taskID(0)],
+        [4, "invalid", taskID(0)],
+        [5, "invalid", taskID(0)],
+        [6, "invalid", taskID(0)],
         [7, "invalid", ""]
       ])
       expect(outcomes.map((outcome) => outcome.error?.replace(/ \(InvalidInput, POST \/api\/updatemicroapprow\)$/, "")))
@@ -654,8 +640,8 @@ describe.concurrent("microapp update --from (the built bin)", () => {
       expect(yield* server.requests).toEqual([])
       for (
         const [args, message] of [
-          [["update", choreID(0), "--from", "-"], "--from takes its rows from FILE"],
-          [["update", "--report", "r.ndjson", choreID(0), "--data", "{}"], "--report, --concurrency and --quiet go with --from"],
+          [["update", taskID(0), "--from", "-"], "--from takes its rows from FILE"],
+          [["update", "--report", "r.ndjson", taskID(0), "--data", "{}"], "--report, --concurrency and --quiet go with --from"],
           [["update"], "update needs a rowID, or --from FILE"]
         ] as const
       ) {
@@ -664,7 +650,7 @@ describe.concurrent("microapp update --from (the built bin)", () => {
         expect(usage.stderr).toContain(message)
       }
       expect(yield* server.requests).toEqual([])
-    }).pipe(Effect.provide(MicroappServer.layer({ tables: [choresTable(3)] }))))
+    }).pipe(Effect.provide(MicroappServer.layer({ tables: [tasksTable(3)] }))))
 
   it.live("the input is read as it comes: outcome lines appear while stdin is still open", () =>
     Effect.gen(function*() {
@@ -673,36 +659,36 @@ describe.concurrent("microapp update --from (the built bin)", () => {
       let stdout = ""
       child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text))
       child.stdin.write(
-        Array.from({ length: 5 }, (_, i) => `${JSON.stringify({ rowID: choreID(i), rowData: { Count: 7 } })}\n`).join("")
+        Array.from({ length: 5 }, (_, i) => `${JSON.stringify({ rowID: taskID(i), rowData: { Count: 7 } })}\n`).join("")
       )
       yield* Effect.sync(() => outcomesOf(stdout).length).pipe(
         Effect.filterOrFail((count) => count === 5),
         Effect.retry(Schedule.spaced(Duration.millis(20)).pipe(Schedule.upTo(Duration.seconds(10))))
       )
-      child.stdin.end(`${JSON.stringify({ rowID: choreID(5), rowData: { Count: 7 } })}\n`)
+      child.stdin.end(`${JSON.stringify({ rowID: taskID(5), rowData: { Count: 7 } })}\n`)
       expect(yield* exitOf(child)).toBe(0)
       expect(outcomesOf(stdout).map((outcome) => outcome.line)).toEqual([1, 2, 3, 4, 5, 6])
-    }).pipe(Effect.provide(MicroappServer.layer({ tables: [choresTable(6)] }))))
+    }).pipe(Effect.provide(MicroappServer.layer({ tables: [tasksTable(6)] }))))
 
   it.live("exit 5: --retries 0 sends each update once; a failure not applied, as its read-back shows, is failed", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
       yield* server.configure({ faults: { seed: 1, rate: 1, kinds: ["http500"], paths: [updatePath] } })
-      const input = [0, 1].map((i) => JSON.stringify({ rowID: choreID(i), rowData: { Count: 9 } })).join("\n")
+      const input = [0, 1].map((i) => JSON.stringify({ rowID: taskID(i), rowData: { Count: 9 } })).join("\n")
       const run = yield* cli(["update", "--from", "-", "--retries", "0", "--concurrency", "1", ...flags(server)], {
         stdin: input
       })
       expect(run.code, run.stderr).toBe(5)
       expect(outcomesOf(run.stdout)).toEqual([0, 1].map((i) => ({
         line: i + 1,
-        rowID: choreID(i),
+        rowID: taskID(i),
         outcome: "failed",
         error: "the server failed: Internal server error (ServerError, HTTP 500 POST /api/updatemicroapprow)"
       })))
       const rowPath = "/api/microappdata/row"
       expect((yield* server.requests).map((record) => record.path)).toEqual([updatePath, rowPath, updatePath, rowPath])
       expect(run.stderr).toMatch(/\nerror: 2 of 2 lines not updated, 0 of them invalid \(see their outcome lines\)\n$/)
-    }).pipe(Effect.provide(MicroappServer.layer({ tables: [choresTable(2)] }))))
+    }).pipe(Effect.provide(MicroappServer.layer({ tables: [tasksTable(2)] }))))
 
   /** `update --from -` with its stdin left open, as a pipe that may bring more lines. */
   const startOpen = (server: MicroappServer.Service, lines: number, extra: ReadonlyArray<string>) => {
@@ -711,7 +697,7 @@ describe.concurrent("microapp update --from (the built bin)", () => {
     child.stdout.setEncoding("utf8").on("data", (text: string) => (output.stdout += text))
     child.stderr.setEncoding("utf8").on("data", (text: string) => (output.stderr += text))
     child.stdin.write(
-      Array.from({ length: lines }, (_, i) => `${JSON.stringify({ rowID: choreID(i), rowData: { Count: 1000 } })}\n`)
+      Array.from({ length: lines }, (_, i) => `${JSON.stringify({ rowID: taskID(i), rowData: { Count: 1000 } })}\n`)
         .join("")
     )
     return { child, output }
@@ -738,11 +724,11 @@ describe.concurrent("microapp update --from (the built bin)", () => {
       const counts = yield* appliedCounts
       expect(outcomes.length).toBeGreaterThanOrEqual(3)
       expect(outcomes.length).toBeLessThan(20)
-      expect(outcomes).toEqual(outcomes.map((_, i) => ({ line: i + 1, rowID: choreID(i), outcome: "updated" })))
+      expect(outcomes).toEqual(outcomes.map((_, i) => ({ line: i + 1, rowID: taskID(i), outcome: "updated" })))
       expect([...counts.keys()].sort()).toEqual(outcomes.map((outcome) => outcome.rowID))
       expect(output.stdout).toBe("")
       expect(output.stderr).toMatch(/\nerror: interrupted by SIGINT\n$/)
-    }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [choresTable(20)] }))))
+    }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(20)] }))))
 
   it.live("a second SIGINT ends it at once, without waiting for the updates under way", () =>
     Effect.gen(function*() {
@@ -760,5 +746,5 @@ describe.concurrent("microapp update --from (the built bin)", () => {
       expect(ended).toBe("SIGINT")
       // the server was still holding them
       expect((yield* server.requests).every((record) => record.status === undefined)).toBe(true)
-    }).pipe(Effect.provide(MicroappServer.layer({ tables: [choresTable(5)] }))))
+    }).pipe(Effect.provide(MicroappServer.layer({ tables: [tasksTable(5)] }))))
 })

@@ -1,7 +1,7 @@
 import { NodeHttpClient } from "@effect/platform-node"
 import { Effect, Layer, Redacted } from "effect"
 import { MicroappClient } from "../src/index.js"
-import { demoCredentials, MicroappServer } from "../src/testing/index.js"
+import { demoCredentials, type FieldDefinition, MicroappServer, type TableDefinition } from "../src/testing/index.js"
 
 /** The emulator on an ephemeral port, and a client of it over a real socket. */
 export const withEmulator = (
@@ -40,3 +40,31 @@ export const loginLayer = (server: MicroappServer.Service) =>
     email: demoCredentials.email,
     password: Redacted.make(demoCredentials.password)
   }).pipe(Layer.provide(NodeHttpClient.layerUndici))
+
+export const tasksMicroAppID = "66a000000000000000000001"
+
+/** The `_id` of row `i` of `tasksTable`. */
+export const taskID = (i: number) => (0x66b00000 + i).toString(16).padStart(24, "0")
+
+/** The fields of `tasksTable`: text, integer, list, cross-app and location. */
+export const taskFields: ReadonlyArray<FieldDefinition> = [
+  { label: "Title", fieldID: "t_title" },
+  { label: "Count", fieldID: "t_count", kind: "integer" },
+  { label: "Tags", fieldID: "t_tags", kind: "list" },
+  { label: "Owner", fieldID: "t_owner", kind: "crossApp" },
+  { label: "Site", fieldID: "t_site", kind: "location" }
+]
+
+/** `count` rows (`Title` "task i", `Count` i) of a plain Microapp, for updates; those at `locked` refuse them. */
+export const tasksTable = (count: number, locked: ReadonlyArray<number> = []): TableDefinition => ({
+  microAppID: tasksMicroAppID,
+  name: "Tasks",
+  fields: taskFields,
+  sortFields: ["Title"],
+  rows: Array.from({ length: count }, (_, i) => ({
+    _id: taskID(i),
+    Title: `task ${i}`,
+    Count: i,
+    ...(locked.includes(i) ? { isLocked: true } : {})
+  }))
+})
