@@ -59,8 +59,10 @@ const kinds = (ast: AST.AST): number => {
 /**
  * Compiles `ast` for decoding with `options` when every node is one whose Schema parser only checks
  * and copies (keywords, literals, refinements, structs, arrays, unions): the result builds the same
- * output as `Schema.decodeUnknown` (keys in the same order, arrays and objects copied alike) for the
- * inputs it accepts, so the shape still comes from the Schema alone. Any other node (transformations,
+ * output as `Schema.decodeUnknown` (keys in the same order, arrays copied alike) for the inputs it
+ * accepts, so the shape still comes from the Schema alone. An object whose keys and values come out
+ * as they went in is handed on, not copied: every input here is JSON the client has just parsed and
+ * holds nowhere else, and a copy of each row would only feed the garbage collector. Any other node (transformations,
  * declarations, recursion, per-node parse options) gives `undefined`: Schema's parser is used as is.
  */
 const compile = (ast: AST.AST, options: AST.ParseOptions): Compiled | undefined => {
@@ -174,7 +176,7 @@ const compile = (ast: AST.AST, options: AST.ParseOptions): Compiled | undefined 
           if (decoded === undecided) return undecided
           if (decoded !== value) (output ??= { ...record })[name] = decoded
         }
-        if (indexValue === undefined) return next === keys.length ? output ?? { ...record } : build(record, keys)
+        if (indexValue === undefined) return next === keys.length ? output ?? record : build(record, keys)
         if (indexValue !== identity) {
           for (let i = 0; i < keys.length; i++) {
             const value = values[i]
@@ -183,7 +185,7 @@ const compile = (ast: AST.AST, options: AST.ParseOptions): Compiled | undefined 
             if (i >= next && decoded !== value) (output ??= { ...record })[keys[i] ?? ""] = decoded
           }
         }
-        return output ?? { ...record }
+        return output ?? record
       }
     }
     case "Union": {
