@@ -454,6 +454,32 @@ describe("rows: adaptive concurrency, the default", () => {
     ))
 })
 
+describe("rows: adaptive concurrency against a server that refuses load", () => {
+  const table = numbersTable(numbers, 20_000)
+
+  it.live("more than 2 requests in flight draw a 429 (Retry-After: 1): the exact table, no request in the pause, few refusals", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const { rows, summary } = yield* scanAll({})
+      expect(ids(rows)).toEqual(table.rows.map((row) => row._id))
+      expect(summary.complete).toBe(true)
+      const log = yield* server.requests
+      const refusals = log.filter((record) => record.status === 429)
+      expect(refusals.length).toBeLessThanOrEqual(20)
+      // each refusal was retried after its pause, and each retry was for a refusal
+      expect(summary.retries).toBe(refusals.length)
+      // no request sent once the client knew of a pause, until it ended (a request sent before the
+      // 429 reached the client may still arrive within a few milliseconds)
+      for (const refusal of refusals) {
+        const from = (refusal.finishedAt ?? refusal.at) + 20
+        const until = refusal.retryAfterUntil ?? from
+        expect(log.filter((record) => record.at > from && record.at < until)).toEqual([])
+      }
+    }).pipe(
+      Effect.provide(withEmulator({ tables: [table], latency: "5 millis", throttle: { maxInFlight: 2, retryAfterSeconds: 1 } }, {}))
+    ), 60_000)
+})
+
 describe("collect", () => {
   it.live("returns every row when the table fits", () =>
     Effect.gen(function*() {

@@ -66,10 +66,23 @@ export interface Settings {
   readonly latency: Duration.Duration
   readonly faults: FaultPlans | undefined
   readonly loginShape: LoginShape
+  readonly throttle: Throttle | undefined
 }
 
 /**
- * Settings changed at run time. Passing `maxLimit` or `faults` as `undefined` removes them.
+ * A server that refuses load: a request that arrives while more than `maxInFlight` requests
+ * (itself included) are in flight is answered 429 with `Retry-After: retryAfterSeconds`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Throttle {
+  readonly maxInFlight: number
+  readonly retryAfterSeconds: number
+}
+
+/**
+ * Settings changed at run time. Passing `maxLimit`, `faults` or `throttle` as `undefined` removes them.
  *
  * @since 0.1.0
  * @category models
@@ -80,6 +93,7 @@ export interface SettingsPatch {
   readonly latency?: Duration.DurationInput
   readonly faults?: FaultPlans | undefined
   readonly loginShape?: LoginShape
+  readonly throttle?: Throttle | undefined
 }
 
 /**
@@ -102,6 +116,8 @@ export interface Options {
   readonly faults?: FaultPlans | undefined
   /** Login response shape; default "data". */
   readonly loginShape?: LoginShape | undefined
+  /** 429 for requests beyond a number in flight; default none. */
+  readonly throttle?: Throttle | undefined
 }
 
 /**
@@ -244,7 +260,8 @@ export const make = (options: Options = {}): Effect.Effect<MicroappState> =>
       maxLimit: options.maxLimit,
       latency: Duration.decode(options.latency ?? 0),
       faults: options.faults,
-      loginShape: options.loginShape ?? "data"
+      loginShape: options.loginShape ?? "data",
+      throttle: options.throttle
     }
     const faults = makeFaultState(options.faults)
     const tables = new Map<string, TableState>()
@@ -324,7 +341,8 @@ export const make = (options: Options = {}): Effect.Effect<MicroappState> =>
             maxLimit: "maxLimit" in patch ? patch.maxLimit : settings.maxLimit,
             latency: patch.latency === undefined ? settings.latency : Duration.decode(patch.latency),
             faults: "faults" in patch ? patch.faults : settings.faults,
-            loginShape: patch.loginShape ?? settings.loginShape
+            loginShape: patch.loginShape ?? settings.loginShape,
+            throttle: "throttle" in patch ? patch.throttle : settings.throttle
           }
           if ("faults" in patch) faults.setPlan(patch.faults)
         }),
@@ -418,7 +436,10 @@ export const make = (options: Options = {}): Effect.Effect<MicroappState> =>
         Effect.flatMap(Clock.currentTimeMillis, (at) =>
           Effect.sync((): Arrival => {
             inFlight += 1
-            const fault = faults.decide(request.path)
+            const throttle = settings.throttle
+            const fault = throttle !== undefined && inFlight > throttle.maxInFlight
+              ? { kind: "http429" as const, retryAfterSeconds: throttle.retryAfterSeconds, retryAfterAsDate: false }
+              : faults.decide(request.path)
             const record: MutableRecord = {
               seq: log.length,
               method: request.method,

@@ -17,7 +17,15 @@ export * as MicroappState from "./MicroappState.js"
 /**
  * @since 0.1.0
  */
-export type { LoginShape, RequestHook, RequestRecord, Settings, SettingsPatch, UpdateOutcome } from "./MicroappState.js"
+export type {
+  LoginShape,
+  RequestHook,
+  RequestRecord,
+  Settings,
+  SettingsPatch,
+  Throttle,
+  UpdateOutcome
+} from "./MicroappState.js"
 
 /**
  * @since 0.1.0
