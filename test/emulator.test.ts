@@ -665,6 +665,20 @@ describe("faults", () => {
       expect(json(date.text)).toMatchObject({ status: "error" })
     }).pipe(withServer()))
 
+  it.live("throttle: requests beyond maxInFlight in flight get a 429 with Retry-After, the others an answer", () =>
+    Effect.gen(function*() {
+      const replies = yield* Effect.all(Array.from({ length: 5 }, () => send("/api/microappdata", projects)), {
+        concurrency: 5
+      })
+      const statuses = replies.map((reply) => reply.status).sort()
+      expect(statuses).toEqual([200, 200, 429, 429, 429])
+      expect(replies.filter((reply) => reply.status === 429).map((reply) => reply.retryAfter)).toEqual(["2", "2", "2"])
+      // once the load is gone, a request is answered again
+      expect((yield* send("/api/microappdata", projects)).status).toBe(200)
+      const log = yield* requests
+      expect(log.filter((record) => record.status === 429).every((record) => record.inFlight > 2)).toBe(true)
+    }).pipe(withServer({ latency: "100 millis", throttle: { maxInFlight: 2, retryAfterSeconds: 2 } })))
+
   it.live("drop closes the connection without applying the request", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
