@@ -21,6 +21,9 @@ const RequestFields = {
 const suffix = (serverMessage: string | undefined): string =>
   serverMessage === undefined || serverMessage === "" ? "" : `: ${serverMessage}`
 
+const retryAfter = (millis: number | undefined): string =>
+  millis === undefined ? "" : ` (retry after ${Math.ceil(millis / 1000)} s)`
+
 /**
  * The input of a call was rejected before any request was sent.
  *
@@ -85,19 +88,27 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
 }
 
 /**
- * The server throttled the client (HTTP 429) and retrying did not get through.
+ * The server throttled the client (HTTP 429) and retrying did not get through; or, without a
+ * `status`, the request was never sent: the client was holding back at the server's request (a 429
+ * or a 503 with `Retry-After`), and the pause outlasted the call's budget.
  *
  * @since 0.1.0
  * @category errors
  */
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
   ...RequestFields,
-  /** What the server's `Retry-After` asked for, in milliseconds. */
+  /**
+   * What the server's `Retry-After` asked for, in milliseconds; for a request held back (no
+   * `status`), what was left of the pause the server asked for.
+   */
   retryAfterMillis: Schema.optional(Schema.Number)
 }) {
   override get message(): string {
-    const wait = this.retryAfterMillis === undefined ? "" : ` (retry after ${Math.ceil(this.retryAfterMillis / 1000)} s)`
-    return `rate limited by the server${wait}${suffix(this.serverMessage)}`
+    return this.status === undefined
+      ? `not sent: the server asked this client to pause, and the pause outlasts the call's budget${
+        retryAfter(this.retryAfterMillis)
+      }`
+      : `rate limited by the server${retryAfter(this.retryAfterMillis)}${suffix(this.serverMessage)}`
   }
 }
 
@@ -107,9 +118,13 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
  * @since 0.1.0
  * @category errors
  */
-export class ServerError extends Schema.TaggedError<ServerError>()("ServerError", RequestFields) {
+export class ServerError extends Schema.TaggedError<ServerError>()("ServerError", {
+  ...RequestFields,
+  /** What the server's `Retry-After` asked for (a 503 may send one), in milliseconds. */
+  retryAfterMillis: Schema.optional(Schema.Number)
+}) {
   override get message(): string {
-    return `the server failed${suffix(this.serverMessage)}`
+    return `the server failed${retryAfter(this.retryAfterMillis)}${suffix(this.serverMessage)}`
   }
 }
 

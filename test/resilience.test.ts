@@ -98,6 +98,84 @@ describe("reads retry transient failures", () => {
       expect(error).toMatchObject({ _tag: "RateLimited", retryAfterMillis: 3_600_000, attempts: 1 })
     }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, {}))))
 
+  it.effect("a 503 whose Retry-After is beyond the retry budget is not waited for either", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      yield* server.injectFault("http503", { retryAfterSeconds: 3600 })
+      const error = yield* Effect.flip(client.getRow("ffffffffffffffffffffffff"))
+      expect(error).toMatchObject({ _tag: "ServerError", status: 503, retryAfterMillis: 3_600_000, attempts: 1 })
+    }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, {}))))
+
+  for (const fault of ["http429", "http503"] as const) {
+    it.effect(`after a ${fault} asking for an hour, the client's next calls fail at once, unsent, until it passes`, () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const client = yield* MicroappClient
+        yield* server.injectFault(fault, { retryAfterSeconds: 3600 })
+        yield* Effect.flip(client.getRow("ffffffffffffffffffffffff"))
+        yield* TestClock.adjust("10 minutes")
+        const heldBack = yield* Effect.all([
+          Effect.flip(client.getRow("ffffffffffffffffffffffff")),
+          Effect.flip(client.query({ microAppID: projects })),
+          Effect.flip(Stream.runDrain(client.rows({ microAppID: projects }))),
+          Effect.flip(client.updateRow({ rowID: "ffffffffffffffffffffffff", rowData: { Name: "x" } }))
+        ])
+        for (const error of heldBack) {
+          expect(error).toMatchObject({ _tag: "RateLimited", retryAfterMillis: 3_000_000, attempts: 1 })
+          expect(error).not.toHaveProperty("status")
+          expect(error.message).toContain("not sent")
+        }
+        expect(yield* requestCount).toBe(1)
+        // once the hour is over, calls go through again
+        yield* TestClock.adjust("50 minutes")
+        expect(yield* client.query({ microAppID: projects, limit: 3 })).toHaveLength(3)
+        expect(yield* requestCount).toBe(2)
+      }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, {}))))
+  }
+
+  it.effect("a 503 with a Retry-After within the budget holds back every request of the client until it passes", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      yield* server.injectFault("http503", { retryAfterSeconds: 3 })
+      const first = yield* Effect.fork(client.query({ microAppID: projects, limit: 1 }))
+      yield* awaitRequests(1)
+      yield* settle
+      const second = yield* Effect.fork(client.query({ microAppID: projects, limit: 2 }))
+      yield* TestClock.adjust("2 seconds")
+      yield* settle
+      expect(yield* requestCount).toBe(1)
+      yield* TestClock.adjust("1100 millis")
+      expect(yield* Fiber.join(first)).toHaveLength(1)
+      expect(yield* Fiber.join(second)).toHaveLength(2)
+      const [paused, ...later] = yield* server.requests
+      expect(later).toHaveLength(2)
+      expect(later.every((record) => record.at >= (paused?.retryAfterUntil ?? Infinity))).toBe(true)
+    }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, { retry: { initialDelay: "100 millis" } }))))
+
+  it.effect("without retries, a call's budget is its timeout: a longer pause fails it at once, a shorter one is waited", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      yield* server.injectFault("http429", { retryAfterSeconds: 10 })
+      expect(yield* Effect.flip(client.query({ microAppID: projects }))).toMatchObject({ _tag: "RateLimited", status: 429 })
+      expect(yield* Effect.flip(client.query({ microAppID: projects }))).toMatchObject({
+        _tag: "RateLimited",
+        retryAfterMillis: 10_000
+      })
+      expect(yield* requestCount).toBe(1)
+      // 3 s left: within the 5 s timeout, so the call waits and is sent when the pause ends
+      yield* TestClock.adjust("7 seconds")
+      const waiting = yield* Effect.fork(client.query({ microAppID: projects, limit: 1 }))
+      yield* TestClock.adjust("2900 millis")
+      yield* settle
+      expect(yield* requestCount).toBe(1)
+      yield* TestClock.adjust("200 millis")
+      expect(yield* Fiber.join(waiting)).toHaveLength(1)
+      expect(yield* requestCount).toBe(2)
+    }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, { retry: false, timeout: "5 seconds" }))))
+
   it.effect("after the last attempt, the error keeps the last status, message and attempt count", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
@@ -269,7 +347,7 @@ describe("writes are never done twice by accident", () => {
 })
 
 describe("a full scan through injected faults", () => {
-  const kinds: ReadonlyArray<FaultKind> = ["http500", "http503Html", "http429", "http408", "drop", "hang", "malformedJson"]
+  const kinds: ReadonlyArray<FaultKind> = ["http500", "http503Html", "http503", "http429", "http408", "drop", "hang", "malformedJson"]
 
   it.live("returns exactly the table, in order, and never comes back inside a Retry-After window", () =>
     Effect.gen(function*() {
@@ -300,7 +378,7 @@ describe("a full scan through injected faults", () => {
 })
 
 describe("the fault matrix: each kind of fault on 20% of a scan's requests", () => {
-  const kinds: ReadonlyArray<FaultKind> = ["http500", "http503Html", "http429", "http408", "drop", "hang", "malformedJson"]
+  const kinds: ReadonlyArray<FaultKind> = ["http500", "http503Html", "http503", "http429", "http408", "drop", "hang", "malformedJson"]
   for (const kind of kinds) {
     it.live(`${kind}: every row, once, in order`, () =>
       Effect.gen(function*() {

@@ -150,9 +150,13 @@ export const fromStatus = (
       return new RateLimited({ ...fields, ...(retryAfterMillis === undefined ? {} : { retryAfterMillis }) })
   }
   return status >= 500
-    ? new ServerError(fields)
+    ? new ServerError({ ...fields, ...(retryAfterMillis === undefined ? {} : { retryAfterMillis }) })
     : new RequestRejected({ ...fields, ...(said.status === undefined ? {} : { serverStatus: said.status }) })
 }
+
+/** A request not sent: the client holds back for `waitMillis` more, longer than the call may wait. */
+export const heldBack = (info: AttemptInfo, waitMillis: number): RateLimited =>
+  new RateLimited({ ...where(info), retryAfterMillis: waitMillis })
 
 /** The client's own per-request timeout passed. */
 export const timedOut = (info: AttemptInfo, timeoutMillis: number): Timeout =>

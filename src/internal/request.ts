@@ -8,7 +8,7 @@ import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { Clock, Duration, Effect, Redacted, Ref, type Schedule } from "effect"
 import type { MicroappError } from "../MicroappError.js"
 import * as Errors from "./errors.js"
-import { defaultRateLimitPause, type RateGate, retrySchedule, type RetryOptions } from "./retry.js"
+import { budgetOf, defaultRateLimitPause, type RateGate, retrySchedule, type RetryOptions } from "./retry.js"
 
 /** The two values that authenticate a call. */
 export interface Credentials {
@@ -44,14 +44,18 @@ const redactedHeaderNames = ["x-auth-token"]
 
 /** Builds the sender over the caller's HttpClient. */
 export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOptions) => {
+  const timeoutOf = (call: CallOptions) => call.timeout === undefined ? options.timeout : Duration.decode(call.timeout)
+
+  /** One attempt; `deadline`: when the call's budget runs out, which no wait for the gate may pass. */
   const attemptOnce = (
     endpoint: Errors.Endpoint,
     body: unknown,
     call: CallOptions,
-    attempt: number
+    attempt: number,
+    deadline: number
   ): Effect.Effect<Reply, MicroappError> => {
     const info: Errors.AttemptInfo = { endpoint, attempt, subject: call.subject }
-    const timeout = call.timeout === undefined ? options.timeout : Duration.decode(call.timeout)
+    const timeout = timeoutOf(call)
     const request = HttpClientRequest.post(`${options.baseUrl}${endpoint.path}`).pipe(
       HttpClientRequest.bodyUnsafeJson(body),
       HttpClientRequest.setHeaders(
@@ -80,7 +84,10 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
       Effect.timeoutFail({ duration: timeout, onTimeout: () => Errors.timedOut(info, Duration.toMillis(timeout)) }),
       Effect.locallyWith(Headers.currentRedactedNames, (names) => [...names, ...redactedHeaderNames])
     )
-    return Effect.zipRight(options.gate.pass, options.limit(exchange))
+    return Effect.zipRight(
+      Effect.mapError(options.gate.pass(deadline), (wait) => Errors.heldBack(info, wait)),
+      options.limit(exchange)
+    )
   }
 
   // one schedule per endpoint for the client's life, not one per call (a scan makes many)
@@ -106,13 +113,17 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
     read: (reply: Reply) => Effect.Effect<A, MicroappError>
   ): Effect.Effect<A, MicroappError> => {
     const schedule = scheduleOf(endpoint)
-    if (schedule === undefined) return Effect.flatMap(attemptOnce(endpoint, body, call, 1), read)
-    return Effect.flatMap(Ref.make(0), (attempts) =>
-      Effect.retry(
-        Effect.flatMap(Ref.updateAndGet(attempts, (n) => n + 1), (attempt) =>
-          Effect.flatMap(attemptOnce(endpoint, body, call, attempt), read)),
-        schedule
-      ))
+    const budget = Duration.toMillis(budgetOf(options.retry, timeoutOf(call)))
+    return Effect.flatMap(Clock.currentTimeMillis, (start) => {
+      const deadline = start + budget
+      if (schedule === undefined) return Effect.flatMap(attemptOnce(endpoint, body, call, 1, deadline), read)
+      return Effect.flatMap(Ref.make(0), (attempts) =>
+        Effect.retry(
+          Effect.flatMap(Ref.updateAndGet(attempts, (n) => n + 1), (attempt) =>
+            Effect.flatMap(attemptOnce(endpoint, body, call, attempt, deadline), read)),
+          schedule
+        ))
+    })
   }
 
   /** Sends and parses a JSON answer; a 2xx body that is not JSON fails (and, for reads, is retried). */

@@ -47,10 +47,13 @@ export const retrySchedule = (options: RetryOptions, endpoint: Endpoint): Schedu
     Schedule.intersect(Schedule.recurs(Math.max(0, (options.maxAttempts ?? defaults.maxAttempts) - 1))),
     Schedule.intersect(Schedule.identity<MicroappError>()),
     Schedule.upTo(maxElapsed),
-    // a server that asks for a longer pause than the whole budget will not be waited for
+    // a server that asks for a longer pause than the whole budget will not be waited for, and a
+    // request held back for that reason would only be held back again
     Schedule.whileInput((error: MicroappError) =>
       isRetryable(error, endpoint) &&
-      !(error._tag === "RateLimited" && (error.retryAfterMillis ?? 0) > Duration.toMillis(maxElapsed))
+      !((error._tag === "RateLimited" || error._tag === "ServerError") &&
+        (error.retryAfterMillis ?? 0) > Duration.toMillis(maxElapsed)) &&
+      !(error._tag === "RateLimited" && error.status === undefined)
     ),
     Schedule.tapOutput(([[delay, retry], error]) =>
       Effect.logDebug("retrying request").pipe(
@@ -65,23 +68,38 @@ export const retrySchedule = (options: RetryOptions, endpoint: Endpoint): Schedu
   )
 }
 
+/** The most a call may spend, retries and waits included: `maxElapsed`, or without retries `timeout`. */
+export const budgetOf = (retry: RetryOptions | false, timeout: Duration.Duration): Duration.Duration =>
+  retry === false ? timeout : Duration.decode(retry.maxElapsed ?? defaults.maxElapsed)
+
 /**
- * Holds back every request of one client until a point in time, as a 429's `Retry-After` asks.
+ * Holds back every request of one client until a point in time, as a 429's (or a 503's)
+ * `Retry-After` asks.
  *
  * @since 0.1.0
  * @category models
  */
 export interface RateGate {
-  readonly pass: Effect.Effect<void>
+  /**
+   * Waits until the gate opens; fails at once, with the wait left, when it opens only after
+   * `deadline`: no call waits past its budget, and none is sent early.
+   */
+  readonly pass: (deadline: number) => Effect.Effect<void, number>
   readonly holdFor: (millis: number) => Effect.Effect<void>
 }
 
 export const makeRateGate: Effect.Effect<RateGate> = Effect.map(Ref.make(0), (until) => {
-  const pass: Effect.Effect<void> = Effect.flatMap(
-    Effect.zip(Ref.get(until), Clock.currentTimeMillis),
-    // the gate may move while we sleep (another 429), so look again after waking
-    ([openAt, now]) => openAt > now ? Effect.zipRight(Effect.sleep(Duration.millis(openAt - now)), pass) : Effect.void
-  )
+  const pass = (deadline: number): Effect.Effect<void, number> =>
+    Effect.flatMap(
+      Effect.zip(Ref.get(until), Clock.currentTimeMillis),
+      // the gate may move while we sleep (another 429), so look again after waking
+      ([openAt, now]) =>
+        openAt <= now
+          ? Effect.void
+          : openAt > deadline
+          ? Effect.fail(openAt - now)
+          : Effect.zipRight(Effect.sleep(Duration.millis(openAt - now)), pass(deadline))
+    )
   return {
     pass,
     holdFor: (millis) =>

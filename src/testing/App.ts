@@ -260,16 +260,18 @@ export const makeApp = (state: MicroappState): HttpApp.Default => {
         case "http408":
           yield* arrival.complete({ status: 408 })
           return errorReply(408, "Request timeout")
+        case "http503":
         case "http429": {
+          const status = fault.kind === "http429" ? 429 : 503
           const now = yield* Clock.currentTimeMillis
           const seconds = fault.retryAfterSeconds
           // An HTTP date has whole seconds: round up so the client never comes back early.
           const until = fault.retryAfterAsDate ? Math.ceil((now + seconds * 1000) / 1000) * 1000 : now + seconds * 1000
           const retryAfter = fault.retryAfterAsDate ? new Date(until).toUTCString() : String(seconds)
-          yield* arrival.complete({ status: 429, retryAfterUntil: until })
+          yield* arrival.complete({ status, retryAfterUntil: until })
           return HttpServerResponse.unsafeJson(
-            { status: "error", message: "Too many requests" },
-            { status: 429, headers: { "retry-after": retryAfter } }
+            { status: "error", message: status === 429 ? "Too many requests" : "Service unavailable" },
+            { status, headers: { "retry-after": retryAfter } }
           )
         }
         case "drop":

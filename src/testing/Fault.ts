@@ -10,6 +10,7 @@ import * as Prng from "./Prng.js"
  * - `http500`: 500 with a JSON error body
  * - `http500AfterApply`: the request is applied, then answered 500 with a JSON error body
  * - `http503Html`: 503 with an HTML body, as a proxy in front of the service sends it
+ * - `http503`: 503 with `Retry-After` (seconds, or an HTTP date), as a service down for a while sends it
  * - `http429`: 429 with `Retry-After` (seconds, or an HTTP date)
  * - `http408`: 408 with a JSON error body
  * - `drop`: the socket is destroyed before anything is applied
@@ -24,6 +25,7 @@ export type FaultKind =
   | "http500"
   | "http500AfterApply"
   | "http503Html"
+  | "http503"
   | "http429"
   | "http408"
   | "drop"
@@ -39,6 +41,7 @@ export const faultKinds: ReadonlyArray<FaultKind> = [
   "http500",
   "http500AfterApply",
   "http503Html",
+  "http503",
   "http429",
   "http408",
   "drop",
