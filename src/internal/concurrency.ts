@@ -36,9 +36,14 @@ export interface Controller {
   roundLatency: number
 }
 
-/** Pages a round needs, at least, and per window in flight: fewer say too little on a noisy machine. */
+/**
+ * Pages a round needs, at least, and per window in flight: fewer say too little on a noisy
+ * machine. While doubling, a round is one page per window: a wrong step costs little, as it is
+ * taken back.
+ */
 const minRoundPages = 4
 const roundPagesPerWindow = 2
+const slowStartRoundPages = 2
 /** A step up must raise throughput by this much to pay for its windows. */
 const worthwhile = 1.05
 /** Latency growing by this much at one level, without more throughput, is the server slowing down. */
@@ -119,7 +124,10 @@ export const observe = (controller: Controller, page: Observation): void => {
   controller.roundRows += page.rows
   controller.roundPages++
   controller.roundLatency += page.latencyMillis
-  if (controller.roundPages < Math.max(minRoundPages, roundPagesPerWindow * controller.current)) return
+  const roundPages = controller.slowStart
+    ? Math.max(slowStartRoundPages, controller.current)
+    : Math.max(minRoundPages, roundPagesPerWindow * controller.current)
+  if (controller.roundPages < roundPages) return
   judgeRound(
     controller,
     controller.roundRows / Math.max(1, page.now - controller.roundStart),
