@@ -48,7 +48,8 @@ export * as Row from "./Row.js"
 export * as Query from "./Query.js"
 
 /**
- * The paging engine behind `rows`: its options and its summary.
+ * The paging engine behind `rows`: its options, its defaults and its summary (the engine itself
+ * is internal).
  *
  * @since 0.1.0
  */
