@@ -109,57 +109,49 @@ interface InFlight {
 }
 
 /** One run of a scan: the engine's state, the controller's, and what the driver counts itself. */
-interface Run {
+interface Run extends Driven {
   readonly engine: Engine.State
   readonly controller: Concurrency.Controller
-  readonly startedAt: number
   endedAt: number | undefined
   rows: number
   invalidRows: number
   concurrencyReached: number
 }
 
-const summarise = (run: Run | undefined, now: number): RowStream.ScanSummary => {
-  if (run === undefined) return notStarted
-  const { counters } = run.engine
-  return {
-    pages: counters.pages,
-    rows: run.rows,
-    duplicatesDropped: counters.duplicatesDropped,
-    realignments: counters.realignments,
-    appearedBehind: counters.appearedBehind,
-    caughtBehind: counters.caughtBehind,
-    vanishedBehind: counters.vanishedBehind,
-    pagesDiscarded: counters.pagesDiscarded,
-    serverCap: counters.serverCap,
-    retries: counters.retries,
-    inconsistencies: counters.inconsistencies,
-    invalidRows: run.invalidRows,
-    concurrencyReached: run.concurrencyReached,
-    concurrency: run.controller.current,
-    complete: counters.complete,
-    elapsedMillis: (run.endedAt ?? now) - run.startedAt
-  }
+/** What the driver counts itself, beside the engine's counters. */
+interface Driven {
+  readonly startedAt: number
+  readonly endedAt: number | undefined
+  readonly rows: number
+  readonly invalidRows: number
+  readonly concurrencyReached: number
 }
 
-const notStarted: RowStream.ScanSummary = {
-  pages: 0,
-  rows: 0,
-  duplicatesDropped: 0,
-  realignments: 0,
-  appearedBehind: 0,
-  caughtBehind: 0,
-  vanishedBehind: 0,
-  pagesDiscarded: 0,
-  serverCap: undefined,
-  retries: 0,
-  inconsistencies: 0,
-  invalidRows: 0,
-  concurrencyReached: 0,
-  concurrency: 0,
-  complete: false,
-  elapsedMillis: 0
-}
+const summarise = (counters: Engine.Counters, driven: Driven, concurrency: number, now: number): RowStream.ScanSummary => ({
+  pages: counters.pages,
+  rows: driven.rows,
+  duplicatesDropped: counters.duplicatesDropped,
+  realignments: counters.realignments,
+  appearedBehind: counters.appearedBehind,
+  caughtBehind: counters.caughtBehind,
+  vanishedBehind: counters.vanishedBehind,
+  pagesDiscarded: counters.pagesDiscarded,
+  serverCap: counters.serverCap,
+  retries: counters.retries,
+  inconsistencies: counters.inconsistencies,
+  invalidRows: driven.invalidRows,
+  concurrencyReached: driven.concurrencyReached,
+  concurrency,
+  complete: counters.complete,
+  elapsedMillis: (driven.endedAt ?? now) - driven.startedAt
+})
+
+const notStarted = summarise(
+  Engine.counters(),
+  { startedAt: 0, endedAt: 0, rows: 0, invalidRows: 0, concurrencyReached: 0 },
+  0,
+  0
+)
 
 /** Builds a scan over `source`: each run of `rows` is a scan of its own. */
 export const make = <A>(source: ScanSource<A>, settings: Settings): RowStream.Scan<A> => {
@@ -302,7 +294,8 @@ export const make = <A>(source: ScanSource<A>, settings: Settings): RowStream.Sc
   )
 
   const summary = Effect.flatMap(Ref.get(latest), (run) =>
-    Effect.map(Clock.currentTimeMillis, (now) => summarise(run, now)))
+    Effect.map(Clock.currentTimeMillis, (now) =>
+      run === undefined ? notStarted : summarise(run.engine.counters, run, run.controller.current, now)))
 
   return { rows, summary }
 }

@@ -99,20 +99,23 @@ export const initial = (config: Config): State => ({
   shortPage: undefined,
   probe: undefined,
   seen: config.dedupe === "exact" ? IdSet.exact() : IdSet.recent(Math.max(2 * (config.pageSize + config.overlap + 1), 64)),
-  counters: {
-    pages: 0,
-    retries: 0,
-    emitted: 0,
-    duplicatesDropped: 0,
-    realignments: 0,
-    pagesDiscarded: 0,
-    inconsistencies: 0,
-    appearedBehind: 0,
-    caughtBehind: 0,
-    vanishedBehind: 0,
-    serverCap: undefined,
-    complete: false
-  }
+  counters: counters()
+})
+
+/** The counters of a scan that has not judged a page. */
+export const counters = (): Counters => ({
+  pages: 0,
+  retries: 0,
+  emitted: 0,
+  duplicatesDropped: 0,
+  realignments: 0,
+  pagesDiscarded: 0,
+  inconsistencies: 0,
+  appearedBehind: 0,
+  caughtBehind: 0,
+  vanishedBehind: 0,
+  serverCap: undefined,
+  complete: false
 })
 
 /** How many windows to keep in flight, when `concurrency` are allowed. */
