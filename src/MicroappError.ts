@@ -6,6 +6,23 @@
  */
 import { Predicate, Schema } from "effect"
 
+const identifier = "effect-microapp/MicroappError"
+
+/**
+ * Marks the errors of this library, so that an error of another library with the same `_tag` is
+ * not taken for one of them.
+ *
+ * @since 0.1.0
+ * @category type ids
+ */
+export const TypeId: unique symbol = Symbol.for(identifier)
+
+/**
+ * @since 0.1.0
+ * @category type ids
+ */
+export type TypeId = typeof TypeId
+
 /**
  * Where a failed request went and what the server said. The method and path name the endpoint
  * (`POST /api/microappdata`), never the full URL, so no base URL with credentials can leak.
@@ -30,13 +47,14 @@ const retryAfter = (millis: number | undefined): string =>
  * @since 0.1.0
  * @category errors
  */
-export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInput", {
+export class InvalidInput extends Schema.TaggedError<InvalidInput>(`${identifier}/InvalidInput`)("InvalidInput", {
   method: Schema.String,
   path: Schema.String,
   /** The offending input, as a path into the call's options (`limit`, `filters[1].fieldID`). */
   input: Schema.String,
   reason: Schema.String
 }) {
+  readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `invalid ${this.input}: ${this.reason}`
   }
@@ -48,7 +66,8 @@ export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInp
  * @since 0.1.0
  * @category errors
  */
-export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", RequestFields) {
+export class Unauthorized extends Schema.TaggedError<Unauthorized>(`${identifier}/Unauthorized`)("Unauthorized", RequestFields) {
+  readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `not authenticated${suffix(this.serverMessage)}`
   }
@@ -60,7 +79,8 @@ export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthoriz
  * @since 0.1.0
  * @category errors
  */
-export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", RequestFields) {
+export class Forbidden extends Schema.TaggedError<Forbidden>(`${identifier}/Forbidden`)("Forbidden", RequestFields) {
+  readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `not permitted${suffix(this.serverMessage)}`
   }
@@ -72,11 +92,12 @@ export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", Requ
  * @since 0.1.0
  * @category errors
  */
-export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
+export class NotFound extends Schema.TaggedError<NotFound>(`${identifier}/NotFound`)("NotFound", {
   ...RequestFields,
   rowID: Schema.optional(Schema.String),
   microAppID: Schema.optional(Schema.String)
 }) {
+  readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     const what = this.rowID !== undefined
       ? `row ${this.rowID}`
@@ -95,7 +116,7 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
  * @since 0.1.0
  * @category errors
  */
-export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
+export class RateLimited extends Schema.TaggedError<RateLimited>(`${identifier}/RateLimited`)("RateLimited", {
   ...RequestFields,
   /**
    * What the server's `Retry-After` asked for, in milliseconds; for a request held back (no
@@ -103,6 +124,7 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
    */
   retryAfterMillis: Schema.optional(Schema.Number)
 }) {
+  readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return this.status === undefined
       ? `not sent: the server asked this client to pause, and the pause outlasts the call's budget${
@@ -118,11 +140,12 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
  * @since 0.1.0
  * @category errors
  */
-export class ServerError extends Schema.TaggedError<ServerError>()("ServerError", {
+export class ServerError extends Schema.TaggedError<ServerError>(`${identifier}/ServerError`)("ServerError", {
   ...RequestFields,
   /** What the server's `Retry-After` asked for (a 503 may send one), in milliseconds. */
   retryAfterMillis: Schema.optional(Schema.Number)
 }) {
+  readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `the server failed${retryAfter(this.retryAfterMillis)}${suffix(this.serverMessage)}`
   }
@@ -134,13 +157,14 @@ export class ServerError extends Schema.TaggedError<ServerError>()("ServerError"
  * @since 0.1.0
  * @category errors
  */
-export class Transport extends Schema.TaggedError<Transport>()("Transport", {
+export class Transport extends Schema.TaggedError<Transport>(`${identifier}/Transport`)("Transport", {
   ...RequestFields,
   /** Whether the failure is known to have happened before the request reached the server. */
   notSent: Schema.Boolean,
   description: Schema.String,
   cause: Schema.optional(Schema.Defect)
 }) {
+  readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `network failure: ${this.description}`
   }
@@ -152,10 +176,11 @@ export class Transport extends Schema.TaggedError<Transport>()("Transport", {
  * @since 0.1.0
  * @category errors
  */
-export class Timeout extends Schema.TaggedError<Timeout>()("Timeout", {
+export class Timeout extends Schema.TaggedError<Timeout>(`${identifier}/Timeout`)("Timeout", {
   ...RequestFields,
   timeoutMillis: Schema.optional(Schema.Number)
 }) {
+  readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return this.status === 408
       ? `the server timed out the request${suffix(this.serverMessage)}`
@@ -169,11 +194,12 @@ export class Timeout extends Schema.TaggedError<Timeout>()("Timeout", {
  * @since 0.1.0
  * @category errors
  */
-export class RequestRejected extends Schema.TaggedError<RequestRejected>()("RequestRejected", {
+export class RequestRejected extends Schema.TaggedError<RequestRejected>(`${identifier}/RequestRejected`)("RequestRejected", {
   ...RequestFields,
   /** The envelope's `status` when the server answered one ("error", "fail"). */
   serverStatus: Schema.optional(Schema.String)
 }) {
+  readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `the server rejected the request${suffix(this.serverMessage)}`
   }
@@ -186,7 +212,7 @@ export class RequestRejected extends Schema.TaggedError<RequestRejected>()("Requ
  * @since 0.1.0
  * @category errors
  */
-export class UnexpectedResponse extends Schema.TaggedError<UnexpectedResponse>()("UnexpectedResponse", {
+export class UnexpectedResponse extends Schema.TaggedError<UnexpectedResponse>(`${identifier}/UnexpectedResponse`)("UnexpectedResponse", {
   ...RequestFields,
   /** What was wrong: a body that is not JSON (often cut in transit), the envelope, or one row. */
   kind: Schema.Literal("NotJson", "Envelope", "Row"),
@@ -195,6 +221,7 @@ export class UnexpectedResponse extends Schema.TaggedError<UnexpectedResponse>()
   rowID: Schema.optional(Schema.String),
   fieldPath: Schema.optional(Schema.String)
 }) {
+  readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     const row = this.rowIndex === undefined
       ? ""
@@ -211,7 +238,7 @@ export class UnexpectedResponse extends Schema.TaggedError<UnexpectedResponse>()
  * @since 0.1.0
  * @category errors
  */
-export class ScanInconsistent extends Schema.TaggedError<ScanInconsistent>()("ScanInconsistent", {
+export class ScanInconsistent extends Schema.TaggedError<ScanInconsistent>(`${identifier}/ScanInconsistent`)("ScanInconsistent", {
   method: Schema.String,
   path: Schema.String,
   microAppID: Schema.String,
@@ -221,6 +248,7 @@ export class ScanInconsistent extends Schema.TaggedError<ScanInconsistent>()("Sc
   pages: Schema.Number,
   reason: Schema.String
 }) {
+  readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `scan of ${this.microAppID} cannot prove completeness at row ${this.position}: ${this.reason}`
   }
@@ -233,55 +261,24 @@ export class ScanInconsistent extends Schema.TaggedError<ScanInconsistent>()("Sc
  * @since 0.1.0
  * @category errors
  */
-export class TooManyRows extends Schema.TaggedError<TooManyRows>()("TooManyRows", {
+export class TooManyRows extends Schema.TaggedError<TooManyRows>(`${identifier}/TooManyRows`)("TooManyRows", {
   microAppID: Schema.String,
   max: Schema.Number
 }) {
+  readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `${this.microAppID} has more than ${this.max} rows (the maximum asked to collect)`
   }
 }
 
 /**
- * Every error a call of the client can fail with.
- *
- * @since 0.1.0
- * @category errors
- */
-export type MicroappError =
-  | InvalidInput
-  | Unauthorized
-  | Forbidden
-  | NotFound
-  | RateLimited
-  | ServerError
-  | Transport
-  | Timeout
-  | RequestRejected
-  | UnexpectedResponse
-  | ScanInconsistent
-  | TooManyRows
-
-/**
- * The Schema of the union, e.g. to send errors across a boundary.
+ * Every error a call of the client can fail with, as one Schema, e.g. to send errors across a
+ * boundary.
  *
  * @since 0.1.0
  * @category schemas
  */
-export const MicroappError: Schema.Union<[
-  typeof InvalidInput,
-  typeof Unauthorized,
-  typeof Forbidden,
-  typeof NotFound,
-  typeof RateLimited,
-  typeof ServerError,
-  typeof Transport,
-  typeof Timeout,
-  typeof RequestRejected,
-  typeof UnexpectedResponse,
-  typeof ScanInconsistent,
-  typeof TooManyRows
-]> = Schema.Union(
+export const MicroappError = Schema.Union(
   InvalidInput,
   Unauthorized,
   Forbidden,
@@ -296,15 +293,21 @@ export const MicroappError: Schema.Union<[
   TooManyRows
 )
 
-const tags: ReadonlySet<string> = new Set(MicroappError.members.map((member) => member._tag))
+/**
+ * Every error a call of the client can fail with.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type MicroappError = typeof MicroappError.Type
 
 /**
+ * Whether `u` is an error of this library: marked with its `TypeId`, whatever its `_tag`.
+ *
  * @since 0.1.0
  * @category guards
  */
-export const isMicroappError = (u: unknown): u is MicroappError =>
-  Predicate.hasProperty(u, "_tag") && typeof u._tag === "string" && tags.has(u._tag) &&
-  Predicate.hasProperty(u, "message")
+export const isMicroappError = (u: unknown): u is MicroappError => Predicate.hasProperty(u, TypeId)
 
 /**
  * One line for people: what happened, then the tag, HTTP status, method and path where known.
