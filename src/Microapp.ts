@@ -12,6 +12,7 @@
 import { DateTime, Effect, Option, ParseResult, Predicate, Schema, Stream } from "effect"
 import type * as BulkUpdate from "./BulkUpdate.js"
 import { makeUpdateRows } from "./internal/bulkUpdate.js"
+import { endpoints } from "./internal/endpoints.js"
 import { MicroappClient } from "./MicroappClient.js"
 import { InvalidInput, type MicroappError } from "./MicroappError.js"
 import * as Row from "./Row.js"
@@ -455,7 +456,7 @@ const toSelection = (microapp: AnyMicroapp, selection: Selection<AnyMicroapp>, p
     }
   })
 
-const updatePath = "/api/updatemicroapprow"
+const updatePath = endpoints.update.path
 
 /** Edits (insert, delete, change, swap of neighbours) between two labels, to suggest the one meant. */
 const distance = (a: string, b: string): number => {
@@ -533,14 +534,13 @@ export function bind<Fields extends Record<string, AnyField>, SortLabel extends 
     const reader = options?.invalidRows === "raw"
       ? client.withSchema(microapp.schema, { invalidRows: "raw" })
       : client.withSchema(microapp.schema, { invalidRows: options?.invalidRows })
-    const rowsPath = "/api/microappdata"
     const selected = <O extends Selection<M>>(options: O | undefined) =>
-      Effect.map(toSelection(microapp, options ?? {}, rowsPath), (selection) => ({ ...options, ...selection }))
+      Effect.map(toSelection(microapp, options ?? {}, endpoints.rows.path), (selection) => ({ ...options, ...selection }))
     const encode = encodeUpdate(microapp)
     const prepare = (update: UpdateOptions<M>): Effect.Effect<MicroappClient.UpdateOptions, InvalidInput> =>
       Effect.map(encode(update.rowData), (rowData) => ({ ...update, rowData }))
     const runUpdates = makeUpdateRows({
-      endpoint: { path: updatePath, write: true },
+      endpoint: endpoints.update,
       updateRow: client.updateRow,
       getRow: client.getRow
     })

@@ -15,32 +15,51 @@ import {
   Layer,
   RateLimiter,
   Redacted,
+  type Schedule,
   Schema,
   Stream,
   SynchronizedRef
 } from "effect"
 import type * as BulkUpdate from "./BulkUpdate.js"
 import { makeUpdateRows } from "./internal/bulkUpdate.js"
-import { type InvalidRowPolicy, makeRowDecoder, type RowDecoder } from "./internal/decode.js"
+import { makeRowDecoder, type RowDecoder } from "./internal/decode.js"
 import { decodeEnvelope } from "./internal/decode.js"
-import type { Endpoint } from "./internal/errors.js"
+import { type Endpoint, endpoints } from "./internal/endpoints.js"
 import { type Credentials, makeRequester, type Requester } from "./internal/request.js"
-import { makeRateGate, type RetryOptions } from "./internal/retry.js"
+import { makeRateGate } from "./internal/retry.js"
 import { InvalidInput, type MicroappError, NotFound, TooManyRows } from "./MicroappError.js"
 import * as Query from "./Query.js"
 import { CurrentRowBody, type InvalidRow, LoginBody, Row, RowMetadata, RowsBody, StatusEnvelope } from "./Row.js"
 import * as RowStream from "./RowStream.js"
 import * as Scan from "./internal/scan.js"
 
-export type { InvalidRowPolicy } from "./internal/decode.js"
-export type { RetryOptions } from "./internal/retry.js"
+/**
+ * How failed reads (and writes, where safe) are tried again.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RetryOptions {
+  /** Attempts in all, the first included. Default 5. */
+  readonly maxAttempts?: number
+  /** The first backoff delay, doubled at each retry, with jitter. Default 250 ms. */
+  readonly initialDelay?: Duration.DurationInput
+  /** The largest backoff delay. Default 10 s. */
+  readonly maxDelay?: Duration.DurationInput
+  /** No retry starts after this long since the first failure. Default 60 s. */
+  readonly maxElapsed?: Duration.DurationInput
+  /** Replaces the backoff delays (attempt and time bounds still apply). */
+  readonly schedule?: Schedule.Schedule<unknown, MicroappError>
+}
 
-const endpoints = {
-  login: { path: "/api/login", write: false },
-  rows: { path: "/api/microappdata", write: false },
-  row: { path: "/api/microappdata/row", write: false },
-  update: { path: "/api/updatemicroapprow", write: true }
-} satisfies Record<string, Endpoint>
+/**
+ * What to do with a row that fails its Schema: fail the call, skip it (counted and logged), or
+ * hand it on undecoded.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type InvalidRowPolicy = "fail" | "skip" | "raw"
 
 /**
  * @since 0.1.0
@@ -60,26 +79,29 @@ export class MicroappClient extends Context.Tag("effect-microapp/MicroappClient"
     Layer.scoped(MicroappClient, make(options))
 
   /**
-   * The client configured from the environment: `MICROAPP_BASE_URL`, `MICROAPP_AUTH_TOKEN`
-   * (read as a redacted secret) and `MICROAPP_USER_ID`.
+   * The client configured by `Config` values: by default `MICROAPP_BASE_URL`, `MICROAPP_AUTH_TOKEN`
+   * (read as a redacted secret) and `MICROAPP_USER_ID` of the `ConfigProvider` in context (the
+   * environment, unless replaced); each can be given as another `Config`.
    *
    * @since 0.1.0
    * @category layers
    */
   static layerConfig = (
-    options: MicroappClient.Tuning = {}
-  ): Layer.Layer<MicroappClient, ConfigError.ConfigError, HttpClient.HttpClient> =>
-    Layer.scoped(
+    options: MicroappClient.ConfigOptions = {}
+  ): Layer.Layer<MicroappClient, ConfigError.ConfigError, HttpClient.HttpClient> => {
+    const { authToken, baseUrl, userId, ...tuning } = options
+    return Layer.scoped(
       MicroappClient,
       Effect.flatMap(
         Config.all({
-          baseUrl: Config.string("MICROAPP_BASE_URL"),
-          authToken: Config.redacted("MICROAPP_AUTH_TOKEN"),
-          userId: Config.string("MICROAPP_USER_ID")
+          baseUrl: baseUrl ?? Config.string("MICROAPP_BASE_URL"),
+          authToken: authToken ?? Config.redacted("MICROAPP_AUTH_TOKEN"),
+          userId: userId ?? Config.string("MICROAPP_USER_ID")
         }),
-        (credentials) => make({ ...options, ...credentials })
+        (credentials) => make({ ...tuning, ...credentials })
       )
     )
+  }
 
   /**
    * The client that logs in with email and password (`POST /api/login`), and logs in again once
@@ -127,6 +149,21 @@ export declare namespace MicroappClient {
     readonly retry?: RetryOptions | false | undefined
     /** A client-side limit on requests per second and in flight, for this client only. */
     readonly rateLimit?: RateLimitOptions | undefined
+  }
+
+  /**
+   * Where `layerConfig` reads the credentials from, besides the settings.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  export interface ConfigOptions extends Tuning {
+    /** Default `Config.string("MICROAPP_BASE_URL")`. */
+    readonly baseUrl?: Config.Config<string> | undefined
+    /** Default `Config.redacted("MICROAPP_AUTH_TOKEN")`. */
+    readonly authToken?: Config.Config<Redacted.Redacted<string>> | undefined
+    /** Default `Config.string("MICROAPP_USER_ID")`. */
+    readonly userId?: Config.Config<string> | undefined
   }
 
   /**

@@ -1,6 +1,6 @@
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, DateTime, Effect, Either, Layer, Redacted, Schema } from "effect"
+import { Config, ConfigError, ConfigProvider, DateTime, Effect, Either, Layer, Redacted, Schema } from "effect"
 import { MicroappClient, type MicroappError, Row } from "../src/index.js"
 import { demoCredentials, MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import { bodiesTo, loginLayer, withEmulator } from "./support.js"
@@ -430,6 +430,36 @@ describe("layers", () => {
         Effect.withConfigProvider(config)
       )
       expect(rows).toHaveLength(2)
+    }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 2 }))))
+
+  it.live("layerConfig takes other Config values for each credential, and names the one missing", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const layer = MicroappClient.layerConfig({
+        baseUrl: Config.string("URL").pipe(Config.nested("SERVICE")),
+        authToken: Config.redacted("SERVICE_TOKEN"),
+        userId: Config.succeed(server.credentials.userId),
+        retry: false
+      }).pipe(Layer.provide(NodeHttpClient.layerUndici))
+      const query = Effect.flatMap(MicroappClient, (client) => client.query({ microAppID: projects }))
+      const rows = yield* query.pipe(
+        Effect.provide(layer),
+        Effect.withConfigProvider(ConfigProvider.fromMap(
+          new Map([["SERVICE.URL", server.baseUrl], ["SERVICE_TOKEN", server.credentials.authToken]])
+        ))
+      )
+      expect(rows).toHaveLength(2)
+      const missing = yield* Effect.flip(query.pipe(
+        Effect.provide(layer),
+        Effect.withConfigProvider(ConfigProvider.fromMap(
+          new Map([
+            ["SERVICE.URL", server.baseUrl],
+            ["MICROAPP_AUTH_TOKEN", server.credentials.authToken]
+          ])
+        ))
+      ))
+      expect(ConfigError.isConfigError(missing)).toBe(true)
+      expect(String(missing)).toContain("SERVICE_TOKEN")
     }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 2 }))))
 
   for (const loginShape of ["data", "flat"] as const) {

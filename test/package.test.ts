@@ -28,6 +28,41 @@ const externalImports = (entry: string): ReadonlySet<string> => {
   return external
 }
 
+/** The names exported by the modules under src/internal. */
+const internalExports = (): ReadonlySet<string> =>
+  new Set(
+    fs.readdirSync(path.join(root, "src/internal")).flatMap((file) =>
+      Array.from(
+        fs.readFileSync(path.join(root, "src/internal", file), "utf8").matchAll(
+          /^export (?:declare )?(?:const|function|interface|type|class|let) (\w+)/gm
+        ),
+        (match) => match[1] ?? ""
+      )
+    )
+  )
+
+/**
+ * The identifiers the README's code names as its own heads: in code spans and code blocks, less
+ * string literals, file names and the members after a dot (`Microapp.make` names `Microapp`).
+ */
+const readmeIdentifiers = (): ReadonlySet<string> => {
+  const readme = fs.readFileSync(path.join(root, "README.md"), "utf8")
+  const code = [
+    ...Array.from(readme.matchAll(/```[a-z]*\n([\s\S]*?)```/g), (match) => match[1] ?? ""),
+    ...Array.from(readme.replace(/```[\s\S]*?```/g, "").matchAll(/`([^`\n]+)`/g), (match) => match[1] ?? "")
+  ]
+  return new Set(
+    code.flatMap((text) =>
+      Array.from(
+        text.replace(/"[^"\n]*"|'[^'\n]*'/g, "").replace(/[\w/.-]+\.(?:ts|js|md|json)\b/g, "").matchAll(
+          /(?<![.\w$])[A-Za-z_$][\w$]*/g
+        ),
+        (match) => match[0]
+      )
+    )
+  )
+}
+
 describe("the package", () => {
   it("exports the client, the emulator and the bin, with types", () => {
     expect(packageJson.name).toBe("effect-microapp")
@@ -49,6 +84,25 @@ describe("the package", () => {
   it("the emulator and the CLI are where the Node-only imports are", () => {
     const testing = [...externalImports(packageJson.exports["./testing"].default)]
     expect(testing.some((specifier) => specifier.startsWith("@effect/platform-node"))).toBe(true)
+  })
+
+  it("nothing the README names is exported from src/internal", () => {
+    const internal = internalExports()
+    expect(internal.has("makeRowDecoder")).toBe(true)
+    expect([...readmeIdentifiers()].filter((name) => internal.has(name))).toEqual([])
+  })
+
+  it("the paging engine itself is not exported: RowStream holds its options, defaults and summary only", async () => {
+    const { RowStream } = await import("../src/index.js")
+    expect(Object.keys(RowStream)).toEqual(["defaults"])
+  })
+
+  it("the public declarations refer to no type of src/internal", () => {
+    const publicDeclarations = fs.readdirSync(path.join(root, "dist")).filter((file) => file.endsWith(".d.ts"))
+    expect(publicDeclarations).toContain("index.d.ts")
+    for (const file of publicDeclarations) {
+      expect(fs.readFileSync(path.join(root, "dist", file), "utf8"), file).not.toMatch(/internal\//)
+    }
   })
 
   it("pins the Effect 3 line, never Effect 4", () => {

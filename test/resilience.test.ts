@@ -225,6 +225,24 @@ describe("reads retry transient failures", () => {
       expect(retries[1].annotations.cause).toContain("ServerError")
       expect(logs.some((line) => line.includes(demoCredentials.authToken))).toBe(false)
     }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, { retry: { initialDelay: "100 millis" } }))))
+
+  it.effect("only retries are logged: a failure that is not retried, or the last attempt, logs none", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      const messages: Array<string> = []
+      const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => messages.push(String(message))))
+      const logged = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        Effect.flip(effect.pipe(Effect.provide(capture), Logger.withMinimumLogLevel(LogLevel.Debug)))
+      const missing = yield* logged(client.getRow("64d000000000000000000000"))
+      expect(missing).toMatchObject({ _tag: "NotFound", attempts: 1 })
+      expect(messages).toEqual([])
+      yield* server.injectFault("http500", { count: 3 })
+      const fiber = yield* Effect.fork(logged(client.query({ microAppID: projects })))
+      yield* advanceUntilRequests(3, 100, 10_000)
+      expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "ServerError", attempts: 2 })
+      expect(messages).toEqual(["retrying request"])
+    }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, { retry: { initialDelay: "100 millis", maxAttempts: 2 } }))))
 })
 
 describe("timeouts", () => {

@@ -7,7 +7,8 @@ import { defaults, type Options, Outcome } from "../BulkUpdate.js"
 import type { MicroappClient } from "../MicroappClient.js"
 import type { InvalidInput, MicroappError } from "../MicroappError.js"
 import * as Query from "../Query.js"
-import { type Endpoint, isRetryable } from "./errors.js"
+import type { Endpoint } from "./endpoints.js"
+import { isRetryable } from "./errors.js"
 
 /** The calls the engine makes: the client's own, so every request passes its gate, limits and retries. */
 export interface Calls {

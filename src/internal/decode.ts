@@ -3,19 +3,11 @@
  * index, `_id` and field path, and handled as the caller's policy says.
  */
 import { Effect, Either, ParseResult, Predicate, Schema } from "effect"
+import type { InvalidRowPolicy } from "../MicroappClient.js"
 import { type MicroappError, RequestRejected, UnexpectedResponse } from "../MicroappError.js"
 import { InvalidRow, StatusEnvelope } from "../Row.js"
 import { type AttemptInfo, where } from "./errors.js"
 import { makeDecoder, undecided } from "./fastDecode.js"
-
-/**
- * What to do with a row that fails its Schema: fail the call, skip it (counted and logged), or
- * hand it on undecoded.
- *
- * @since 0.1.0
- * @category models
- */
-export type InvalidRowPolicy = "fail" | "skip" | "raw"
 
 /** The `_id` of an undecoded row, when it has one. */
 export const idOf = (row: unknown): string | undefined =>

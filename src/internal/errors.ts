@@ -16,12 +16,8 @@ import {
   Unauthorized,
   UnexpectedResponse
 } from "../MicroappError.js"
+import type { Endpoint } from "./endpoints.js"
 
-/** An endpoint of the service: its path and whether calling it can change data. */
-export interface Endpoint {
-  readonly path: string
-  readonly write: boolean
-}
 
 /** Identifies one attempt of one call in the errors it produces. */
 export interface AttemptInfo {

@@ -6,9 +6,11 @@ import * as Headers from "@effect/platform/Headers"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { Clock, Duration, Effect, Redacted, Ref, type Schedule } from "effect"
+import type { RetryOptions } from "../MicroappClient.js"
 import type { MicroappError } from "../MicroappError.js"
+import type { Endpoint } from "./endpoints.js"
 import * as Errors from "./errors.js"
-import { budgetOf, defaultRateLimitPause, type RateGate, retrySchedule, type RetryOptions } from "./retry.js"
+import { budgetOf, defaultRateLimitPause, type RateGate, retrySchedule } from "./retry.js"
 
 /** The two values that authenticate a call. */
 export interface Credentials {
@@ -48,7 +50,7 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
 
   /** One attempt; `deadline`: when the call's budget runs out, which no wait for the gate may pass. */
   const attemptOnce = (
-    endpoint: Errors.Endpoint,
+    endpoint: Endpoint,
     body: unknown,
     call: CallOptions,
     attempt: number,
@@ -92,7 +94,7 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
 
   // one schedule per endpoint for the client's life, not one per call (a scan makes many)
   const schedules = new Map<string, Schedule.Schedule<unknown, MicroappError>>()
-  const scheduleOf = (endpoint: Errors.Endpoint): Schedule.Schedule<unknown, MicroappError> | undefined => {
+  const scheduleOf = (endpoint: Endpoint): Schedule.Schedule<unknown, MicroappError> | undefined => {
     const retry = options.retry
     if (retry === false) return undefined
     const known = schedules.get(endpoint.path)
@@ -107,7 +109,7 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
    * allows; fails with the last attempt's error.
    */
   const send = <A>(
-    endpoint: Errors.Endpoint,
+    endpoint: Endpoint,
     body: unknown,
     call: CallOptions,
     read: (reply: Reply) => Effect.Effect<A, MicroappError>
@@ -127,7 +129,7 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
   }
 
   /** Sends and parses a JSON answer; a 2xx body that is not JSON fails (and, for reads, is retried). */
-  const sendJson = (endpoint: Errors.Endpoint, body: unknown, call: CallOptions) =>
+  const sendJson = (endpoint: Endpoint, body: unknown, call: CallOptions) =>
     send(endpoint, body, call, (reply) => {
       const json = Errors.parseJson(reply.text)
       return json === undefined

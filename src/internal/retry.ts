@@ -2,28 +2,11 @@
  * The retry policy and the rate gate: what is retried, how long to wait, and holding back every
  * request of a client while the server has asked it to.
  */
-import { Clock, Duration, Effect, Ref, Schedule } from "effect"
+import { Clock, Duration, Effect, Ref, Schedule, ScheduleDecision } from "effect"
+import type { RetryOptions } from "../MicroappClient.js"
 import type { MicroappError } from "../MicroappError.js"
-import { type Endpoint, isRetryable } from "./errors.js"
-
-/**
- * How failed reads (and writes, where safe) are tried again.
- *
- * @since 0.1.0
- * @category models
- */
-export interface RetryOptions {
-  /** Attempts in all, the first included. Default 5. */
-  readonly maxAttempts?: number
-  /** The first backoff delay, doubled at each retry, with jitter. Default 250 ms. */
-  readonly initialDelay?: Duration.DurationInput
-  /** The largest backoff delay. Default 10 s. */
-  readonly maxDelay?: Duration.DurationInput
-  /** No retry starts after this long since the first failure. Default 60 s. */
-  readonly maxElapsed?: Duration.DurationInput
-  /** Replaces the backoff delays (attempt and time bounds still apply). */
-  readonly schedule?: Schedule.Schedule<unknown, MicroappError>
-}
+import type { Endpoint } from "./endpoints.js"
+import { isRetryable } from "./errors.js"
 
 const defaults = {
   maxAttempts: 5,
@@ -55,8 +38,9 @@ export const retrySchedule = (options: RetryOptions, endpoint: Endpoint): Schedu
         (error.retryAfterMillis ?? 0) > Duration.toMillis(maxElapsed)) &&
       !(error._tag === "RateLimited" && error.status === undefined)
     ),
-    Schedule.tapOutput(([[delay, retry], error]) =>
-      Effect.logDebug("retrying request").pipe(
+    // the last step, which gives up, is no retry and is not logged as one
+    Schedule.onDecision(([[delay, retry], error], decision) =>
+      ScheduleDecision.isDone(decision) ? Effect.void : Effect.logDebug("retrying request").pipe(
         Effect.annotateLogs({
           endpoint: endpoint.path,
           attempt: retry + 2,

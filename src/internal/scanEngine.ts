@@ -18,7 +18,7 @@ import { idOf } from "./decode.js"
 import * as IdSet from "./IdSet.js"
 
 /** What the engine is told once, at the start. */
-export interface Config {
+export interface EngineConfig {
   readonly pageSize: number
   readonly overlap: number
   readonly onInconsistent: "fail" | "continue"
@@ -51,7 +51,7 @@ export interface Counters {
 }
 
 export interface State {
-  readonly config: Config
+  readonly config: EngineConfig
   /** Rows of the result behind the scan, in the coordinates of the latest page. */
   position: number
   /** Where the next window is planned from. */
@@ -88,7 +88,7 @@ export type Verdict =
   | { readonly _tag: "End"; readonly rows: Array<unknown>; readonly indexes: Array<number> }
   | { readonly _tag: "Inconsistent"; readonly reason: string }
 
-export const initial = (config: Config): State => ({
+export const initial = (config: EngineConfig): State => ({
   config,
   position: 0,
   planned: 0,

@@ -50,7 +50,7 @@ const main = (): Report => {
   }
   const methods: ReadonlyArray<Method> = [
     {
-      label: "client row decoder (`makeRowDecoder(Row)`, a page at a time)",
+      label: "client row decoder (the `Row` Schema, a page at a time)",
       run: () => Either.match(clientDecoder(parsed, indexes, info), { onLeft: () => 0, onRight: (d) => d.rows.length })
     },
     {
