@@ -334,7 +334,8 @@ const served = (rows: number) =>
         child.off("exit", onExit)
         resume(Effect.succeed({ baseUrl: url, stop }))
       }
-      const onExit = (code: number | null) => resume(Effect.fail(new Error(`microapp serve exited with ${code}: ${stdout}`)))
+      const onExit = (code: number | null) =>
+        resume(Effect.fail(new Error(`microapp serve exited with ${code}: ${stdout}`)))
       child.stdout.setEncoding("utf8").on("data", onData)
       child.once("exit", onExit)
       return stop
@@ -347,7 +348,8 @@ describe("microapp serve", () => {
     Effect.gen(function*() {
       const { baseUrl } = yield* served(40)
       const target = { baseUrl, credentials: demoCredentials }
-      const projects = demoTables({ projectRows: 40 }).find((table) => table.microAppID === projectsMicroAppID)?.rows ?? []
+      const tables = demoTables({ projectRows: 40 })
+      const projects = tables.find((table) => table.microAppID === projectsMicroAppID)?.rows ?? []
       expect(projects).toHaveLength(40)
       expect(ids(yield* read(target, plainRead))).toEqual(ids(projects))
       const page = yield* read(target, pagedRead("1", -1, "10", 25))

@@ -42,7 +42,8 @@ const Count = Schema.Union(Schema.NonNegativeInt, NumberFromDigits)
 const SortField = Schema.Union(NumberFromDigits, Schema.Int)
 
 // The official client sends null for every optional field its caller left out: null is absent.
-const optionalOrNull = <S extends Schema.Schema.Any>(schema: S) => Schema.optionalWith(schema, { exact: true, nullable: true })
+const optionalOrNull = <S extends Schema.Schema.Any>(schema: S) =>
+  Schema.optionalWith(schema, { exact: true, nullable: true })
 
 const LoginBody = Schema.Struct({ email: Schema.String, password: Schema.String })
 
