@@ -41,28 +41,47 @@ const NumberFromDigits = Schema.compose(DigitString, Schema.NumberFromString)
 const Count = Schema.Union(Schema.NonNegativeInt, NumberFromDigits)
 const SortField = Schema.Union(NumberFromDigits, Schema.Int)
 
+// The official client sends null for every optional field its caller left out: null is absent.
+const optionalOrNull = <S extends Schema.Schema.Any>(schema: S) =>
+  Schema.optionalWith(schema, { exact: true, nullable: true })
+
 const LoginBody = Schema.Struct({ email: Schema.String, password: Schema.String })
 
 const FilterBody = Schema.Struct({
-  resourceID: Schema.optional(Schema.String),
+  resourceID: optionalOrNull(Schema.String),
   fieldID: Schema.String,
   value: Schema.Union(Schema.String, Schema.Number, Schema.Boolean)
 })
 
 const SortPagingBody = Schema.Struct({
-  resourceID: Schema.optional(Schema.String),
-  field: Schema.optional(SortField),
-  order: Schema.optional(Schema.Literal(1, -1)),
-  skip: Schema.optional(Count),
-  limit: Schema.optional(Count)
+  resourceID: optionalOrNull(Schema.String),
+  field: optionalOrNull(SortField),
+  order: optionalOrNull(Schema.Literal(1, -1)),
+  skip: optionalOrNull(Count),
+  limit: optionalOrNull(Count)
 })
 
 const MicroappDataBody = Schema.Struct({
   microAppID: Schema.NonEmptyString,
-  optSearchFilters: Schema.optional(Schema.Array(FilterBody)),
-  searchFilter: Schema.optional(Schema.Array(SortPagingBody)),
-  serviceFormat: Schema.optional(Schema.Boolean)
+  optSearchFilters: optionalOrNull(Schema.Array(FilterBody)),
+  searchFilter: optionalOrNull(Schema.Array(SortPagingBody)),
+  serviceFormat: optionalOrNull(Schema.Boolean),
+  // Documented features of the real service that the emulator refuses (see `notEmulated`).
+  optViewFilters: optionalOrNull(Schema.Unknown),
+  optViewSort: optionalOrNull(Schema.Unknown),
+  optLimit: optionalOrNull(Schema.Unknown),
+  optIsVectorSearch: optionalOrNull(Schema.Boolean),
+  // Only read by the real service when optIsVectorSearch is true, which is refused: harmless here.
+  optVectorSearchString: optionalOrNull(Schema.String)
 })
+
+// Answering these with unfiltered rows would make a test pass that the real service fails.
+const notEmulated = (body: typeof MicroappDataBody.Type): ReadonlyArray<string> => [
+  ...(body.optViewFilters === undefined ? [] : ["optViewFilters"]),
+  ...(body.optViewSort === undefined ? [] : ["optViewSort"]),
+  ...(body.optLimit === undefined ? [] : ["optLimit"]),
+  ...(body.optIsVectorSearch === true ? ["optIsVectorSearch"] : [])
+]
 
 const RowBody = Schema.Struct({ rowID: Schema.NonEmptyString })
 
@@ -71,9 +90,10 @@ const RowData = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 const UpdateBody = Schema.Struct({
   rowID: Schema.NonEmptyString,
   rowData: RowData,
-  embeddingRowID: Schema.optional(Schema.String),
-  userID: Schema.optional(Schema.String),
-  ignoreActionRules: Schema.optional(Schema.Boolean)
+  embeddingRowID: optionalOrNull(Schema.String),
+  userID: optionalOrNull(Schema.String),
+  // The emulator has no action rules, so skipping them changes nothing.
+  ignoreActionRules: optionalOrNull(Schema.Boolean)
 })
 
 const InsertBody = Schema.Struct({ microAppID: Schema.NonEmptyString, rowData: RowData })
@@ -130,6 +150,11 @@ const makeRoutes = (state: MicroappState) => {
   const microappData = withUser((_, text) =>
     Effect.gen(function*() {
       const body = yield* decodeBody(MicroappDataBody)(text)
+      const refused = notEmulated(body)
+      if (refused.length > 0) {
+        const verb = refused.length === 1 ? "is" : "are"
+        return yield* Effect.fail(errorReply(400, `${refused.join(", ")} ${verb} not emulated by this emulator`))
+      }
       const result = yield* state.query({
         microAppID: body.microAppID,
         filters: body.optSearchFilters ?? [],
