@@ -170,6 +170,8 @@ const simulate = (s: Scenario): Outcome => {
     const probe = state.probe !== undefined
     const engineTail = state.tail.filter((id): id is string => id !== undefined)
     const anchored = state.position > 0 && !probe && engineTail.length > 0
+    // a probe from behind the position re-reads only the last of the rows passed
+    const probeReread = probe ? engineTail.slice(engineTail.length - (state.position - head.window.start)) : []
     const drift = () => state.counters.appearedBehind + state.counters.caughtBehind - state.counters.vanishedBehind
     const before = drift()
     const discardedBefore = state.counters.pagesDiscarded
@@ -179,9 +181,10 @@ const simulate = (s: Scenario): Outcome => {
     }
     emitted.push(...verdict.rows.map((r) => (r as { readonly _id: string })._id))
     const discarded = state.counters.pagesDiscarded > discardedBefore
+    const [from, to] = [Math.min(lastAnswerAt, head.at), Math.max(lastAnswerAt, head.at)]
+    const gone = new Set(disturbed.filter((d) => d.at >= from && d.at <= to).map((d) => d.id))
+    if (probeReread.length > 0) blind ||= probeReread.every((id) => gone.has(id) || !answer.includes(id))
     if (anchored && !discarded) {
-      const [from, to] = [Math.min(lastAnswerAt, head.at), Math.max(lastAnswerAt, head.at)]
-      const gone = new Set(disturbed.filter((d) => d.at >= from && d.at <= to).map((d) => d.id))
       blind ||= engineTail.every((id) => gone.has(id) || !answer.includes(id))
       // a shift past the window's end takes the last re-read row out of sight, like a delete
       if (!answer.includes(engineTail.at(-1) ?? "")) interval.touchedTail = true
@@ -204,6 +207,49 @@ const simulate = (s: Scenario): Outcome => {
   }
   return outcome("Unfinished", table.length)
 }
+
+/**
+ * At the end of the table, between two requests, a row behind the position was deleted and the
+ * last row passed re-sorted past the next one: re-reading that row alone took the next one for
+ * the end.
+ */
+const regression: Scenario = {
+  size: 7,
+  pageSize: 7,
+  overlap: 5,
+  cap: 6,
+  concurrency: 2,
+  churn: 0.5,
+  region: "back",
+  onInconsistent: "fail",
+  seed: 58522064
+}
+
+/** Runs the engine against a server that ignores `skip`: every answer starts at the first row. */
+const againstSkipIgnored = (rows: number, cap: number, onInconsistent: "fail" | "continue") => {
+  const table = Array.from({ length: rows }, (_, i) => ({ _id: idOf(i) }))
+  const state = Engine.initial({ pageSize: 100, overlap: 10, onInconsistent, dedupe: "exact" })
+  for (let requests = 1; requests <= 1000; requests++) {
+    const window = Engine.plan(state, false)
+    const verdict = Engine.judge(state, window, table.slice(0, Math.min(window.limit, cap)), 1)
+    if (verdict._tag !== "Continue") return { verdict, requests, emitted: state.counters.emitted }
+  }
+  return { verdict: undefined, requests: 1000, emitted: state.counters.emitted }
+}
+
+describe("the paging engine against a server that ignores skip", () => {
+  for (const onInconsistent of ["fail", "continue"] as const) {
+    it(`gives up with Inconsistent within a few requests, rather than read forever (onInconsistent: ${onInconsistent})`, () => {
+      for (const [rows, cap] of [[5000, Infinity], [5000, 60], [50, Infinity]] as const) {
+        const { emitted, requests, verdict } = againstSkipIgnored(rows, cap, onInconsistent)
+        expect(verdict?._tag).toBe("Inconsistent")
+        expect(verdict?._tag === "Inconsistent" && verdict.reason).toContain("the server may ignore skip")
+        expect(requests).toBeLessThanOrEqual(2 * Engine.stallLimit + 4)
+        expect(emitted).toBeLessThanOrEqual(Math.min(rows, 2 * 111))
+      }
+    })
+  }
+})
 
 describe("the paging engine against a model of a changing table", () => {
   it.prop("each row at most once; untouched rows exactly once, in order; drift counted as the model did", [scenario], ([s]) => {
@@ -248,5 +294,5 @@ describe("the paging engine against a model of a changing table", () => {
         expect(counters.vanishedBehind).toBe(outcome.totals.vanished)
       }
     }
-  }, { fastCheck: { numRuns: 3000 } })
+  }, { fastCheck: { numRuns: 3000, examples: [[regression]] } })
 })

@@ -71,6 +71,8 @@ export interface State {
    * something does; `past`: ask from the position itself, not from the last row passed.
    */
   probe: { readonly rowsSeen: number; readonly past: boolean } | undefined
+  /** Windows in a row that found nothing past the position, yet did not show the end. */
+  stalled: number
   readonly seen: IdSet.IdSet
   readonly counters: Counters
 }
@@ -98,6 +100,7 @@ export const initial = (config: EngineConfig): State => ({
   largestPage: 0,
   shortPage: undefined,
   probe: undefined,
+  stalled: 0,
   seen: config.dedupe === "exact" ? IdSet.exact() : IdSet.recent(Math.max(2 * (config.pageSize + config.overlap + 1), 64)),
   counters: counters()
 })
@@ -125,8 +128,8 @@ export const wanted = (state: State, concurrency: number): number =>
 /** The next window to request; windows after the first in flight are speculative. */
 export const plan = (state: State, speculative: boolean): Window => {
   if (state.probe !== undefined) {
-    // from the last row passed, to see that it has not moved
-    const start = state.probe.past || state.tail.length === 0 ? state.position : state.position - 1
+    // from the rows passed last, to see that they have not moved, leaving room under a cap for more
+    const start = state.probe.past ? state.position : state.position - probeReread(state, state.probe.rowsSeen)
     return { start, limit: state.position - start + state.config.pageSize, speculative }
   }
   const from = state.planned
@@ -135,6 +138,10 @@ export const plan = (state: State, speculative: boolean): Window => {
   state.planned = from + stride
   return { start: from - back, limit: back + stride, speculative }
 }
+
+/** Rows a probe re-reads: the tail, but no more than half of what the server last returned. */
+const probeReread = (state: State, rowsSeen: number): number =>
+  Math.min(state.tail.length, Math.max(1, Math.floor(rowsSeen / 2)))
 
 /** The server returned `cap` rows when more were asked and more existed: it caps pages. */
 const learnCap = (state: State, cap: number): void => {
@@ -213,6 +220,13 @@ const take = (state: State, rows: ReadonlyArray<unknown>, ids: ReadonlyArray<str
   return { rows: fresh, indexes, caught }
 }
 
+/**
+ * Windows in a row that may find nothing past the position, and not end, before the scan gives
+ * up: a server that ignores `skip` answers every window with rows already passed, and the scan
+ * would read them forever. A table takes that many changes between requests to do it.
+ */
+export const stallLimit = 8
+
 const inconsistent = (state: State, window: Window): Verdict => ({
   _tag: "Inconsistent",
   reason: `none of the last ${state.tail.length} rows passed is in the window re-read from row ${window.start}: ` +
@@ -225,18 +239,20 @@ const end = (state: State, taken: { readonly rows: Array<unknown>; readonly inde
 }
 
 /**
- * A probe's answer. From the last row passed: that row alone is the end; more rows after it mean
- * the server caps pages; anything else is a shift, for a window with re-read rows to sort out.
- * From the position: a new row there means the server caps pages (or one was appended meanwhile:
- * the two look alike, and the scan takes the safe reading).
+ * A probe's answer. From the rows passed last: those rows alone, in place, are the end; more rows
+ * after them mean the server caps pages; anything else is a shift, for a window with re-read rows
+ * to sort out. From the position: a new row there means the server caps pages (or one was
+ * appended meanwhile: the two look alike, and the scan takes the safe reading).
  */
 const judgeProbe = (state: State, window: Window, ids: ReadonlyArray<string | undefined>, rowsSeen: number): Verdict => {
   state.probe = undefined
   if (window.start < state.position) {
-    if (ids[0] !== state.tail[state.tail.length - 1]) return replan(state)
-    if (ids.length === 1 && state.largestPage > 1) return end(state)
+    const reread = state.position - window.start
+    const tail = state.tail.slice(-reread)
+    if (ids.length < reread || tail.some((id, i) => ids[i] !== id)) return replan(state)
+    if (ids.length === reread && state.largestPage > reread) return end(state)
     // a server that has never returned more than one row may return only that row whatever follows
-    if (ids.length === 1) {
+    if (ids.length === reread) {
       state.probe = { rowsSeen, past: true }
       return replan(state)
     }
@@ -307,11 +323,20 @@ export const judge = (state: State, window: Window, rows: ReadonlyArray<unknown>
   state.position = window.start + rows.length
   state.tail = ids.slice(Math.max(0, ids.length - state.reread))
   if (received > 0) {
+    state.stalled = 0
     if (!full) state.planned = state.position
     return { _tag: "Continue", rows: taken.rows, indexes: taken.indexes, dropAhead: !full }
   }
   // nothing past the position: a page shorter than one the server has returned: nothing follows the position
   if (!full && rows.length < previousLargest) return end(state, taken)
+  if (++state.stalled >= stallLimit) {
+    // going on cannot help, whatever `onInconsistent` says: the scan would never end
+    return {
+      _tag: "Inconsistent",
+      reason: `${stallLimit} windows in a row held only rows already passed, without showing the end of the table: ` +
+        "the server may ignore skip"
+    }
+  }
   state.probe = { rowsSeen: rows.length, past: false }
   return replan(state, taken)
 }
