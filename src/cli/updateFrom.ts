@@ -155,7 +155,7 @@ export const updateFrom = (options: UpdateFromOptions) =>
         Stream.runForEach((outcome) =>
           Effect.flatMap(Queue.take(sources), (source) =>
             Effect.zipRight(
-              // the outcomes of the updates still under way are counted, with nowhere to go
+              // once the reader has gone, the outcomes still to come are counted with nowhere to be written
               Effect.catchTag(destination.write(outcomeLine(source, outcome)), "ReaderClosed", (closed) =>
                 Deferred.succeed(stopped, closed)),
               Ref.update(summary, (counts) => BulkUpdate.addOutcome(counts, outcome))
