@@ -10,6 +10,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { beforeAll } from "vitest"
+import { shellQuote } from "../src/cli/shell.js"
 import { MicroappServer, projectsMicroAppID, type TableDefinition } from "../src/testing/index.js"
 import { taskID, tasksMicroAppID, tasksTable } from "./support.js"
 
@@ -38,19 +39,36 @@ const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([key]) =
 const start = (args: ReadonlyArray<string>, options: RunOptions = {}): ChildProcessWithoutNullStreams =>
   spawn(process.execPath, [bin, ...args], { env: { ...cleanEnv, ...options.env }, stdio: "pipe" })
 
-/** Runs the CLI to its end. */
-const cli = (args: ReadonlyArray<string>, options: RunOptions = {}) =>
+/** Runs a child process to its end, `stdin` its whole input. */
+const runToEnd = (spawnChild: () => ChildProcessWithoutNullStreams, stdin = "") =>
   Effect.async<Run>((resume) => {
-    const child = start(args, options)
+    const child = spawnChild()
     let stdout = ""
     let stderr = ""
     child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text))
     child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text))
     child.on("error", (error) => resume(Effect.die(error)))
     child.on("close", (code) => resume(Effect.succeed({ code, stdout, stderr })))
-    child.stdin.end(options.stdin ?? "")
+    child.stdin.end(stdin)
     return Effect.sync(() => child.kill("SIGKILL"))
   })
+
+/** Runs the CLI to its end. */
+const cli = (args: ReadonlyArray<string>, options: RunOptions = {}) => runToEnd(() => start(args, options), options.stdin)
+
+/** Runs a bash command line to its end. */
+const shell = (command: string, env: Readonly<Record<string, string>>) =>
+  runToEnd(() => spawn("bash", ["-c", command], { env: { ...cleanEnv, ...env }, stdio: "pipe" }))
+
+/** The CLI as words of a shell command line. */
+const cliWords = (args: ReadonlyArray<string>): string => [process.execPath, bin, ...args].map(shellQuote).join(" ")
+
+/**
+ * The CLI piped into `reader` through a real shell pipe: `stdout` is what the reader printed,
+ * `stderr` the CLI's, and `code` the CLI's exit status, not the reader's.
+ */
+const cliInto = (reader: string, args: ReadonlyArray<string>, env: Readonly<Record<string, string>>) =>
+  shell(`${cliWords(args)} | ${reader}; exit "\${PIPESTATUS[0]}"`, env)
 
 /** Waits for a child to end. */
 const exitOf = (child: ChildProcessWithoutNullStreams) =>
@@ -439,6 +457,76 @@ it.live("exit 2: a bad flag, a missing credential, invalid input, bad --data; no
       expect(fs.readdirSync(dir)).toEqual([])
     }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ demoRows: 500 }))))
 
+  /** The closing line of a scan cut short by its reader; its row count in group 1. */
+  const stoppedScan =
+    /^stopped \(standard output closed by its reader\): (\d+) rows, \d+ pages?, [\d.]+ s, 0 duplicates dropped, 0 realignments, up to \d+ requests? in flight\n$/
+
+  // 30 pages of about 100 kB each: more than a pipe holds, and a scan long enough to cut short
+  const pipedRows = 3000
+  const pipedPageSize = 100
+  const pipedRowsLayer = MicroappServer.layer({ demoRows: pipedRows })
+
+  /** `rows --format FORMAT | head -1`, each request held 20 ms so that the whole scan takes a while. */
+  const rowsIntoHead = (format: string) =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      yield* server.configure({ latency: Duration.millis(20) })
+      const args = ["rows", projectsMicroAppID, "--format", format, "--page-size", String(pipedPageSize), "--concurrency", "2"]
+      const run = yield* cliInto("head -1", args, envOf(server))
+      expect(run.code, run.stderr).toBe(141)
+      expect(run.stderr).toMatch(stoppedScan)
+      const rows = Number(stoppedScan.exec(run.stderr)?.[1])
+      return { run, rows, requests: (yield* server.requests).length, table: yield* server.table(projectsMicroAppID) }
+    })
+
+  it.live("rows | head -1 (NDJSON): one whole row, the scan stopped early, exit 141 with only the summary", () =>
+    Effect.gen(function*() {
+      const { requests, rows, run, table } = yield* rowsIntoHead("ndjson")
+      expect(idsOf(run.stdout)).toEqual([table[0]?._id])
+      expect(rows).toBeGreaterThanOrEqual(pipedPageSize)
+      expect(rows).toBeLessThan(pipedRows / 2)
+      expect(requests).toBeLessThan(pipedRows / pipedPageSize / 2)
+    }).pipe(Effect.provide(pipedRowsLayer)))
+
+  it.live("rows --format json | head -1: the opening bracket, the scan stopped early, exit 141", () =>
+    Effect.gen(function*() {
+      const { requests, rows, run } = yield* rowsIntoHead("json")
+      expect(run.stdout).toBe("[\n")
+      expect(rows).toBeLessThan(pipedRows / 2)
+      expect(requests).toBeLessThan(pipedRows / pipedPageSize / 2)
+    }).pipe(Effect.provide(pipedRowsLayer)))
+
+  it.live("rows --format csv | head -1: the header, written only after the whole table was read; exit 141", () =>
+    Effect.gen(function*() {
+      const { requests, rows, run, table } = yield* rowsIntoHead("csv")
+      const [header, ...rest] = parseCsv(run.stdout)
+      expect(rest).toEqual([])
+      expect(header?.[0]).toBe("_id")
+      expect(header).toEqual(expect.arrayContaining(Object.keys(table[0] ?? {})))
+      // CSV needs every row's keys for its header: no early stop to be had
+      expect(rows).toBe(pipedRows)
+      expect(requests).toBeGreaterThanOrEqual(pipedRows / pipedPageSize)
+    }).pipe(Effect.provide(pipedRowsLayer)))
+
+  it.live("row and login into a reader already gone: exit 141, nothing on stderr; --quiet rows: no summary", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const [first] = yield* server.table(projectsMicroAppID)
+      // `true` reads nothing and is gone long before the CLI has started
+      const row = yield* cliInto("true", ["row", String(first?._id)], envOf(server))
+      expect(row).toEqual({ code: 141, stdout: "", stderr: "" })
+      const { email, password } = server.credentials
+      const login = yield* shell(
+        `printf '%s\\n' ${shellQuote(password)} | ` +
+          `${cliWords(["login", "--email", email, "--password-stdin", "--base-url", server.baseUrl])} | true; ` +
+          `exit "\${PIPESTATUS[1]}"`,
+        {}
+      )
+      expect(login).toEqual({ code: 141, stdout: "", stderr: "" })
+      const rows = yield* cliInto("true", ["rows", projectsMicroAppID, "--quiet"], envOf(server))
+      expect(rows).toEqual({ code: 141, stdout: "", stderr: "" })
+    }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 30 }))))
+
   it.live("demo: runs to the end, showing the capped plain request against the full stream", () =>
     Effect.gen(function*() {
       const run = yield* cli(["demo"])
@@ -549,23 +637,13 @@ describe.concurrent("microapp update --from (the built bin)", () => {
   it.live("rows | a filter | update --from -: a pipeline; exit 0 when every line is updated", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const bin_ = JSON.stringify(bin)
       // in place of jq -c '{rowID: ._id, rowData: {Count: (.Count + 100)}}'
       const filter = "require('readline').createInterface({ input: process.stdin }).on('line', (line) => { " +
         "const row = JSON.parse(line); console.log(JSON.stringify({ rowID: row._id, rowData: { Count: row.Count + 100 } })) })"
-      const pipeline = `${JSON.stringify(process.execPath)} ${bin_} rows ${tasksMicroAppID} --quiet | ` +
-        `${JSON.stringify(process.execPath)} -e "${filter}" | ` +
-        `${JSON.stringify(process.execPath)} ${bin_} update --from - --concurrency 3`
-      const run = yield* Effect.async<Run>((resume) => {
-        const child = spawn("sh", ["-c", pipeline], { env: { ...cleanEnv, ...envOf(server) }, stdio: "pipe" })
-        let stdout = ""
-        let stderr = ""
-        child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text))
-        child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text))
-        child.on("close", (code) => resume(Effect.succeed({ code, stdout, stderr })))
-        child.stdin.end()
-        return Effect.sync(() => child.kill("SIGKILL"))
-      })
+      const pipeline = `${cliWords(["rows", tasksMicroAppID, "--quiet"])} | ` +
+        `${shellQuote(process.execPath)} -e ${shellQuote(filter)} | ` +
+        cliWords(["update", "--from", "-", "--concurrency", "3"])
+      const run = yield* shell(pipeline, envOf(server))
       expect(run.code, run.stderr).toBe(0)
       expect(outcomesOf(run.stdout)).toEqual(
         Array.from({ length: 30 }, (_, i) => ({ line: i + 1, rowID: taskID(i), outcome: "updated" }))
@@ -727,8 +805,35 @@ describe.concurrent("microapp update --from (the built bin)", () => {
       expect(outcomes).toEqual(outcomes.map((_, i) => ({ line: i + 1, rowID: taskID(i), outcome: "updated" })))
       expect([...counts.keys()].sort()).toEqual(outcomes.map((outcome) => outcome.rowID))
       expect(output.stdout).toBe("")
-      expect(output.stderr).toMatch(/\nerror: interrupted by SIGINT\n$/)
+      expect(output.stderr).toMatch(/^stopped \(interrupted by SIGINT\): \d+ lines, [^\n]+\nerror: interrupted by SIGINT\n$/)
     }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(20)] }))))
+
+  it.live("update --from | head -1: no more updates start, those under way finish and are counted; exit 141", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      yield* server.configure({ latency: Duration.millis(20) })
+      const dir = yield* temporaryDirectory
+      const file = path.join(dir, "updates.ndjson")
+      const lines = 200
+      fs.writeFileSync(
+        file,
+        Array.from({ length: lines }, (_, i) => `${JSON.stringify({ rowID: taskID(i), rowData: { Count: 1000 } })}\n`)
+          .join("")
+      )
+      const run = yield* cliInto("head -1", ["update", "--from", file, "--concurrency", "2"], envOf(server))
+      expect(run.code, run.stderr).toBe(141)
+      expect(outcomesOf(run.stdout)).toEqual([{ line: 1, rowID: taskID(0), outcome: "updated" }])
+      const summary =
+        /^stopped \(standard output closed by its reader\): (\d+) lines, (\d+) updated \(0 after read-back\), 0 refused, 0 failed, 0 unknown, 0 invalid, [\d.]+ s\n$/
+          .exec(run.stderr)
+      const counted = Number(summary?.[1])
+      expect(Number(summary?.[2])).toBe(counted)
+      expect(counted).toBeLessThan(lines / 2)
+      // every update sent was applied and counted: none was cut off on its way
+      const counts = yield* appliedCounts
+      expect([...counts.keys()].sort()).toEqual(Array.from({ length: counted }, (_, i) => taskID(i)))
+      expect((yield* server.requests).filter((record) => record.path === updatePath)).toHaveLength(counted)
+    }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(200)] }))))
 
   it.live("a second SIGINT ends it at once, without waiting for the updates under way", () =>
     Effect.gen(function*() {

@@ -28,7 +28,7 @@ import {
 import * as BulkUpdate from "../BulkUpdate.js"
 import { MicroappClient } from "../MicroappClient.js"
 import type { Filter, Sort } from "../Query.js"
-import { type CliError, errorLine, ExitCode, exitCodeOf, Interrupted, UsageError } from "./exitCodes.js"
+import { type CliError, errorLine, ExitCode, exitCodeOf, Interrupted, type ReaderClosed, UsageError } from "./exitCodes.js"
 import { atomicFile, formats, writeRows } from "./output.js"
 import { progressLine, summaryLine, withProgress } from "./progress.js"
 import type { ServeOptions } from "./serve.js"
@@ -191,8 +191,13 @@ const rows = Command.make(
         onNone: () => writeRows(args.format, scan.rows, stdout),
         onSome: (file) => atomicFile(file, (destination) => writeRows(args.format, scan.rows, destination))
       })
-      yield* withProgress(Effect.map(scan.summary, progressLine), showProgress)(write)
-      if (!args.quiet) yield* stderrLine(summaryLine(yield* scan.summary))
+      const closingLine = (stoppedBy?: ReaderClosed) =>
+        args.quiet ? Effect.void : Effect.flatMap(scan.summary, (summary) => stderrLine(summaryLine(summary, stoppedBy)))
+      // the scan stops with the write that finds the reader gone, and the summary says so
+      yield* withProgress(Effect.map(scan.summary, progressLine), showProgress)(write).pipe(
+        Effect.tapErrorTag("ReaderClosed", closingLine)
+      )
+      yield* closingLine()
     }).pipe(Effect.provide(clientLayer(args)), untilSignal)
 ).pipe(Command.withDescription("Every row of a Microapp, through all pages, as NDJSON, JSON or CSV"))
 
@@ -430,7 +435,8 @@ const microapp = Command.make(
   Command.withDescription(
     "Client of the Microapp Data Service, and its local emulator. " +
       "Exit codes: 0 ok, 1 other failure, 2 usage or invalid input, 3 authentication, 4 not found, " +
-      "5 the service or the network failed (after retries) or refused the request, 130 interrupted."
+      "5 the service or the network failed (after retries) or refused the request, 130 interrupted, " +
+      "141 standard output closed by its reader."
   ),
   Command.withSubcommands([rows, row, update, login_, serve_, demo_])
 )
@@ -468,6 +474,12 @@ const usageLine = (error: ValidationError.ValidationError): string => {
   return `error: ${Array.from(messages).join("; ")}`
 }
 
+/** A failure's line on stderr, if it has one. */
+const reported = (error: CliError): Effect.Effect<void> => {
+  const line = errorLine(error)
+  return line === undefined ? Effect.void : stderrLine(line)
+}
+
 const describeDefect = (cause: Cause.Cause<unknown>): string => {
   const defect = Cause.squash(cause)
   return defect instanceof Error ? defect.message : String(defect)
@@ -497,7 +509,7 @@ export const main = (argv: ReadonlyArray<string>): Effect.Effect<ExitCode> =>
       Effect.catchAll((error: CliError | ValidationError.ValidationError) =>
         ValidationError.isValidationError(error)
           ? Effect.as(stderrLine(usageLine(error)), ExitCode.usage)
-          : Effect.as(stderrLine(errorLine(error)), exitCodeOf(error))
+          : Effect.as(reported(error), exitCodeOf(error))
       )
     )
   }).pipe(

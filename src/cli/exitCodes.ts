@@ -19,6 +19,8 @@ import { describe, type MicroappError } from "../MicroappError.js"
  *   `UnexpectedResponse`, `ScanInconsistent`, `RequestRejected`), or a line of `update --from` was
  *   not updated.
  * - `interrupted` 130: stopped by SIGINT or SIGTERM (except `serve`, which then exits 0).
+ * - `readerClosed` 141: the reader of standard output went away (`head`, a closed pager), as a
+ *   filter killed by SIGPIPE (128 + 13) would exit; no error line.
  *
  * @since 0.1.0
  * @category constants
@@ -30,7 +32,8 @@ export const ExitCode = {
   auth: 3,
   notFound: 4,
   service: 5,
-  interrupted: 130
+  interrupted: 130,
+  readerClosed: 141
 } as const
 
 /**
@@ -75,6 +78,21 @@ export class Interrupted extends Schema.TaggedError<Interrupted>()("Interrupted"
 }
 
 /**
+ * The reader of a stream the command writes to has gone (EPIPE): the normal end of a filter
+ * whose reader wanted no more, so the command stops quietly.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ReaderClosed extends Schema.TaggedError<ReaderClosed>()("ReaderClosed", {
+  stream: Schema.String
+}) {
+  override get message(): string {
+    return `${this.stream} closed by its reader`
+  }
+}
+
+/**
  * `update --from` ended with lines that were not updated; each has its outcome line. Exit 2
  * when any line was invalid, else 5.
  *
@@ -98,7 +116,7 @@ export class NotAllUpdated extends Schema.TaggedError<NotAllUpdated>()("NotAllUp
  * @since 0.1.0
  * @category models
  */
-export type CliError = MicroappError | UsageError | CommandFailed | Interrupted | NotAllUpdated
+export type CliError = MicroappError | UsageError | CommandFailed | Interrupted | ReaderClosed | NotAllUpdated
 
 /**
  * The exit code of a failure.
@@ -126,6 +144,8 @@ export const exitCodeOf = (error: CliError): ExitCode => {
       return ExitCode.service
     case "Interrupted":
       return ExitCode.interrupted
+    case "ReaderClosed":
+      return ExitCode.readerClosed
     case "NotAllUpdated":
       return error.invalid > 0 ? ExitCode.usage : ExitCode.service
     case "TooManyRows":
@@ -136,14 +156,17 @@ export const exitCodeOf = (error: CliError): ExitCode => {
 
 /**
  * The one line a failure prints on stderr: `error: <what happened> (<tag>, HTTP <status> <method> <path>)`
- * for errors of the client, `error: <what happened>` for the others. Never a token: the client's
- * errors hold none, and the command line puts none into its own.
+ * for errors of the client, `error: <what happened>` for the others; none for `ReaderClosed`,
+ * which is no failure to a pipeline. Never a token: the client's errors hold none, and the
+ * command line puts none into its own.
  *
  * @since 0.1.0
  * @category formatting
  */
-export const errorLine = (error: CliError): string => {
+export const errorLine = (error: CliError): string | undefined => {
   switch (error._tag) {
+    case "ReaderClosed":
+      return undefined
     case "UsageError":
     case "CommandFailed":
     case "Interrupted":

@@ -10,7 +10,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import { Chunk, Effect, Exit, Random, Schema, type Scope, Stream } from "effect"
 import { CommandFailed } from "./exitCodes.js"
-import type { Destination } from "./stdio.js"
+import type { Destination, WriteError } from "./stdio.js"
 
 /**
  * @since 0.1.0
@@ -99,7 +99,7 @@ export const progressiveFile = (
 export const writeNdjson = <E, R>(
   rows: Stream.Stream<JsonRow, E, R>,
   destination: Destination
-): Effect.Effect<void, E | CommandFailed, R> =>
+): Effect.Effect<void, E | WriteError, R> =>
   Stream.runForEachChunk(rows, (chunk) => destination.write(ndjsonLines(chunk)))
 
 const ndjsonLines = (chunk: Chunk.Chunk<JsonRow>): string => {
@@ -117,7 +117,7 @@ const ndjsonLines = (chunk: Chunk.Chunk<JsonRow>): string => {
 export const writeJsonArray = <E, R>(
   rows: Stream.Stream<JsonRow, E, R>,
   destination: Destination
-): Effect.Effect<void, E | CommandFailed, R> =>
+): Effect.Effect<void, E | WriteError, R> =>
   Effect.flatMap(
     Stream.runFoldEffect(rows.pipe(Stream.chunks), false, (started, chunk) => {
       if (Chunk.isEmpty(chunk)) return Effect.succeed(started)
@@ -173,7 +173,7 @@ const decodeSpooled = Schema.decodeUnknown(SpooledRow)
 export const writeCsv = <E, R>(
   rows: Stream.Stream<JsonRow, E, R>,
   destination: Destination
-): Effect.Effect<void, E | CommandFailed, R | FileSystem.FileSystem> =>
+): Effect.Effect<void, E | WriteError, R | FileSystem.FileSystem> =>
   Effect.scoped(Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const spool = yield* Effect.mapError(
@@ -215,7 +215,7 @@ export const writeRows = <E, R>(
   format: Format,
   rows: Stream.Stream<JsonRow, E, R>,
   destination: Destination
-): Effect.Effect<void, E | CommandFailed, R | FileSystem.FileSystem> => {
+): Effect.Effect<void, E | WriteError, R | FileSystem.FileSystem> => {
   switch (format) {
     case "ndjson":
       return writeNdjson(rows, destination)

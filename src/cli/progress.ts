@@ -7,6 +7,7 @@
 import { Duration, Effect, Schedule } from "effect"
 import type * as BulkUpdate from "../BulkUpdate.js"
 import type { ScanSummary } from "../RowStream.js"
+import type { Interrupted, ReaderClosed } from "./exitCodes.js"
 import { stderr } from "./stdio.js"
 
 const clearLine = "\r\u001b[2K"
@@ -17,6 +18,18 @@ const plural = (count: number, one: string, many: string): string => `${count} $
 
 const perSecond = (count: number, elapsedMillis: number): string =>
   elapsedMillis <= 0 ? "-" : String(Math.round((count * 1000) / elapsedMillis))
+
+/**
+ * Why a command stopped before its end, when it still prints its closing line.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type EarlyStop = Interrupted | ReaderClosed
+
+/** A closing line begins with `done` only when the command went to its end. */
+const ending = (stoppedBy: EarlyStop | undefined): string =>
+  stoppedBy === undefined ? "done" : `stopped (${stoppedBy.message})`
 
 /**
  * The live line: rows, pages, rows per second.
@@ -31,12 +44,13 @@ export const progressLine = (summary: ScanSummary): string =>
 
 /**
  * The closing line: rows, pages, elapsed time, the server's page cap when one was detected,
- * duplicates dropped and realignments (and retries, inconsistencies or invalid rows if any).
+ * duplicates dropped and realignments (and retries, inconsistencies or invalid rows if any);
+ * `stopped (...)` instead of `done` first when `stoppedBy` cut the scan short.
  *
  * @since 0.1.0
  * @category formatting
  */
-export const summaryLine = (summary: ScanSummary): string => {
+export const summaryLine = (summary: ScanSummary, stoppedBy?: EarlyStop): string => {
   const parts = [
     plural(summary.rows, "row", "rows"),
     plural(summary.pages, "page", "pages"),
@@ -52,7 +66,7 @@ export const summaryLine = (summary: ScanSummary): string => {
     ...(summary.inconsistencies === 0 ? [] : [plural(summary.inconsistencies, "inconsistency", "inconsistencies")]),
     ...(summary.invalidRows === 0 ? [] : [plural(summary.invalidRows, "invalid row", "invalid rows")])
   ]
-  return `done: ${parts.join(", ")}`
+  return `${ending(stoppedBy)}: ${parts.join(", ")}`
 }
 
 /**
@@ -67,13 +81,18 @@ export const updateProgressLine = (summary: BulkUpdate.Summary, elapsedMillis: n
   } not updated, ${perSecond(summary.total, elapsedMillis)} lines/s`
 
 /**
- * The closing line of `update --from`: each outcome counted, and the time it took.
+ * The closing line of `update --from`: each outcome counted, and the time it took; `stopped (...)`
+ * instead of `done` first when `stoppedBy` ended it before its input did.
  *
  * @since 0.1.0
  * @category formatting
  */
-export const updateSummaryLine = (summary: BulkUpdate.Summary, elapsedMillis: number): string =>
-  `done: ${plural(summary.total, "line", "lines")}, ` +
+export const updateSummaryLine = (
+  summary: BulkUpdate.Summary,
+  elapsedMillis: number,
+  stoppedBy?: EarlyStop
+): string =>
+  `${ending(stoppedBy)}: ${plural(summary.total, "line", "lines")}, ` +
   `${summary.updated} updated (${summary.verifiedByReadBack} after read-back), ` +
   `${summary.refused} refused, ${summary.failed} failed, ${summary.unknown} unknown, ${summary.invalid} invalid, ${
     seconds(elapsedMillis)

@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import { MicroappServer, peopleMicroAppID, projectsMicroAppID } from "../testing/index.js"
 import { CommandFailed } from "./exitCodes.js"
 import { shellQuote } from "./shell.js"
-import { signalled, stdout } from "./stdio.js"
+import { signalled, stdout, type WriteError } from "./stdio.js"
 
 /** What a ServeError carries: its message is empty, its cause says what happened (EADDRINUSE...). */
 const causeOf = (error: { readonly cause: unknown }): string =>
@@ -32,7 +32,7 @@ export interface ServeOptions {
  * @since 0.1.0
  * @category commands
  */
-export const serve = (options: ServeOptions): Effect.Effect<void, CommandFailed> =>
+export const serve = (options: ServeOptions): Effect.Effect<void, WriteError> =>
   Effect.scoped(Effect.gen(function*() {
     const server = yield* Effect.mapError(
       MicroappServer.make({

@@ -6,7 +6,15 @@
  */
 import * as NodeStream from "@effect/platform-node/NodeStream"
 import { Effect } from "effect"
-import { CommandFailed, Interrupted, UsageError } from "./exitCodes.js"
+import { CommandFailed, Interrupted, ReaderClosed, UsageError } from "./exitCodes.js"
+
+/**
+ * Why a write failed: the destination failed, or its reader has gone.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type WriteError = CommandFailed | ReaderClosed
 
 /**
  * Somewhere text goes, in order, in whole pieces.
@@ -15,16 +23,17 @@ import { CommandFailed, Interrupted, UsageError } from "./exitCodes.js"
  * @category models
  */
 export interface Destination {
-  readonly write: (text: string) => Effect.Effect<void, CommandFailed>
+  readonly write: (text: string) => Effect.Effect<void, WriteError>
 }
 
 const codeOf = (error: Error): unknown => "code" in error ? error.code : undefined
 
 const handled = new WeakSet<NodeJS.WriteStream>()
+const readerGone = new WeakSet<NodeJS.WriteStream>()
 
 const writer = (stream: NodeJS.WriteStream, name: string): Destination => ({
   write: (text) =>
-    text === "" ? Effect.void : Effect.async<void, CommandFailed>((resume) => {
+    text === "" ? Effect.void : Effect.async<void, WriteError>((resume) => {
       // without a listener a closed pipe would crash the process instead of failing this write
       if (!handled.has(stream)) {
         handled.add(stream)
@@ -32,10 +41,12 @@ const writer = (stream: NodeJS.WriteStream, name: string): Destination => ({
       }
       stream.write(text, (error) => {
         if (error === null || error === undefined) return resume(Effect.void)
-        const message = codeOf(error) === "EPIPE"
-          ? `${name} was closed by its reader`
-          : `cannot write to ${name}: ${error.message}`
-        resume(Effect.fail(new CommandFailed({ message })))
+        // after EPIPE the stream is destroyed, and each later write fails with another code
+        if (codeOf(error) === "EPIPE" || readerGone.has(stream)) {
+          readerGone.add(stream)
+          return resume(Effect.fail(new ReaderClosed({ stream: name })))
+        }
+        resume(Effect.fail(new CommandFailed({ message: `cannot write to ${name}: ${error.message}` })))
       })
     })
 })

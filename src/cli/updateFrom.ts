@@ -6,14 +6,14 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as NodeStream from "@effect/platform-node/NodeStream"
-import { Clock, Effect, Option, Predicate, Queue, Ref, Schema, Stream } from "effect"
+import { Clock, Deferred, Effect, Option, Predicate, Queue, Ref, Schema, Stream } from "effect"
 import * as BulkUpdate from "../BulkUpdate.js"
 import { MicroappClient } from "../MicroappClient.js"
 import { describe, InvalidInput } from "../MicroappError.js"
 import * as Query from "../Query.js"
-import { type Interrupted, NotAllUpdated, UsageError } from "./exitCodes.js"
+import { NotAllUpdated, UsageError } from "./exitCodes.js"
 import { progressiveFile } from "./output.js"
-import { updateProgressLine, updateSummaryLine, withProgress } from "./progress.js"
+import { type EarlyStop, updateProgressLine, updateSummaryLine, withProgress } from "./progress.js"
 import { type Destination, signalled, stderrIsTerminal, stderrLine, stdout } from "./stdio.js"
 
 const updateEndpoint = { path: "/api/updatemicroapprow" }
@@ -121,7 +121,8 @@ export interface UpdateFromOptions {
 /**
  * Runs the updates of `options.from` through `updateRows` and writes their outcome lines. Fails
  * with `NotAllUpdated` when a line was not updated. The first SIGINT or SIGTERM stops it: no more
- * updates start, those under way finish and are reported, then it fails with `Interrupted`.
+ * updates start, those under way finish and are reported, then it fails with `Interrupted`. A
+ * reader of the outcome lines that goes away stops it the same way, then it fails with `ReaderClosed`.
  *
  * @since 0.1.0
  * @category commands
@@ -144,15 +145,19 @@ export const updateFrom = (options: UpdateFromOptions) =>
       )
     )
 
-    const interrupted = yield* Ref.make(Option.none<Interrupted>())
-    // a signal is a graceful stop: no more updates start, those under way are reported
-    const stop = Effect.flatMap(Effect.flip(signalled), (signal) => Ref.set(interrupted, Option.some(signal)))
+    // a signal or a reader that has gone stops it gracefully: no more updates start, those under way finish
+    const stopped = yield* Deferred.make<EarlyStop>()
+    const onSignal = Effect.flatMap(Effect.flip(signalled), (signal) => Deferred.succeed(stopped, signal))
+    const stop = Effect.race(onSignal, Deferred.await(stopped))
+    const stoppedBy = Effect.whenEffect(Deferred.await(stopped), Deferred.isDone(stopped))
     const report = (destination: Destination) =>
       client.updateRows(updates, { concurrency: options.concurrency, maxSends: options.maxSends, stop }).pipe(
         Stream.runForEach((outcome) =>
           Effect.flatMap(Queue.take(sources), (source) =>
             Effect.zipRight(
-              destination.write(outcomeLine(source, outcome)),
+              // once the reader has gone, the outcomes still to come are counted with nowhere to be written
+              Effect.catchTag(destination.write(outcomeLine(source, outcome)), "ReaderClosed", (closed) =>
+                Deferred.succeed(stopped, closed)),
               Ref.update(summary, (counts) => BulkUpdate.addOutcome(counts, outcome))
             ))
         )
@@ -164,10 +169,13 @@ export const updateFrom = (options: UpdateFromOptions) =>
     })
     const showProgress = !options.quiet && (yield* stderrIsTerminal)
     const progress = Effect.zipWith(Ref.get(summary), elapsed, updateProgressLine)
-    const closingLine = Effect.flatMap(Effect.zipWith(Ref.get(summary), elapsed, updateSummaryLine), stderrLine)
+    const closingLine = Effect.gen(function*() {
+      const line = updateSummaryLine(yield* Ref.get(summary), yield* elapsed, Option.getOrUndefined(yield* stoppedBy))
+      yield* stderrLine(line)
+    })
     yield* withProgress(progress, showProgress)(write).pipe(Effect.ensuring(options.quiet ? Effect.void : closingLine))
-    const signal = yield* Ref.get(interrupted)
-    if (Option.isSome(signal)) return yield* signal.value
+    const early = yield* stoppedBy
+    if (Option.isSome(early)) return yield* early.value
     const counts = yield* Ref.get(summary)
     if (counts.updated < counts.total) {
       const notUpdated = counts.total - counts.updated
