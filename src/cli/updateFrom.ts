@@ -8,6 +8,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import * as NodeStream from "@effect/platform-node/NodeStream"
 import { Clock, Deferred, Effect, Option, Predicate, Queue, Ref, Schema, Stream } from "effect"
 import * as BulkUpdate from "../BulkUpdate.js"
+import { endpoints } from "../internal/endpoints.js"
 import { MicroappClient } from "../MicroappClient.js"
 import { describe, InvalidInput } from "../MicroappError.js"
 import * as Query from "../Query.js"
@@ -15,8 +16,6 @@ import { NotAllUpdated, UsageError } from "./exitCodes.js"
 import { progressiveFile } from "./output.js"
 import { type EarlyStop, updateProgressLine, updateSummaryLine, withProgress } from "./progress.js"
 import { type Destination, signalled, stderrIsTerminal, stderrLine, stdout } from "./stdio.js"
-
-const updateEndpoint = { path: "/api/updatemicroapprow" }
 
 /** One input line; `null` stands for absent in the optional keys, as the service reads it. */
 const Line = Schema.Struct({
@@ -32,11 +31,11 @@ const Line = Schema.Struct({
   parseOptions: { onExcessProperty: "error" }
 })
 
-const validateLine = Query.validate(Line, updateEndpoint, "line")
+const validateLine = Query.validate(Line, endpoints.update, "line")
 const decodeJson = Schema.decodeUnknownOption(Schema.parseJson())
 
 const invalidLine = (reason: string) =>
-  new InvalidInput({ method: "POST", path: updateEndpoint.path, input: "line", reason })
+  new InvalidInput({ method: "POST", path: endpoints.update.path, input: "line", reason })
 
 /** A non-blank line: the update it asks for, or why it is invalid; and its rowID when it names one. */
 const parseLine = (text: string) =>
