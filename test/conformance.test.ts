@@ -11,6 +11,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import type { Credentials, Row } from "../src/testing/index.js"
 import { demoCredentials, demoTables, MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
+import { CurrentRowAnswer, RowsAnswer, SessionAnswer } from "./support.js"
 
 // --- requests as the official client builds them -------------------------------------------------
 
@@ -60,19 +61,9 @@ const post = (target: Target, path: string, body: unknown, authenticated = true)
     return reply
   })
 
-const RowSchema = Schema.Record({ key: Schema.String, value: Schema.Unknown })
-const decodeRows = Schema.decodeUnknownSync(Schema.Struct({
-  status: Schema.Literal("success"),
-  body: Schema.Struct({ microAppRows: Schema.Array(RowSchema) })
-}))
-const decodeCurrentRow = Schema.decodeUnknownSync(Schema.Struct({
-  status: Schema.Literal("success"),
-  body: Schema.Struct({ currentRow: RowSchema })
-}))
-const decodeSession = Schema.decodeUnknownSync(Schema.Struct({
-  status: Schema.Literal("success"),
-  data: Schema.Struct({ authToken: Schema.String, userId: Schema.String })
-}))
+const decodeRows = Schema.decodeUnknownSync(RowsAnswer)
+const decodeCurrentRow = Schema.decodeUnknownSync(CurrentRowAnswer)
+const decodeSession = Schema.decodeUnknownSync(SessionAnswer)
 const decodeError = Schema.decodeUnknownSync(Schema.Struct({ status: Schema.Literal("error"), message: Schema.String }))
 
 /** The rows of a 200 answer to `/api/microappdata`; fails the test on any other answer. */

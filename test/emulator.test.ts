@@ -12,6 +12,7 @@ import {
   peopleMicroAppID,
   projectsMicroAppID
 } from "../src/testing/index.js"
+import { AnswerRow, CurrentRowAnswer, RowsAnswer, SessionAnswer } from "./support.js"
 
 // --- helpers -------------------------------------------------------------------------------------
 
@@ -57,23 +58,13 @@ const send = (
 
 const json = (text: string): unknown => Schema.decodeUnknownSync(Schema.parseJson())(text)
 
-const RowSchema = Schema.Record({ key: Schema.String, value: Schema.Unknown })
-const decodeRows = Schema.decodeUnknownSync(Schema.parseJson(Schema.Struct({
-  status: Schema.Literal("success"),
-  body: Schema.Struct({ microAppRows: Schema.Array(RowSchema) })
-})))
-const decodeCurrentRow = Schema.decodeUnknownSync(Schema.parseJson(Schema.Struct({
-  status: Schema.Literal("success"),
-  body: Schema.Struct({ currentRow: RowSchema })
-})))
+const decodeRows = Schema.decodeUnknownSync(Schema.parseJson(RowsAnswer))
+const decodeCurrentRow = Schema.decodeUnknownSync(Schema.parseJson(CurrentRowAnswer))
 const decodeInserted = Schema.decodeUnknownSync(Schema.parseJson(Schema.Struct({
   status: Schema.Literal("success"),
   body: Schema.Struct({ rowID: Schema.String })
 })))
-const decodeSession = Schema.decodeUnknownSync(Schema.parseJson(Schema.Struct({
-  status: Schema.Literal("success"),
-  data: Schema.Struct({ authToken: Schema.String, userId: Schema.String })
-})))
+const decodeSession = Schema.decodeUnknownSync(Schema.parseJson(SessionAnswer))
 const decodeFlatSession = Schema.decodeUnknownSync(Schema.parseJson(Schema.Struct({
   status: Schema.Literal("success"),
   authToken: Schema.String,
@@ -233,7 +224,7 @@ describe("microappdata", () => {
       const rows = yield* query({})
       const reply = yield* send("/api/microappdata", { microAppID: projectsMicroAppID })
       expect(rows).toHaveLength(1000)
-      expect(Object.keys(Schema.decodeUnknownSync(Schema.parseJson(RowSchema))(reply.text))).toEqual(["status", "body"])
+      expect(Object.keys(Schema.decodeUnknownSync(Schema.parseJson(AnswerRow))(reply.text))).toEqual(["status", "body"])
       yield* server.configure({ defaultLimit: 120 })
       expect(yield* query({})).toHaveLength(120)
       expect(yield* query({ searchFilter: [{ resourceID: projectsMicroAppID, limit: 1100 }] })).toHaveLength(1100)

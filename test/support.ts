@@ -1,5 +1,5 @@
 import { NodeHttpClient } from "@effect/platform-node"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Redacted, Schema } from "effect"
 import { MicroappClient } from "../src/index.js"
 import { demoCredentials, type FieldDefinition, MicroappServer, type TableDefinition } from "../src/testing/index.js"
 
@@ -67,4 +67,22 @@ export const tasksTable = (count: number, locked: ReadonlyArray<number> = []): T
     Count: i,
     ...(locked.includes(i) ? { isLocked: true } : {})
   }))
+})
+
+/** The emulator's answers, as the tests read them over raw HTTP. */
+export const AnswerRow = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+export const RowsAnswer = Schema.Struct({
+  status: Schema.Literal("success"),
+  body: Schema.Struct({ microAppRows: Schema.Array(AnswerRow) })
+})
+
+export const CurrentRowAnswer = Schema.Struct({
+  status: Schema.Literal("success"),
+  body: Schema.Struct({ currentRow: AnswerRow })
+})
+
+export const SessionAnswer = Schema.Struct({
+  status: Schema.Literal("success"),
+  data: Schema.Struct({ authToken: Schema.String, userId: Schema.String })
 })

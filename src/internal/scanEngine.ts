@@ -68,7 +68,7 @@ export interface State {
   /**
    * A page held only rows already passed, and as many as any page: the next window asks whether
    * anything follows the position. `rowsSeen`, that page's length, is the server's cap if
-   * something does; `past`: ask from the position itself, not from the last row passed.
+   * something does; `past`: ask from the position itself, not from the rows passed last.
    */
   probe: { readonly rowsSeen: number; readonly past: boolean } | undefined
   /** Windows in a row that found nothing past the position, yet did not show the end. */
