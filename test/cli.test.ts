@@ -442,11 +442,22 @@ it.live("exit 2: a bad flag, a missing credential, invalid input, bad --data; no
       yield* server.configure({ latency: Duration.millis(100) })
       const dir = yield* temporaryDirectory
       const output = path.join(dir, "out.ndjson")
-      const child = start(["rows", projectsMicroAppID, "--page-size", "5", "--output", output, ...flags(server)])
+      // one request at a time: 100 pages, 10 s, so that the signal finds the scan running
+      const child = start([
+        "rows",
+        projectsMicroAppID,
+        "--page-size",
+        "5",
+        "--concurrency",
+        "1",
+        "--output",
+        output,
+        ...flags(server)
+      ])
       let stderr = ""
       child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text))
       child.stdin.end()
-      // the temporary file exists once the scan runs, and with it the signal handler
+      // the temporary file exists once the scan runs
       yield* Effect.sync(() => fs.readdirSync(dir)).pipe(
         Effect.filterOrFail((files) => files.length > 0),
         Effect.retry(Schedule.spaced(Duration.millis(50)).pipe(Schedule.upTo(Duration.seconds(10))))
@@ -562,6 +573,15 @@ it.live("exit 2: a bad flag, a missing credential, invalid input, bad --data; no
       )
       expect(Schema.decodeUnknownSync(Schema.parseJson(PlainAnswer))(body).body.microAppRows).toHaveLength(10)
       child.kill("SIGINT")
+      expect(yield* exitOf(child)).toBe(0)
+    }).pipe(Effect.scoped))
+
+  it.live("serve: a SIGTERM sent the moment its first output shows still ends it normally, exit 0", () =>
+    Effect.gen(function*() {
+      const child = start(["serve", "--port", "0"])
+      child.stdin.end()
+      yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGKILL")))
+      child.stdout.once("data", () => child.kill("SIGTERM"))
       expect(yield* exitOf(child)).toBe(0)
     }).pipe(Effect.scoped))
 })

@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import { MicroappServer, peopleMicroAppID, projectsMicroAppID } from "../testing/index.js"
 import { CommandFailed } from "./exitCodes.js"
 import { shellQuote } from "./shell.js"
-import { signalled, stdout, type WriteError } from "./stdio.js"
+import { signalListener, stdout, type WriteError } from "./stdio.js"
 
 /** What a ServeError carries: its message is empty, its cause says what happened (EADDRINUSE...). */
 const causeOf = (error: { readonly cause: unknown }): string =>
@@ -34,6 +34,7 @@ export interface ServeOptions {
  */
 export const serve = (options: ServeOptions): Effect.Effect<void, WriteError> =>
   Effect.scoped(Effect.gen(function*() {
+    const signal = yield* signalListener
     const server = yield* Effect.mapError(
       MicroappServer.make({
         host: "127.0.0.1",
@@ -75,5 +76,5 @@ export const serve = (options: ServeOptions): Effect.Effect<void, WriteError> =>
       ].join("\n")
     )
     // a signal is this command's normal end
-    yield* Effect.catchTag(signalled, "Interrupted", () => Effect.void)
+    yield* Effect.catchTag(signal, "Interrupted", () => Effect.void)
   }))

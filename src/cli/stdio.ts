@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import * as NodeStream from "@effect/platform-node/NodeStream"
-import { Effect } from "effect"
+import { Deferred, Effect, Scope } from "effect"
 import { CommandFailed, Interrupted, ReaderClosed, UsageError } from "./exitCodes.js"
 
 /**
@@ -107,26 +107,35 @@ export const readStdin: Effect.Effect<string, UsageError> = NodeStream.toString(
 })
 
 /**
- * Waits for SIGINT or SIGTERM, then fails with `Interrupted`. Raced against a command, it stops
- * the command through interruption, so every finalizer (temporary files, servers) runs; a second
- * signal finds no listener and ends the process at once.
+ * Listens for SIGINT and SIGTERM from the moment it runs until its scope closes, and returns the
+ * wait for the first of them, which fails with `Interrupted`. Listening starts before the work it
+ * guards, so a signal sent as soon as the work shows (a temporary file, a listening line) is caught.
+ * The first signal removes the listener: a second one ends the process at once.
  *
  * @since 0.1.0
  * @category signals
  */
-export const signalled: Effect.Effect<never, Interrupted> = Effect.async<never, Interrupted>((resume) => {
-  const on = (signal: NodeJS.Signals) => {
-    process.off("SIGINT", on)
-    process.off("SIGTERM", on)
-    resume(Effect.fail(new Interrupted({ signal })))
+export const signalListener: Effect.Effect<Effect.Effect<never, Interrupted>, never, Scope.Scope> = Effect.flatMap(
+  Deferred.make<never, Interrupted>(),
+  (arrived) => {
+    const off = () => {
+      process.off("SIGINT", on)
+      process.off("SIGTERM", on)
+    }
+    const on = (signal: NodeJS.Signals) => {
+      off()
+      Deferred.unsafeDone(arrived, Effect.fail(new Interrupted({ signal })))
+    }
+    return Effect.acquireRelease(
+      Effect.sync(() => {
+        process.on("SIGINT", on)
+        process.on("SIGTERM", on)
+        return Deferred.await(arrived)
+      }),
+      () => Effect.sync(off)
+    )
   }
-  process.on("SIGINT", on)
-  process.on("SIGTERM", on)
-  return Effect.sync(() => {
-    process.off("SIGINT", on)
-    process.off("SIGTERM", on)
-  })
-})
+)
 
 /**
  * Runs `effect` until it ends or a signal arrives, whichever comes first.
@@ -134,5 +143,7 @@ export const signalled: Effect.Effect<never, Interrupted> = Effect.async<never, 
  * @since 0.1.0
  * @category signals
  */
-export const untilSignal = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | Interrupted, R> =>
-  Effect.raceFirst(effect, signalled)
+export const untilSignal = <A, E, R>(
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, E | Interrupted, Exclude<R, Scope.Scope>> =>
+  Effect.scoped(Effect.flatMap(signalListener, (signal) => Effect.raceFirst(effect, signal)))

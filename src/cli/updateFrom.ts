@@ -15,7 +15,7 @@ import * as Query from "../Query.js"
 import { NotAllUpdated, UsageError } from "./exitCodes.js"
 import { progressiveFile } from "./output.js"
 import { type EarlyStop, updateProgressLine, updateSummaryLine, withProgress } from "./progress.js"
-import { type Destination, signalled, stderrIsTerminal, stderrLine, stdout } from "./stdio.js"
+import { type Destination, signalListener, stderrIsTerminal, stderrLine, stdout } from "./stdio.js"
 
 /** One input line; `null` stands for absent in the optional keys, as the service reads it. */
 const Line = Schema.Struct({
@@ -128,6 +128,7 @@ export interface UpdateFromOptions {
  */
 export const updateFrom = (options: UpdateFromOptions) =>
   Effect.gen(function*() {
+    const signal = yield* signalListener
     const client = yield* MicroappClient
     // the line number and rowID of each update handed over, until its outcome comes back
     const sources = yield* Queue.unbounded<Source>()
@@ -146,7 +147,7 @@ export const updateFrom = (options: UpdateFromOptions) =>
 
     // a signal or a reader that has gone stops it gracefully: no more updates start, those under way finish
     const stopped = yield* Deferred.make<EarlyStop>()
-    const onSignal = Effect.flatMap(Effect.flip(signalled), (signal) => Deferred.succeed(stopped, signal))
+    const onSignal = Effect.flatMap(Effect.flip(signal), (signal) => Deferred.succeed(stopped, signal))
     const stop = Effect.race(onSignal, Deferred.await(stopped))
     const stoppedBy = Effect.whenEffect(Deferred.await(stopped), Deferred.isDone(stopped))
     const report = (destination: Destination) =>
@@ -180,4 +181,4 @@ export const updateFrom = (options: UpdateFromOptions) =>
       const notUpdated = counts.total - counts.updated
       return yield* new NotAllUpdated({ lines: counts.total, invalid: counts.invalid, notUpdated })
     }
-  })
+  }).pipe(Effect.scoped)
