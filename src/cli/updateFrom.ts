@@ -147,7 +147,7 @@ export const updateFrom = (options: UpdateFromOptions) =>
 
     // a signal or a reader that has gone stops it gracefully: no more updates start, those under way finish
     const stopped = yield* Deferred.make<EarlyStop>()
-    const onSignal = Effect.flatMap(Effect.flip(signal), (signal) => Deferred.succeed(stopped, signal))
+    const onSignal = Effect.flatMap(Effect.flip(signal), (interrupted) => Deferred.succeed(stopped, interrupted))
     const stop = Effect.race(onSignal, Deferred.await(stopped))
     const stoppedBy = Effect.whenEffect(Deferred.await(stopped), Deferred.isDone(stopped))
     const report = (destination: Destination) =>
