@@ -27,6 +27,12 @@ const atRequests = (effects: Readonly<Record<number, Effect.Effect<unknown>>>) =
   Effect.flatMap(MicroappServer, (server) =>
     server.onRequest((record) => Effect.asVoid(effects[record.seq] ?? Effect.void)))
 
+/** The window a rows request asked for, as numbers; undefined for a request without one. */
+const windowOf = (body: unknown): { readonly skip: number; readonly limit: number } | undefined => {
+  const window = (body as { searchFilter?: Array<{ skip: string; limit: number }> }).searchFilter?.[0]
+  return window === undefined ? undefined : { skip: Number(window.skip), limit: window.limit }
+}
+
 /**
  * `effect`, once the server has answered a window holding rows `first` to `last` (0-based places):
  * windows in flight may reach the server in any order, so the request's number does not say it.
@@ -36,9 +42,9 @@ const whenAnswered = (server: MicroappServer.Service, first: number, last: numbe
     Effect.repeat(server.requests, {
       until: (log) =>
         log.some((record) => {
-          const window = (record.body as { searchFilter?: Array<{ skip: string; limit: number }> }).searchFilter?.[0]
-          return record.path === rowsPath && record.finishedAt !== undefined && window !== undefined &&
-            Number(window.skip) <= first && Number(window.skip) + window.limit > last
+          const window = record.path === rowsPath ? windowOf(record.body) : undefined
+          return record.finishedAt !== undefined && window !== undefined &&
+            window.skip <= first && window.skip + window.limit > last
         }),
       schedule: Schedule.spaced("1 millis")
     }),
@@ -131,9 +137,7 @@ describe("rows: a server that clamps limits", () => {
       const { rows, summary } = yield* scanAll({ pageSize: 100 })
       expect(ids(rows)).toEqual(numbersTable(numbers, 1000).rows.map((row) => row._id))
       expect(summary.serverCap).toBe(70)
-      const skips = (yield* bodiesTo(rowsPath)).map((body) =>
-        Number((body as { searchFilter: Array<{ skip: string }> }).searchFilter[0]?.skip)
-      )
+      const skips = (yield* bodiesTo(rowsPath)).map((body) => windowOf(body)?.skip)
       // 70 rows received at 0; then each window re-reads 11 rows (the anchor and 10 before it) and brings 59 new ones
       expect(skips.slice(0, 4)).toEqual([0, 59, 118, 177])
     }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 1000)], maxLimit: 70 }))))
