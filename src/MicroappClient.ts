@@ -7,7 +7,7 @@
 import * as HttpClient from "@effect/platform/HttpClient"
 import {
   Config,
-  type ConfigError,
+  ConfigError,
   Context,
   Duration,
   Effect,
@@ -21,12 +21,14 @@ import {
   SynchronizedRef
 } from "effect"
 import type * as BulkUpdate from "./BulkUpdate.js"
+import { bounds, count, duration, Timeout } from "./internal/bounds.js"
 import { makeUpdateRows } from "./internal/bulkUpdate.js"
 import { makeRowDecoder, type RowDecoder } from "./internal/decode.js"
 import { decodeEnvelope } from "./internal/decode.js"
 import { type Endpoint, endpoints } from "./internal/endpoints.js"
 import { type Credentials, makeRequester, type Requester } from "./internal/request.js"
-import { makeRateGate } from "./internal/retry.js"
+import * as InFlight from "./internal/inFlight.js"
+import { defaultMaxPause, makeRateGate } from "./internal/retry.js"
 import { InvalidInput, type MicroappError, NotFound, TooManyRows } from "./MicroappError.js"
 import * as Query from "./Query.js"
 import { CurrentRowBody, type InvalidRow, LoginBody, Row, RowMetadata, RowsBody, StatusEnvelope } from "./Row.js"
@@ -94,7 +96,11 @@ export class MicroappClient extends Context.Tag("effect-microapp/MicroappClient"
       MicroappClient,
       Effect.flatMap(
         Config.all({
-          baseUrl: baseUrl ?? Config.string("MICROAPP_BASE_URL"),
+          // a base URL that would garble every request fails here, naming its variable
+          baseUrl: Config.mapOrFail(
+            baseUrl ?? Config.string("MICROAPP_BASE_URL"),
+            (url) => Either.mapLeft(normaliseBaseUrl(url), (error) => ConfigError.InvalidData([], error.reason))
+          ),
           authToken: authToken ?? Config.redacted("MICROAPP_AUTH_TOKEN"),
           userId: userId ?? Config.string("MICROAPP_USER_ID")
         }),
@@ -125,8 +131,8 @@ export class MicroappClient extends Context.Tag("effect-microapp/MicroappClient"
     options: MicroappClient.LoginOptions
   ): Effect.Effect<MicroappClient.Credentials, MicroappError, HttpClient.HttpClient> =>
     Effect.scoped(
-      Effect.flatMap(makeSender(options), ({ baseUrl, requester }) =>
-        Either.isLeft(baseUrl) ? Effect.fail(baseUrl.left) : logIn(requester, options))
+      Effect.flatMap(makeSender(options), ({ checked, requester }) =>
+        Either.isLeft(checked) ? Effect.fail(checked.left) : logIn(requester, options))
     )
 }
 
@@ -141,13 +147,18 @@ export declare namespace MicroappClient {
    * @category models
    */
   export interface Tuning {
-    /** Bounds each request (each attempt); a request still running then is aborted. Default 30 s. */
+    /** Bounds each request (each attempt); a request still running then is aborted. Default 30 s, at most 1 hour. */
     readonly timeout?: Duration.DurationInput | undefined
-    /** Rows per request of `rows`, and the `limit` of `query` when none is given. Default 1000. */
+    /** Rows per request of `rows`, and the `limit` of `query` when none is given. Default 1000, at most 10,000. */
     readonly pageSize?: number | undefined
+    /**
+     * The most bytes of one answer's body read; past them the read stops, the request is aborted
+     * and the call fails with `UnexpectedResponse` (kind `TooLarge`). Default 64 MiB, from 1 KiB to 256 MiB.
+     */
+    readonly maxResponseBytes?: number | undefined
     /** Retries of transient failures; `false` for none. See `RetryOptions` for the defaults. */
     readonly retry?: RetryOptions | false | undefined
-    /** A client-side limit on requests per second and in flight, for this client only. */
+    /** Limits on requests per second, in flight, and on the pauses the server asks for, for this client only. */
     readonly rateLimit?: RateLimitOptions | undefined
   }
 
@@ -203,8 +214,18 @@ export declare namespace MicroappClient {
    * @category models
    */
   export interface RateLimitOptions {
+    /** Requests sent per second, at most. Default none; from 1 to 10,000. */
     readonly requestsPerSecond?: number | undefined
+    /**
+     * Requests in flight at once, for the whole client. Below it, the client keeps a limit of its
+     * own, learned from the server's 429s. Default 64, at most 1,024.
+     */
     readonly maxInFlight?: number | undefined
+    /**
+     * The longest client-wide pause a `Retry-After` imposes; a call that was asked for longer fails
+     * with `RateLimited` carrying what the server asked. Default 60 s, at most 1 hour.
+     */
+    readonly maxPause?: Duration.DurationInput | undefined
   }
 
   /**
@@ -302,36 +323,76 @@ export declare namespace MicroappClient {
   }
 }
 
-/** Checks and normalises the base URL once; its failure is reported by every call. */
+/**
+ * Checks and normalises the base URL once. A query string or a fragment would end up inside every
+ * request's path, and userinfo would be dropped: each is refused. The URL itself is never quoted
+ * in the error, as it may hold a credential.
+ */
 const normaliseBaseUrl = (baseUrl: string): Either.Either<string, InvalidInput> => {
   const trimmed = baseUrl.trim().replace(/\/+$/, "")
+  const refuse = (reason: string) => Either.left(new InvalidInput({ method: "POST", path: "", input: "baseUrl", reason }))
+  let url: URL
   try {
-    const url = new URL(trimmed)
-    if (url.protocol === "http:" || url.protocol === "https:") return Either.right(trimmed)
+    url = new URL(trimmed)
   } catch {
-    // reported below
+    return refuse("must be an http(s) URL")
   }
-  return Either.left(
-    new InvalidInput({ method: "POST", path: "", input: "baseUrl", reason: "must be an http(s) URL" })
-  )
+  if (url.protocol !== "http:" && url.protocol !== "https:") return refuse("must be an http(s) URL")
+  if (url.username !== "" || url.password !== "") {
+    return refuse("must not hold a user name or password (user:password@): calls authenticate with the token")
+  }
+  if (trimmed.includes("?")) return refuse("must not have a query string (?...): it would garble every request path")
+  if (trimmed.includes("#")) return refuse("must not have a fragment (#...): it would garble every request path")
+  return Either.right(trimmed)
 }
 
-const PositiveInt = Schema.Number.pipe(
-  Schema.filter((n) => Number.isSafeInteger(n) && n >= 1, { message: () => "must be a whole number >= 1" })
-)
+/** What the client takes when its options leave them out. */
+const tuningDefaults = {
+  timeout: Duration.seconds(30),
+  maxResponseBytes: 64 * 1024 * 1024,
+  maxInFlight: 64
+}
+
+const zero = Duration.zero
+
+/** The client's own options, checked against their bounds (the schedule, a function, is not). */
+const TuningSchema = Schema.Struct({
+  timeout: Schema.optional(Timeout),
+  pageSize: Schema.optional(count(1, bounds.pageSize)),
+  maxResponseBytes: Schema.optional(count(bounds.minResponseBytes, bounds.maxResponseBytes)),
+  retry: Schema.optional(Schema.Union(
+    Schema.Literal(false),
+    Schema.Struct({
+      maxAttempts: Schema.optional(count(1, bounds.maxAttempts)),
+      initialDelay: Schema.optional(duration(zero, bounds.initialDelay)),
+      maxDelay: Schema.optional(duration(zero, bounds.maxDelay)),
+      maxElapsed: Schema.optional(duration(zero, bounds.maxElapsed))
+    })
+  )),
+  rateLimit: Schema.optional(Schema.Struct({
+    requestsPerSecond: Schema.optional(count(1, bounds.requestsPerSecond)),
+    maxInFlight: Schema.optional(count(1, bounds.maxInFlight)),
+    maxPause: Schema.optional(duration(zero, bounds.maxPause))
+  }))
+})
+
+const validateTuning = Query.validate(TuningSchema, { path: "" }, "tuning")
+
+const PageSize = count(1, bounds.pageSize)
+const Concurrency = count(1, bounds.concurrency)
 
 const RowsOptionsSchema = Schema.Struct({
   ...Query.Selection.fields,
-  pageSize: Schema.optional(PositiveInt),
-  concurrency: Schema.optional(Schema.Union(PositiveInt, Schema.Literal("auto"))),
-  maxConcurrency: Schema.optional(PositiveInt),
+  pageSize: Schema.optional(PageSize),
+  concurrency: Schema.optional(Schema.Union(Concurrency, Schema.Literal("auto"))),
+  maxConcurrency: Schema.optional(Concurrency),
   dedupe: Schema.optional(Schema.Literal("exact", "recent")),
-  prefetch: Schema.optional(PositiveInt),
-  overlap: Schema.optional(Query.Skip),
+  prefetch: Schema.optional(count(1, bounds.prefetch)),
+  overlap: Schema.optional(count(0, bounds.overlap)),
   onInconsistent: Schema.optional(Schema.Literal("fail", "continue"))
 })
 
-const CollectMax = Schema.Struct({ max: Query.Skip })
+const CollectMax = Schema.Struct({ max: count(0, bounds.collectMax) })
 
 type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
 
@@ -368,27 +429,31 @@ const decodeStatus = decodeEnvelope(StatusEnvelope)
 // the service's own client reads login answers without looking at a status
 const decodeLogin = decodeEnvelope(LoginBody, { statusOptional: true })
 
-/** The client over a session: how calls get their credentials, made once the sender exists. */
-/** The sender of one client: its base URL check, timeout, retries, rate gate and limits. */
+/**
+ * The sender of one client: its options checked once (their failure is reported by every call),
+ * timeout, retries, rate gate and limits.
+ */
 const makeSender = Effect.fnUntraced(function*(tuning: MicroappClient.Tuning & { readonly baseUrl: string }) {
   const http = yield* HttpClient.HttpClient
-  const baseUrl = normaliseBaseUrl(tuning.baseUrl)
-  const limits = tuning.rateLimit
+  const checked = yield* Effect.either(Effect.zipRight(validateTuning(tuning), normaliseBaseUrl(tuning.baseUrl)))
+  // a client whose options were refused sends nothing: its limits are the defaults, never used
+  const accepted: MicroappClient.Tuning = Either.isRight(checked) ? tuning : {}
+  const limits = accepted.rateLimit
   const rateLimiter = limits?.requestsPerSecond === undefined
     ? undefined
     : yield* RateLimiter.make({ limit: limits.requestsPerSecond, interval: Duration.seconds(1) })
-  const inFlight = limits?.maxInFlight === undefined ? undefined : yield* Effect.makeSemaphore(limits.maxInFlight)
+  const maxPause = Duration.decode(limits?.maxPause ?? defaultMaxPause)
   const requester = makeRequester(http, {
-    baseUrl: Either.getOrElse(baseUrl, () => ""),
-    timeout: Duration.decode(tuning.timeout ?? Duration.seconds(30)),
-    retry: tuning.retry ?? {},
-    gate: yield* makeRateGate,
-    limit: (effect) => {
-      const limited = rateLimiter === undefined ? effect : rateLimiter(effect)
-      return inFlight === undefined ? limited : inFlight.withPermits(1)(limited)
-    }
+    baseUrl: Either.getOrElse(checked, () => ""),
+    timeout: Duration.decode(accepted.timeout ?? tuningDefaults.timeout),
+    retry: accepted.retry ?? {},
+    maxPause,
+    maxResponseBytes: accepted.maxResponseBytes ?? tuningDefaults.maxResponseBytes,
+    gate: yield* makeRateGate(maxPause),
+    inFlight: yield* InFlight.make(limits?.maxInFlight ?? tuningDefaults.maxInFlight),
+    perSecond: rateLimiter
   })
-  return { baseUrl, requester }
+  return { checked, requester, accepted }
 })
 
 /** `POST /api/login`: the token, kept `Redacted`, and the user id. */
@@ -407,15 +472,15 @@ const logIn = (requester: Requester, options: { readonly email: string; readonly
 /** The client over a session: how calls get their credentials, made once the sender exists. */
 const makeWith = Effect.fnUntraced(function*<E>(
   tuning: MicroappClient.Tuning & { readonly baseUrl: string },
-  makeSession: (requester: Requester, baseUrl: Either.Either<string, InvalidInput>) => Effect.Effect<Session, E>
+  makeSession: (requester: Requester, checked: Either.Either<string, InvalidInput>) => Effect.Effect<Session, E>
 ) {
-  const { baseUrl, requester } = yield* makeSender(tuning)
-  const pageSize = tuning.pageSize ?? RowStream.defaults.pageSize
-  const session = yield* makeSession(requester, baseUrl)
+  const { accepted, checked, requester } = yield* makeSender(tuning)
+  const pageSize = accepted.pageSize ?? RowStream.defaults.pageSize
+  const session = yield* makeSession(requester, checked)
 
   /** Runs a call with the current credentials; a 401 renews them once (when possible) and repeats. */
   const authorised = <A>(call: (credentials: Credentials) => Effect.Effect<A, MicroappError>) =>
-    Effect.flatMap(Either.isLeft(baseUrl) ? Effect.fail(baseUrl.left) : session.current, (current) =>
+    Effect.flatMap(Either.isLeft(checked) ? Effect.fail(checked.left) : session.current, (current) =>
       Effect.catchIf(
         call(current.credentials),
         (error) => error._tag === "Unauthorized" && session.renew !== undefined,
@@ -465,7 +530,7 @@ const makeWith = Effect.fnUntraced(function*<E>(
         path: endpoints.rows.path,
         fetch: (window) => fetchPage(selection, window, options.timeout),
         decode: (rows, indexes, attempts) => decoder(rows, indexes, { endpoint: endpoints.rows, attempt: attempts })
-      }, Scan.settings({ ...valid, pageSize: valid.pageSize ?? pageSize }, { maxInFlight: tuning.rateLimit?.maxInFlight }))
+      }, Scan.settings({ ...valid, pageSize: valid.pageSize ?? pageSize }, { maxInFlight: accepted.rateLimit?.maxInFlight }))
     })
 
     const rows = (options: MicroappClient.RowsOptions) =>
@@ -480,12 +545,16 @@ const makeWith = Effect.fnUntraced(function*<E>(
 
     const query = Effect.fn("MicroappClient.query")(function*(options: MicroappClient.QueryOptions) {
       const valid = yield* validateQuery(options)
-      const page = yield* fetchPage(
-        Query.checked(valid),
-        { skip: valid.skip ?? 0, limit: valid.limit ?? pageSize },
-        options.timeout
-      )
-      const decoded = yield* toEffect(decoder(page.rows, undefined, { endpoint: endpoints.rows, attempt: page.attempts }))
+      const limit = valid.limit ?? pageSize
+      const page = yield* fetchPage(Query.checked(valid), { skip: valid.skip ?? 0, limit }, options.timeout)
+      // a server that sends more than asked is cut to the promise: at most `limit` rows
+      const kept = page.rows.length > limit ? page.rows.slice(0, limit) : page.rows
+      if (kept !== page.rows) {
+        yield* Effect.logWarning("the server sent more rows than the limit asked for: the rows past it are dropped").pipe(
+          Effect.annotateLogs({ limit, sent: page.rows.length })
+        )
+      }
+      const decoded = yield* toEffect(decoder(kept, undefined, { endpoint: endpoints.rows, attempt: page.attempts }))
       yield* Effect.forEach(decoded.invalid, (error) => Effect.logWarning(error.message), { discard: true })
       return decoded.rows
     })
@@ -575,9 +644,9 @@ const make = (options: MicroappClient.Options) =>
     }))
 
 const makeLogin = (options: MicroappClient.LoginOptions) =>
-  makeWith(options, (requester, baseUrl) =>
+  makeWith(options, (requester, checked) =>
     Effect.gen(function*() {
-      if (Either.isLeft(baseUrl)) return yield* baseUrl.left
+      if (Either.isLeft(checked)) return yield* checked.left
       const state = yield* SynchronizedRef.make({ credentials: yield* logIn(requester, options), generation: 0 })
       return {
         current: SynchronizedRef.get(state),

@@ -206,6 +206,27 @@ export class RequestRejected extends Schema.TaggedError<RequestRejected>(`${iden
 }
 
 /**
+ * The server answered with a redirect (a 3xx, or a browser's opaque redirect, status 0). It is
+ * never followed, so the credentials never reach another origin, and its body is never read as
+ * data; it is not retried.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class Redirected extends Schema.TaggedError<Redirected>(`${identifier}/Redirected`)("Redirected", {
+  ...RequestFields,
+  /** The origin (scheme, host and port) of the `Location` header, when there was one: never its path or query. */
+  location: Schema.optional(Schema.String)
+}) {
+  readonly [TypeId]: TypeId = TypeId
+  override get message(): string {
+    return `the server redirected the request${
+      this.location === undefined ? "" : ` to ${this.location}`
+    }; redirects are not followed`
+  }
+}
+
+/**
  * The response did not have the documented shape. Names the row by index and `_id`, and the
  * path of the offending value, when a row is at fault.
  *
@@ -214,8 +235,11 @@ export class RequestRejected extends Schema.TaggedError<RequestRejected>(`${iden
  */
 export class UnexpectedResponse extends Schema.TaggedError<UnexpectedResponse>(`${identifier}/UnexpectedResponse`)("UnexpectedResponse", {
   ...RequestFields,
-  /** What was wrong: a body that is not JSON (often cut in transit), the envelope, or one row. */
-  kind: Schema.Literal("NotJson", "Envelope", "Row"),
+  /**
+   * What was wrong: a body that is not JSON (often cut in transit), the envelope, one row, or a
+   * body larger than the client's `maxResponseBytes` (its reading was stopped there).
+   */
+  kind: Schema.Literal("NotJson", "Envelope", "Row", "TooLarge"),
   reason: Schema.String,
   rowIndex: Schema.optional(Schema.Number),
   rowID: Schema.optional(Schema.String),
@@ -288,6 +312,7 @@ export const MicroappError = Schema.Union(
   Transport,
   Timeout,
   RequestRejected,
+  Redirected,
   UnexpectedResponse,
   ScanInconsistent,
   TooManyRows

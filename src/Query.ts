@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import { Effect, ParseResult, Schema } from "effect"
+import { bounds, count } from "./internal/bounds.js"
 import { InvalidInput } from "./MicroappError.js"
 
 /**
@@ -108,7 +109,8 @@ export type Selection = typeof Selection.Encoded
 export const QueryOptions = Schema.Struct({
   ...Selection.fields,
   skip: Schema.optional(Skip),
-  limit: Schema.optional(Limit)
+  /** One page: at most 10,000 rows. */
+  limit: Schema.optional(count(1, bounds.pageSize))
 })
 
 /**

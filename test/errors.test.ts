@@ -45,6 +45,7 @@ describe("error identity", () => {
       "Transport",
       "Timeout",
       "RequestRejected",
+      "Redirected",
       "UnexpectedResponse",
       "ScanInconsistent",
       "TooManyRows"

@@ -131,7 +131,7 @@ describe("reads retry transient failures", () => {
         yield* TestClock.adjust("50 minutes")
         expect(yield* client.query({ microAppID: projects, limit: 3 })).toHaveLength(3)
         expect(yield* requestCount).toBe(2)
-      }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, {}))))
+      }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, { rateLimit: { maxPause: "1 hour" } }))))
   }
 
   it.effect("a 503 with a Retry-After within the budget holds back every request of the client until it passes", () =>

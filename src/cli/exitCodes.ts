@@ -16,7 +16,7 @@ import { describe, type MicroappError } from "../MicroappError.js"
  * - `notFound` 4: no such row or Microapp (`NotFound`).
  * - `service` 5: the service or the network failed after retries, or the service refused a
  *   request that passed every local check (`ServerError`, `Transport`, `Timeout`, `RateLimited`,
- *   `UnexpectedResponse`, `ScanInconsistent`, `RequestRejected`), or a line of `update --from` was
+ *   `UnexpectedResponse`, `ScanInconsistent`, `RequestRejected`, `Redirected`), or a line of `update --from` was
  *   not updated.
  * - `interrupted` 130: stopped by SIGINT or SIGTERM (except `serve`, which then exits 0).
  * - `readerClosed` 141: the reader of standard output went away (`head`, a closed pager), as a
@@ -141,6 +141,7 @@ export const exitCodeOf = (error: CliError): ExitCode => {
     case "UnexpectedResponse":
     case "ScanInconsistent":
     case "RequestRejected":
+    case "Redirected":
       return ExitCode.service
     case "Interrupted":
       return ExitCode.interrupted

@@ -9,6 +9,7 @@ import {
   type MicroappError,
   NotFound,
   RateLimited,
+  Redirected,
   RequestRejected,
   ServerError,
   Timeout,
@@ -115,7 +116,8 @@ export const parseJson = (text: string): unknown => {
 export const parseRetryAfter = (header: string | undefined, now: number): number | undefined => {
   if (header === undefined) return undefined
   const trimmed = header.trim()
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
+  // a figure too large for a number is kept as the largest safe one, never as Infinity
+  if (/^\d+$/.test(trimmed)) return Math.min(Number(trimmed) * 1000, Number.MAX_SAFE_INTEGER)
   const date = Date.parse(trimmed)
   return Number.isNaN(date) ? undefined : Math.max(0, date - now)
 }
@@ -157,6 +159,40 @@ export const heldBack = (info: AttemptInfo, waitMillis: number): RateLimited =>
 /** The client's own per-request timeout passed. */
 export const timedOut = (info: AttemptInfo, timeoutMillis: number): Timeout =>
   new Timeout({ ...where(info), timeoutMillis })
+
+/** Whether a status is a redirect: a 3xx, or 0, the opaque answer of a browser's fetch to a redirect. */
+export const isRedirect = (status: number): boolean => status === 0 || (status >= 300 && status < 400)
+
+/** The origin of a `Location` header, relative to the request's URL: never its path or query, which may carry credentials. */
+const originOf = (location: string | undefined, requestUrl: string): string | undefined => {
+  if (location === undefined) return undefined
+  try {
+    const origin = new URL(location, requestUrl).origin
+    return origin === "null" ? undefined : origin
+  } catch {
+    return undefined
+  }
+}
+
+/** A redirect, never followed. */
+export const redirected = (
+  status: number,
+  location: string | undefined,
+  requestUrl: string,
+  info: AttemptInfo
+): Redirected => {
+  const origin = originOf(location, requestUrl)
+  return new Redirected({ ...where(info), status, ...(origin === undefined ? {} : { location: origin }) })
+}
+
+/** A 2xx body larger than the client reads. */
+export const tooLarge = (status: number, maxBytes: number, info: AttemptInfo): UnexpectedResponse =>
+  new UnexpectedResponse({
+    ...where(info),
+    status,
+    kind: "TooLarge",
+    reason: `the body is larger than maxResponseBytes (${maxBytes} bytes); its reading was stopped there`
+  })
 
 /** A 2xx body that is not JSON at all. */
 export const notJson = (status: number, info: AttemptInfo): UnexpectedResponse =>

@@ -2,14 +2,19 @@
  * Sends one call to the service: auth headers, timeout, rate gate and limits, retries, and the
  * classification of whatever comes back. The only module that touches `HttpClient`.
  */
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as Headers from "@effect/platform/Headers"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import { Clock, Duration, Effect, Redacted, Ref, type Schedule } from "effect"
+import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import { Clock, Duration, Effect, Either, Option, Redacted, Ref, type Schedule, Schema } from "effect"
 import type { RetryOptions } from "../MicroappClient.js"
-import type { MicroappError } from "../MicroappError.js"
+import { InvalidInput, type MicroappError } from "../MicroappError.js"
+import { readUpTo } from "./body.js"
+import * as Bounds from "./bounds.js"
 import type { Endpoint } from "./endpoints.js"
 import * as Errors from "./errors.js"
+import type { InFlight } from "./inFlight.js"
 import { budgetOf, defaultRateLimitPause, type RateGate, retrySchedule } from "./retry.js"
 
 /** The two values that authenticate a call. */
@@ -29,9 +34,15 @@ export interface RequesterOptions {
   readonly baseUrl: string
   readonly timeout: Duration.Duration
   readonly retry: RetryOptions | false
+  /** The longest client-wide pause, whatever a `Retry-After` asks. */
+  readonly maxPause: Duration.Duration
+  /** The most bytes of a 2xx body read; past them the read stops and the call fails. */
+  readonly maxResponseBytes: number
   readonly gate: RateGate
-  /** Client-side limits (requests per second, in flight) around each attempt. */
-  readonly limit: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /** The client-wide limit of requests in flight, learned from the server's 429s. */
+  readonly inFlight: InFlight
+  /** The caller's limit on requests per second, around each attempt, when there is one. */
+  readonly perSecond: (<A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>) | undefined
 }
 
 export interface CallOptions {
@@ -41,24 +52,53 @@ export interface CallOptions {
   readonly subject?: Errors.AttemptInfo["subject"]
 }
 
-// the token header must never reach a span attribute or a printed request
-const redactedHeaderNames = ["x-auth-token"]
+// the credential headers must never reach a span attribute or a printed request
+const redactedHeaderNames = ["x-auth-token", "x-user-id"]
+
+/** Bytes of a refusal's body read for the server's message: the status alone says what happened. */
+const errorBodyBytes = 64 * 1024
+
+/**
+ * Runs `effect` with fetch told not to follow redirects, keeping the rest of a `RequestInit` the
+ * caller provided; other transports (undici, node:http) never follow them.
+ */
+const withoutRedirects = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.flatMap(Effect.serviceOption(FetchHttpClient.RequestInit), (init) =>
+    Effect.provideService(effect, FetchHttpClient.RequestInit, {
+      ...Option.getOrUndefined(init),
+      redirect: "manual"
+    }))
+
+const decodeTimeout = Schema.decodeUnknownEither(Bounds.Timeout)
 
 /** Builds the sender over the caller's HttpClient. */
 export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOptions) => {
-  const timeoutOf = (call: CallOptions) => call.timeout === undefined ? options.timeout : Duration.decode(call.timeout)
+  const scoped = HttpClient.withScope(http)
+  /** The call's own timeout, checked against its bounds before anything is sent, or the client's. */
+  const timeoutOf = (call: CallOptions, endpoint: Endpoint): Either.Either<Duration.Duration, InvalidInput> =>
+    call.timeout === undefined ? Either.right(options.timeout) : Either.mapLeft(
+      decodeTimeout(call.timeout),
+      () =>
+        new InvalidInput({
+          method: "POST",
+          path: endpoint.path,
+          input: "timeout",
+          reason: Bounds.durationReason(Bounds.minTimeout, Bounds.bounds.timeout)
+        })
+    )
 
   /** One attempt; `deadline`: when the call's budget runs out, which no wait for the gate may pass. */
   const attemptOnce = (
     endpoint: Endpoint,
     body: unknown,
     call: CallOptions,
+    timeout: Duration.Duration,
     attempt: number,
     deadline: number
   ): Effect.Effect<Reply, MicroappError> => {
     const info: Errors.AttemptInfo = { endpoint, attempt, subject: call.subject }
-    const timeout = timeoutOf(call)
-    const request = HttpClientRequest.post(`${options.baseUrl}${endpoint.path}`).pipe(
+    const url = `${options.baseUrl}${endpoint.path}`
+    const request = HttpClientRequest.post(url).pipe(
       HttpClientRequest.bodyUnsafeJson(body),
       HttpClientRequest.setHeaders(
         call.credentials === undefined ? {} : {
@@ -67,31 +107,58 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
         }
       )
     )
+    const read = (response: HttpClientResponse.HttpClientResponse, limit: number) =>
+      Effect.mapError(
+        readUpTo({ whole: response.text, stream: response.stream }, limit, response.headers["content-length"]),
+        (error) => Errors.fromBodyError(error, info)
+      )
     const exchange = Effect.gen(function*() {
-      const response = yield* Effect.mapError(http.execute(request), (error) =>
+      const response = yield* Effect.mapError(withoutRedirects(scoped.execute(request)), (error) =>
         error._tag === "RequestError" ? Errors.fromRequestError(error, info) : Errors.fromBodyError(error, info))
-      const text = yield* Effect.mapError(response.text, (error) => Errors.fromBodyError(error, info))
-      if (response.status >= 200 && response.status < 300) {
-        return { status: response.status, text, attempts: attempt }
+      const status = response.status
+      // nothing of it is read: the end of the attempt aborts the request
+      if (Errors.isRedirect(status)) return yield* Errors.redirected(status, response.headers["location"], url, info)
+      if (status >= 200 && status < 300) {
+        const reply = yield* read(response, options.maxResponseBytes)
+        if (!reply.complete) return yield* Errors.tooLarge(status, options.maxResponseBytes, info)
+        return { status, text: reply.text, attempts: attempt }
       }
+      const { text } = yield* read(response, errorBodyBytes)
       const now = yield* Clock.currentTimeMillis
       const retryAfter = Errors.parseRetryAfter(response.headers["retry-after"], now)
-      if (response.status === 429) {
+      if (status === 429) {
         yield* options.gate.holdFor(retryAfter ?? Duration.toMillis(defaultRateLimitPause))
-      } else if (retryAfter !== undefined && response.status === 503) {
+      } else if (retryAfter !== undefined && status === 503) {
         yield* options.gate.holdFor(retryAfter)
       }
-      return yield* Effect.fail(Errors.fromStatus(response.status, text, retryAfter, info))
+      return yield* Effect.fail(Errors.fromStatus(status, text, retryAfter, info))
     }).pipe(
+      // a request still running when its attempt ends, with a body not read to its end, is aborted
+      Effect.scoped,
       Effect.timeoutFail({ duration: timeout, onTimeout: () => Errors.timedOut(info, Duration.toMillis(timeout)) }),
       Effect.locallyWith(Headers.currentRedactedNames, (names) => [...names, ...redactedHeaderNames])
     )
+    const pass = Effect.mapError(options.gate.pass(deadline), (wait) => Errors.heldBack(info, wait))
+    const limited = options.perSecond === undefined ? exchange : options.perSecond(exchange)
+    // the gate is passed before a permit is waited for (a call whose budget ends inside a pause
+    // fails at once) and again once one is held (a pause may have begun meanwhile)
     return Effect.zipRight(
-      Effect.mapError(options.gate.pass(deadline), (wait) => Errors.heldBack(info, wait)),
-      options.limit(exchange)
+      pass,
+      options.inFlight.admit((ticket) =>
+        Effect.zipRight(
+          pass,
+          Effect.tapBoth(limited, {
+            // what the server answered tells the limit; a failure without an answer tells nothing
+            onFailure: (error) =>
+              "status" in error && error.status !== undefined
+                ? options.inFlight.observe(ticket, error.status === 429)
+                : Effect.void,
+            onSuccess: () => options.inFlight.observe(ticket, false)
+          })
+        )
+      )
     )
   }
-
   // one schedule per endpoint for the client's life, not one per call (a scan makes many)
   const schedules = new Map<string, Schedule.Schedule<unknown, MicroappError>>()
   const scheduleOf = (endpoint: Endpoint): Schedule.Schedule<unknown, MicroappError> | undefined => {
@@ -99,7 +166,7 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
     if (retry === false) return undefined
     const known = schedules.get(endpoint.path)
     if (known !== undefined) return known
-    const schedule = retrySchedule(retry, endpoint)
+    const schedule = retrySchedule(retry, endpoint, options.maxPause)
     schedules.set(endpoint.path, schedule)
     return schedule
   }
@@ -114,17 +181,17 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
     call: CallOptions,
     read: (reply: Reply) => Effect.Effect<A, MicroappError>
   ): Effect.Effect<A, MicroappError> => {
+    const timeout = timeoutOf(call, endpoint)
+    if (Either.isLeft(timeout)) return Effect.fail(timeout.left)
     const schedule = scheduleOf(endpoint)
-    const budget = Duration.toMillis(budgetOf(options.retry, timeoutOf(call)))
+    const budget = Duration.toMillis(budgetOf(options.retry, timeout.right))
+    const attempt = (n: number, deadline: number) =>
+      Effect.flatMap(attemptOnce(endpoint, body, call, timeout.right, n, deadline), read)
     return Effect.flatMap(Clock.currentTimeMillis, (start) => {
       const deadline = start + budget
-      if (schedule === undefined) return Effect.flatMap(attemptOnce(endpoint, body, call, 1, deadline), read)
+      if (schedule === undefined) return attempt(1, deadline)
       return Effect.flatMap(Ref.make(0), (attempts) =>
-        Effect.retry(
-          Effect.flatMap(Ref.updateAndGet(attempts, (n) => n + 1), (attempt) =>
-            Effect.flatMap(attemptOnce(endpoint, body, call, attempt, deadline), read)),
-          schedule
-        ))
+        Effect.retry(Effect.flatMap(Ref.updateAndGet(attempts, (n) => n + 1), (n) => attempt(n, deadline)), schedule))
     })
   }
 

@@ -18,9 +18,20 @@ const defaults = {
 /** How long a 429 without `Retry-After` holds the client back. */
 export const defaultRateLimitPause = Duration.seconds(1)
 
-/** The schedule for one endpoint: backoff with jitter, bounded in attempts and time, logging each retry. */
-export const retrySchedule = (options: RetryOptions, endpoint: Endpoint): Schedule.Schedule<unknown, MicroappError> => {
+/** The longest a client-wide pause lasts, whatever `Retry-After` asks (`rateLimit.maxPause`). */
+export const defaultMaxPause = Duration.seconds(60)
+
+/**
+ * The schedule for one endpoint: backoff with jitter, bounded in attempts and time, logging each
+ * retry. `maxPause`: the longest `Retry-After` waited for, with `maxElapsed`.
+ */
+export const retrySchedule = (
+  options: RetryOptions,
+  endpoint: Endpoint,
+  maxPause: Duration.Duration
+): Schedule.Schedule<unknown, MicroappError> => {
   const maxElapsed = Duration.decode(options.maxElapsed ?? defaults.maxElapsed)
+  const longestWait = Math.min(Duration.toMillis(maxElapsed), Duration.toMillis(maxPause))
   const backoff: Schedule.Schedule<unknown, MicroappError> = options.schedule ??
     Schedule.exponential(options.initialDelay ?? defaults.initialDelay).pipe(
       Schedule.union(Schedule.spaced(options.maxDelay ?? defaults.maxDelay)),
@@ -30,12 +41,12 @@ export const retrySchedule = (options: RetryOptions, endpoint: Endpoint): Schedu
     Schedule.intersect(Schedule.recurs(Math.max(0, (options.maxAttempts ?? defaults.maxAttempts) - 1))),
     Schedule.intersect(Schedule.identity<MicroappError>()),
     Schedule.upTo(maxElapsed),
-    // a server that asks for a longer pause than the whole budget will not be waited for, and a
-    // request held back for that reason would only be held back again
+    // a server that asks for a longer pause than the whole budget, or than the client pauses, will
+    // not be waited for, and a request held back for that reason would only be held back again
     Schedule.whileInput((error: MicroappError) =>
       isRetryable(error, endpoint) &&
       !((error._tag === "RateLimited" || error._tag === "ServerError") &&
-        (error.retryAfterMillis ?? 0) > Duration.toMillis(maxElapsed)) &&
+        (error.retryAfterMillis ?? 0) > longestWait) &&
       !(error._tag === "RateLimited" && error.status === undefined)
     ),
     // the last step, which gives up, is no retry and is not logged as one
@@ -58,7 +69,7 @@ export const budgetOf = (retry: RetryOptions | false, timeout: Duration.Duration
 
 /**
  * Holds back every request of one client until a point in time, as a 429's (or a 503's)
- * `Retry-After` asks.
+ * `Retry-After` asks, for at most the client's `maxPause`.
  *
  * @since 0.1.0
  * @category models
@@ -72,7 +83,8 @@ export interface RateGate {
   readonly holdFor: (millis: number) => Effect.Effect<void>
 }
 
-export const makeRateGate: Effect.Effect<RateGate> = Effect.map(Ref.make(0), (until) => {
+export const makeRateGate = (maxPause: Duration.Duration): Effect.Effect<RateGate> => Effect.map(Ref.make(0), (until) => {
+  const longest = Duration.toMillis(maxPause)
   const pass = (deadline: number): Effect.Effect<void, number> =>
     Effect.flatMap(
       Effect.zip(Ref.get(until), Clock.currentTimeMillis),
@@ -87,6 +99,9 @@ export const makeRateGate: Effect.Effect<RateGate> = Effect.map(Ref.make(0), (un
   return {
     pass,
     holdFor: (millis) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => Ref.update(until, (openAt) => Math.max(openAt, now + millis)))
+      Effect.flatMap(
+        Clock.currentTimeMillis,
+        (now) => Ref.update(until, (openAt) => Math.max(openAt, now + Math.min(millis, longest)))
+      )
   }
 })

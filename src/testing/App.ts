@@ -11,7 +11,9 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 // deep imports: the package root loads every Node module of the platform
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
-import { Clock, Context, Duration, Effect, Either, Option, ParseResult, Schema } from "effect"
+import * as NodeStream from "@effect/platform-node/NodeStream"
+import { Clock, Context, Duration, Effect, Either, identity, Option, ParseResult, Schema } from "effect"
+import { readUpTo } from "../internal/body.js"
 import type { Fault } from "./Fault.js"
 import type { Arrival, MicroappState } from "./MicroappState.js"
 
@@ -247,6 +249,35 @@ const destroySocket = Effect.flatMap(HttpServerRequest.HttpServerRequest, (reque
     NodeHttpServerRequest.toIncomingMessage(request).socket.destroy()
   }))
 
+/** The most bytes of a request body read: no request of the service comes near it. */
+export const maxRequestBytes = 1024 * 1024
+
+// the connection closes after it, so that the rest of an oversized body is never read
+const payloadTooLarge = HttpServerResponse.unsafeJson(
+  { status: "error", message: `Request body larger than ${maxRequestBytes} bytes` },
+  { status: 413, headers: { connection: "close" } }
+)
+
+/**
+ * The request's body, read up to `maxRequestBytes`; `undefined` past them (or when its declared
+ * length is). The Node request is left open when the read stops (the platform's reader would
+ * destroy it, and the socket with it), so that the 413 can be sent.
+ */
+const readRequestBody = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<string | undefined> =>
+  readUpTo(
+    {
+      whole: request.text,
+      stream: NodeStream.fromReadable(() => NodeHttpServerRequest.toIncomingMessage(request), identity, {
+        closeOnDone: false
+      })
+    },
+    maxRequestBytes,
+    request.headers["content-length"]
+  ).pipe(
+    Effect.map((body) => body.complete ? body.text : undefined),
+    Effect.orElseSucceed(() => "")
+  )
+
 const pathOf = (url: string): string => {
   const query = url.indexOf("?")
   return query < 0 ? url : url.slice(0, query)
@@ -322,7 +353,8 @@ export const makeApp = (state: MicroappState): HttpApp.Default => {
   const handle = Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const path = pathOf(request.url)
-    const text = yield* Effect.orElseSucceed(request.text, () => "")
+    const text = yield* readRequestBody(request)
+    if (text === undefined) return payloadTooLarge
     const authToken = request.headers["x-auth-token"]
     const headerUserId = request.headers["x-user-id"]
     const userId = authToken === undefined || headerUserId === undefined

@@ -1,0 +1,65 @@
+/**
+ * The bounds of every number a caller passes, in one place: the validation Schemas read them, and
+ * the README's table lists them with their reasons. No accepted value makes the client start an
+ * unbounded number of requests or hold an unbounded amount of memory.
+ */
+import { Duration, Option, ParseResult, Schema } from "effect"
+
+export const bounds = {
+  /** Rows per request (`pageSize`, `query`'s `limit`): the service's own default is 1,000. */
+  pageSize: 10_000,
+  /** Windows of one scan in flight (`concurrency`, `maxConcurrency`), updates under way at once. */
+  concurrency: 32,
+  /** Pages buffered ahead of the consumer. */
+  prefetch: 16,
+  /** Rows re-read before each window. */
+  overlap: 1_000,
+  /** Rows `collect` may hold. */
+  collectMax: 10_000_000,
+  /** Sends of one update by `updateRows`. */
+  maxSends: 20,
+  /** Attempts of one request, the first included. */
+  maxAttempts: 20,
+  /** Requests in flight for one client (`rateLimit.maxInFlight`). */
+  maxInFlight: 1_024,
+  requestsPerSecond: 10_000,
+  /** The body of one answer (`maxResponseBytes`), from 1 KiB. */
+  minResponseBytes: 1_024,
+  maxResponseBytes: 256 * 1024 * 1024,
+  /** Per request (`timeout`), from 1 ms. */
+  timeout: Duration.hours(1),
+  initialDelay: Duration.minutes(1),
+  maxDelay: Duration.minutes(10),
+  maxElapsed: Duration.hours(1),
+  maxPause: Duration.hours(1)
+} as const
+
+/** A whole number in `[min, max]`. */
+export const count = (min: number, max: number) =>
+  Schema.Number.pipe(
+    Schema.filter((n) => Number.isSafeInteger(n) && n >= min && n <= max, {
+      message: () => `must be a whole number from ${min} to ${max.toLocaleString("en-US")}`
+    })
+  )
+
+/** What a duration in `[min, max]` must be, said the same way wherever one is refused. */
+export const durationReason = (min: Duration.Duration, max: Duration.Duration): string =>
+  `must be a duration from ${Duration.format(min)} to ${Duration.format(max)} ("10 seconds", or milliseconds)`
+
+/** A finite duration in `[min, max]`, from any `Duration.DurationInput`; a negative or NaN number is refused, not read as zero. */
+export const duration = (min: Duration.Duration, max: Duration.Duration) =>
+  Schema.transformOrFail(Schema.Unknown, Schema.DurationFromSelf, {
+    strict: true,
+    decode: (input, _, ast) => {
+      const decoded = typeof input === "number" && !(input >= 0) ? Option.none() : Duration.decodeUnknown(input)
+      return Option.isSome(decoded) && Duration.isFinite(decoded.value) &&
+          Duration.between(decoded.value, { minimum: min, maximum: max })
+        ? ParseResult.succeed(decoded.value)
+        : ParseResult.fail(new ParseResult.Type(ast, input, durationReason(min, max)))
+    },
+    encode: ParseResult.succeed
+  })
+
+/** A request's timeout: above zero, at most `bounds.timeout`. */
+export const minTimeout = Duration.millis(1)
+export const Timeout = duration(minTimeout, bounds.timeout)

@@ -1,0 +1,111 @@
+/**
+ * The client-wide limit of requests in flight, learned from the server's 429s and shared by every
+ * call and scan of one client. A 429 halves it (multiplicative decrease); answers at the limit
+ * raise it by one per limit's worth (additive increase), up to one below the level the server last
+ * refused; after enough calm answers there, that level is tried again, waiting twice as long after
+ * each refusal. `rateLimit.maxInFlight` caps it. After a pause, the held requests therefore go out
+ * as permits allow, not all at once. The decisions are pure functions of recorded inputs.
+ */
+import { Effect } from "effect"
+
+/** The limit and what it learned. */
+export interface Limit {
+  /** Requests allowed in flight now. */
+  readonly allowed: number
+  /** The cap: `rateLimit.maxInFlight`. */
+  readonly max: number
+  /** The most in flight the server is taken to tolerate: one below the level of its last 429. */
+  readonly tolerated: number
+  /** Answers at the limit counted towards the next step up: one step per `allowed` of them. */
+  readonly growth: number
+  /** Answers at the tolerated level since it was set; `calmNeeded` of them raise it by one. */
+  readonly calm: number
+  readonly calmNeeded: number
+  /** Cuts so far. A 429 to a request sent before the last cut belongs to the burst that cut answered. */
+  readonly epoch: number
+}
+
+/** A request as it was sent: the epoch then, and the client's requests in flight, itself included. */
+export interface Ticket {
+  readonly epoch: number
+  readonly inFlight: number
+}
+
+/** Calm answers before the tolerated level is first tried again; doubled by each cut, up to `maxCalm`. */
+const firstCalm = 8
+const maxCalm = 1024
+
+export const initial = (max: number): Limit => ({
+  allowed: max,
+  max,
+  tolerated: max,
+  growth: 0,
+  calm: 0,
+  calmNeeded: firstCalm,
+  epoch: 0
+})
+
+/** A 429: the server refused the level the request was sent at. One cut per burst. */
+export const refused = (limit: Limit, ticket: Ticket): Limit =>
+  ticket.epoch !== limit.epoch ? limit : {
+    ...limit,
+    allowed: Math.max(1, Math.floor(Math.min(limit.allowed, ticket.inFlight) / 2)),
+    tolerated: Math.max(1, ticket.inFlight - 1),
+    growth: 0,
+    calm: 0,
+    calmNeeded: Math.min(maxCalm, limit.calmNeeded * 2),
+    epoch: limit.epoch + 1
+  }
+
+/** Any answer but a 429. Only one sent at the limit, since the last cut, says the server took that much. */
+export const answered = (limit: Limit, ticket: Ticket): Limit => {
+  if (ticket.epoch !== limit.epoch || ticket.inFlight < limit.allowed) return limit
+  if (limit.allowed < limit.tolerated) {
+    return limit.growth + 1 >= limit.allowed
+      ? { ...limit, allowed: limit.allowed + 1, growth: 0 }
+      : { ...limit, growth: limit.growth + 1 }
+  }
+  if (limit.tolerated >= limit.max) return limit
+  return limit.calm + 1 >= limit.calmNeeded
+    ? { ...limit, tolerated: limit.tolerated + 1, calm: 0 }
+    : { ...limit, calm: limit.calm + 1 }
+}
+
+/** The limit in force for one client. */
+export interface InFlight {
+  /** Runs `send` once a permit is free, holding it until `send` ends; `send` gets its ticket. */
+  readonly admit: <A, E, R>(send: (ticket: Ticket) => Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /** What the server did with the request of `ticket`: refused it with a 429, or answered. */
+  readonly observe: (ticket: Ticket, wasRefused: boolean) => Effect.Effect<void>
+}
+
+export const make = (max: number): Effect.Effect<InFlight> =>
+  Effect.map(Effect.makeSemaphore(max), (semaphore) => {
+    let limit = initial(max)
+    let inFlight = 0
+    return {
+      admit: (send) =>
+        semaphore.withPermits(1)(Effect.suspend(() => {
+          inFlight++
+          return Effect.ensuring(
+            send({ epoch: limit.epoch, inFlight }),
+            Effect.sync(() => {
+              inFlight--
+            })
+          )
+        })),
+      observe: (ticket, wasRefused) =>
+        Effect.suspend(() => {
+          const previous = limit
+          limit = wasRefused ? refused(previous, ticket) : answered(previous, ticket)
+          if (limit.allowed === previous.allowed) return Effect.void
+          const resize = semaphore.resize(limit.allowed)
+          return limit.epoch === previous.epoch ? resize : Effect.zipRight(
+            resize,
+            Effect.logDebug("the server refused load: fewer requests in flight").pipe(
+              Effect.annotateLogs({ allowed: limit.allowed, refusedAt: ticket.inFlight })
+            )
+          )
+        })
+    }
+  })

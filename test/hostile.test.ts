@@ -1,0 +1,267 @@
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { NodeHttpClient } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, HashMap, Layer, Logger, TestServices } from "effect"
+import * as Net from "node:net"
+import { MicroappClient } from "../src/index.js"
+import { MicroappServer } from "../src/testing/index.js"
+import { clientOf, hostileServer, plainRows, rowsAnswer, secretToken, transports } from "./hostile.js"
+import { withEmulator } from "./support.js"
+
+const microAppID = "66c000000000000000000001"
+const rowID = "66c100000000000000000001"
+
+/** Real time passing while the test clock stands still. */
+const pause = (millis: number) => TestServices.provideLive(Effect.sleep(millis))
+
+/** Waits (in real time) until `value` stops changing; its last value. */
+const whenSteady = (value: Effect.Effect<number>) =>
+  Effect.gen(function*() {
+    let last = yield* value
+    for (let i = 0; i < 100; i++) {
+      yield* pause(100)
+      const next = yield* value
+      if (next === last) return next
+      last = next
+    }
+    return last
+  })
+
+const undici = NodeHttpClient.layerUndici
+
+const read = Effect.flatMap(MicroappClient, (client) => client.query({ microAppID, limit: 10 }))
+const write = Effect.flatMap(MicroappClient, (client) => client.updateRow({ rowID, rowData: { Name: "x" } }))
+
+describe("redirects are never followed", () => {
+  for (const [transport, layer] of transports) {
+    for (const status of [300, 301, 302, 303, 307, 308]) {
+      for (const [call, effect, path] of [["a read", read, "/api/microappdata"], ["updateRow", write, "/api/updatemicroapprow"]] as const) {
+        it.live(`${transport}: ${status} to ${call} is Redirected, and nothing reaches the other origin`, () =>
+          Effect.gen(function*() {
+            const elsewhere = yield* hostileServer(() => Effect.succeed(rowsAnswer(plainRows(10))))
+            const redirecting = yield* hostileServer(() =>
+              Effect.succeed(HttpServerResponse.text("moved", {
+                status,
+                headers: { location: `${elsewhere.baseUrl}/api/microappdata?token=${secretToken}` }
+              }))
+            )
+            const error = yield* Effect.flip(Effect.provide(effect, clientOf(redirecting.baseUrl, layer)))
+            expect(error).toMatchObject({ _tag: "Redirected", status, method: "POST", path, attempts: 1, location: elsewhere.baseUrl })
+            expect(error.message).toBe(`the server redirected the request to ${elsewhere.baseUrl}; redirects are not followed`)
+            expect(JSON.stringify(error)).not.toContain(secretToken)
+            expect(yield* elsewhere.seen).toEqual([])
+            // sent once, with its credentials, to its own origin only: a redirect is not retried
+            const seen = yield* redirecting.seen
+            expect(seen).toHaveLength(1)
+            expect(seen[0]?.headers["x-auth-token"]).toBe(secretToken)
+          }).pipe(Effect.scoped))
+      }
+    }
+
+    it.live(`${transport}: a relative Location names the server's own origin`, () =>
+      Effect.gen(function*() {
+        const redirecting = yield* hostileServer(() =>
+          Effect.succeed(HttpServerResponse.empty({ status: 302, headers: { location: "/login?next=/api" } }))
+        )
+        const error = yield* Effect.flip(Effect.provide(read, clientOf(redirecting.baseUrl, layer)))
+        expect(error).toMatchObject({ _tag: "Redirected", status: 302, location: redirecting.baseUrl })
+      }).pipe(Effect.scoped))
+
+    it.live(`${transport}: a 3xx without Location is Redirected without a location`, () =>
+      Effect.gen(function*() {
+        const redirecting = yield* hostileServer(() => Effect.succeed(HttpServerResponse.empty({ status: 304 })))
+        const error = yield* Effect.flip(Effect.provide(read, clientOf(redirecting.baseUrl, layer)))
+        expect(error).toMatchObject({ _tag: "Redirected", status: 304 })
+        expect(error).not.toHaveProperty("location")
+      }).pipe(Effect.scoped))
+  }
+
+  it.live("a browser's fetch is asked not to follow, and its opaque answer (status 0) is Redirected", () =>
+    Effect.gen(function*() {
+      const elsewhere = yield* hostileServer(() => Effect.succeed(rowsAnswer(plainRows(10))))
+      const redirecting = yield* hostileServer(() =>
+        Effect.succeed(HttpServerResponse.empty({ status: 301, headers: { location: elsewhere.baseUrl } }))
+      )
+      const asked: Array<RequestRedirect | undefined> = []
+      // what a browser does with `redirect: "manual"`: the real request, answered with an opaque
+      // redirect, a response that has status 0 and no headers
+      const browserFetch: typeof fetch = async (input, init) => {
+        asked.push(init?.redirect)
+        const response = await fetch(input, init)
+        return response.status >= 300 && response.status < 400 ? Response.error() : response
+      }
+      const layer = FetchHttpClient.layer.pipe(Layer.provide(Layer.succeed(FetchHttpClient.Fetch, browserFetch)))
+      const error = yield* Effect.flip(Effect.provide(read, clientOf(redirecting.baseUrl, layer)))
+      expect(asked).toEqual(["manual"])
+      expect(error).toMatchObject({ _tag: "Redirected", status: 0, path: "/api/microappdata" })
+      expect(error).not.toHaveProperty("location")
+      expect(yield* elsewhere.seen).toEqual([])
+    }).pipe(Effect.scoped))
+
+  it.live("a RequestInit of the caller is kept, with redirect set to manual", () =>
+    Effect.gen(function*() {
+      const server = yield* hostileServer(() => Effect.succeed(rowsAnswer(plainRows(3))))
+      const inits: Array<RequestInit | undefined> = []
+      const recording: typeof fetch = (input, init) => {
+        inits.push(init)
+        return fetch(input, init)
+      }
+      const layer = FetchHttpClient.layer.pipe(Layer.provide(Layer.succeed(FetchHttpClient.Fetch, recording)))
+      const rows = yield* Effect.provide(read, clientOf(server.baseUrl, layer)).pipe(
+        Effect.provideService(FetchHttpClient.RequestInit, { keepalive: true, redirect: "follow" })
+      )
+      expect(rows).toHaveLength(3)
+      expect(inits.map((init) => [init?.keepalive, init?.redirect])).toEqual([[true, "manual"]])
+    }).pipe(Effect.scoped))
+})
+
+describe("bodies are read up to a bound", () => {
+  const head = `{"status":"success","body":{"microAppRows":[`
+  const item = `{"_id":"66c200000000000000000001","N":1},`
+
+  for (const [transport, layer] of transports) {
+    it.live(`${transport}: an endless body fails with UnexpectedResponse TooLarge, and its reading stops at the bound`, () =>
+      Effect.gen(function*() {
+        const server = yield* hostileServer((_, self) =>
+          Effect.succeed(HttpServerResponse.stream(self.endless(head, item), { contentType: "application/json" }))
+        )
+        const error = yield* Effect.flip(Effect.provide(read, clientOf(server.baseUrl, layer, { maxResponseBytes: 1024 * 1024 })))
+        expect(error).toMatchObject({ _tag: "UnexpectedResponse", kind: "TooLarge", status: 200, attempts: 1 })
+        expect(error.message).toContain("maxResponseBytes (1048576 bytes)")
+        // the request was aborted: the server stops writing, having written about the bound and
+        // what the sockets buffer, never an unbounded amount
+        const written = yield* whenSteady(server.written)
+        expect(written).toBeGreaterThan(1024 * 1024)
+        expect(written).toBeLessThan(24 * 1024 * 1024)
+        expect(yield* server.seen).toHaveLength(1)
+      }).pipe(Effect.scoped))
+
+    it.live(`${transport}: a declared length above the bound fails before the body is read`, () =>
+      Effect.gen(function*() {
+        const server = yield* hostileServer((_, self) =>
+          Effect.succeed(HttpServerResponse.stream(self.endless(head, item), {
+            contentType: "application/json",
+            contentLength: 100 * 1024 * 1024
+          }))
+        )
+        const error = yield* Effect.flip(Effect.provide(read, clientOf(server.baseUrl, layer, { maxResponseBytes: 1024 * 1024 })))
+        expect(error).toMatchObject({ _tag: "UnexpectedResponse", kind: "TooLarge", status: 200 })
+        expect(yield* whenSteady(server.written)).toBeLessThan(24 * 1024 * 1024)
+      }).pipe(Effect.scoped))
+
+    it.live(`${transport}: a body longer than its declared length is not read past it`, () =>
+      Effect.gen(function*() {
+        const server = yield* hostileServer((_, self) =>
+          Effect.succeed(HttpServerResponse.stream(self.endless(head, item), { contentType: "application/json", contentLength: 200 }))
+        )
+        const error = yield* Effect.flip(Effect.provide(read, clientOf(server.baseUrl, layer, { retry: false })))
+        // the answer is the declared 200 bytes: a cut JSON document
+        expect(error).toMatchObject({ _tag: "UnexpectedResponse", kind: "NotJson" })
+        expect(yield* whenSteady(server.written)).toBeLessThan(24 * 1024 * 1024)
+      }).pipe(Effect.scoped))
+
+    it.live(`${transport}: a refusal with an endless body is still the refusal it says`, () =>
+      Effect.gen(function*() {
+        const server = yield* hostileServer((_, self) =>
+          Effect.succeed(HttpServerResponse.stream(self.endless("<html>", "<p>error</p>"), { status: 500, contentType: "text/html" }))
+        )
+        const error = yield* Effect.flip(Effect.provide(read, clientOf(server.baseUrl, layer, { retry: false })))
+        expect(error).toMatchObject({ _tag: "ServerError", status: 500 })
+        expect(yield* whenSteady(server.written)).toBeLessThan(24 * 1024 * 1024)
+      }).pipe(Effect.scoped))
+  }
+
+  it.live("the default bound is 64 MiB", () =>
+    Effect.gen(function*() {
+      const server = yield* hostileServer((_, self) =>
+        Effect.succeed(HttpServerResponse.stream(self.endless(head, item), { contentType: "application/json" }))
+      )
+      const error = yield* Effect.flip(Effect.provide(read, clientOf(server.baseUrl, undici)))
+      expect(error).toMatchObject({ _tag: "UnexpectedResponse", kind: "TooLarge" })
+      expect(error.message).toContain(`(${64 * 1024 * 1024} bytes)`)
+      const written = yield* whenSteady(server.written)
+      expect(written).toBeGreaterThan(64 * 1024 * 1024)
+      expect(written).toBeLessThan(88 * 1024 * 1024)
+    }).pipe(Effect.scoped), 60_000)
+})
+
+/** Sends a raw HTTP request to `baseUrl`: `head`, then body bytes until the server closes; its answer and the bytes sent. */
+const rawUpload = (baseUrl: string, head: string, body: "none" | "endless") =>
+  Effect.async<{ readonly answer: string; readonly sent: number }>((resume) => {
+    const url = new URL(baseUrl)
+    const socket = Net.connect(Number(url.port), url.hostname)
+    let answer = ""
+    let sent = 0
+    let open = true
+    const chunk = Buffer.alloc(64 * 1024, "a")
+    const framed = Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from("\r\n")])
+    const pump = () => {
+      // a server that reads forever would take all of 256 MiB: the test then fails on `sent`
+      while (open && sent < 256 * 1024 * 1024) {
+        sent += framed.length
+        if (!socket.write(framed)) return socket.once("drain", pump)
+      }
+    }
+    socket.on("data", (data) => {
+      answer += data.toString("latin1")
+    })
+    socket.on("error", () => {})
+    socket.on("close", () => {
+      open = false
+      resume(Effect.succeed({ answer, sent }))
+    })
+    socket.write(head)
+    if (body === "endless") pump()
+    return Effect.sync(() => socket.destroy())
+  })
+
+describe("the emulator reads request bodies up to 1 MiB", () => {
+  it.live("a declared length above it is answered 413 at once, and the connection closed", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const { answer } = yield* rawUpload(
+        server.baseUrl,
+        "POST /api/microappdata HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2097152\r\n\r\n",
+        "none"
+      )
+      expect(answer).toMatch(/^HTTP\/1\.1 413 /)
+      expect(answer.toLowerCase()).toContain("connection: close")
+    }).pipe(Effect.provide(withEmulator({ demoRows: 5 }))))
+
+  it.live("an endless body is answered 413 once past it, and the connection closed: the rest is never read", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const { answer, sent } = yield* rawUpload(
+        server.baseUrl,
+        "POST /api/updatemicroapprow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "endless"
+      )
+      expect(answer).toMatch(/^HTTP\/1\.1 413 /)
+      expect(answer).toContain("Request body larger than 1048576 bytes")
+      expect(sent).toBeLessThan(32 * 1024 * 1024)
+    }).pipe(Effect.provide(withEmulator({ demoRows: 5 }))))
+})
+
+describe("query keeps its promise", () => {
+  it.live("a server that sends more rows than the limit is cut to the limit, with a warning", () =>
+    Effect.gen(function*() {
+      const server = yield* hostileServer(() => Effect.succeed(rowsAnswer(plainRows(600))))
+      const logged: Array<unknown> = []
+      const rows = yield* Effect.flatMap(MicroappClient, (client) => client.query({ microAppID, limit: 100 })).pipe(
+        Effect.provide(clientOf(server.baseUrl, undici)),
+        Effect.provide(Logger.replace(
+          Logger.defaultLogger,
+          Logger.make(({ annotations, logLevel, message }) => {
+            logged.push({ level: logLevel.label, message, annotations: Object.fromEntries(HashMap.toEntries(annotations)) })
+          })
+        ))
+      )
+      expect(rows.map((row) => row._id)).toEqual(plainRows(100).map((row) => row._id))
+      expect(logged).toEqual([{
+        level: "WARN",
+        message: ["the server sent more rows than the limit asked for: the rows past it are dropped"],
+        annotations: { limit: 100, sent: 600 }
+      }])
+    }).pipe(Effect.scoped))
+})
