@@ -360,14 +360,15 @@ const TuningSchema = Schema.Struct({
   timeout: Schema.optional(Timeout),
   pageSize: Schema.optional(count(1, bounds.pageSize)),
   maxResponseBytes: Schema.optional(count(bounds.minResponseBytes, bounds.maxResponseBytes)),
+  // the struct first, so that a refusal names the field at fault
   retry: Schema.optional(Schema.Union(
-    Schema.Literal(false),
     Schema.Struct({
       maxAttempts: Schema.optional(count(1, bounds.maxAttempts)),
       initialDelay: Schema.optional(duration(zero, bounds.initialDelay)),
       maxDelay: Schema.optional(duration(zero, bounds.maxDelay)),
       maxElapsed: Schema.optional(duration(zero, bounds.maxElapsed))
-    })
+    }),
+    Schema.Literal(false)
   )),
   rateLimit: Schema.optional(Schema.Struct({
     requestsPerSecond: Schema.optional(count(1, bounds.requestsPerSecond)),

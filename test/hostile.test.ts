@@ -1,12 +1,27 @@
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, HashMap, Layer, Logger, TestServices } from "effect"
+import {
+  ConfigError,
+  ConfigProvider,
+  Effect,
+  Fiber,
+  HashMap,
+  Inspectable,
+  Layer,
+  Logger,
+  Redacted,
+  Schedule,
+  TestClock,
+  TestServices,
+  Tracer
+} from "effect"
 import * as Net from "node:net"
-import { MicroappClient } from "../src/index.js"
-import { MicroappServer } from "../src/testing/index.js"
-import { clientOf, hostileServer, plainRows, rowsAnswer, secretToken, transports } from "./hostile.js"
+import { MicroappClient, type MicroappError } from "../src/index.js"
+import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
+import { clientOf, hostileServer, plainRows, rowsAnswer, secretToken, secretUser, transports } from "./hostile.js"
 import { withEmulator } from "./support.js"
 
 const microAppID = "66c000000000000000000001"
@@ -33,10 +48,15 @@ const undici = NodeHttpClient.layerUndici
 const read = Effect.flatMap(MicroappClient, (client) => client.query({ microAppID, limit: 10 }))
 const write = Effect.flatMap(MicroappClient, (client) => client.updateRow({ rowID, rowData: { Name: "x" } }))
 
+const calls: ReadonlyArray<readonly [string, Effect.Effect<unknown, MicroappError, MicroappClient>, string]> = [
+  ["a read", read, "/api/microappdata"],
+  ["updateRow", write, "/api/updatemicroapprow"]
+]
+
 describe("redirects are never followed", () => {
   for (const [transport, layer] of transports) {
     for (const status of [300, 301, 302, 303, 307, 308]) {
-      for (const [call, effect, path] of [["a read", read, "/api/microappdata"], ["updateRow", write, "/api/updatemicroapprow"]] as const) {
+      for (const [call, effect, path] of calls) {
         it.live(`${transport}: ${status} to ${call} is Redirected, and nothing reaches the other origin`, () =>
           Effect.gen(function*() {
             const elsewhere = yield* hostileServer(() => Effect.succeed(rowsAnswer(plainRows(10))))
@@ -263,5 +283,189 @@ describe("query keeps its promise", () => {
         message: ["the server sent more rows than the limit asked for: the rows past it are dropped"],
         annotations: { limit: 100, sent: 600 }
       }])
+    }).pipe(Effect.scoped))
+})
+
+describe("base URLs that would garble every request are refused", () => {
+  const garbling = [
+    ["a query string", "/?t=abc", "must not have a query string"],
+    ["a bare ?", "?", "must not have a query string"],
+    ["a fragment", "/#abc", "must not have a fragment"],
+    ["userinfo", "", "must not hold a user name or password"]
+  ] as const
+  const withSuffix = (baseUrl: string, suffix: string, what: string) =>
+    what === "userinfo" ? baseUrl.replace("http://", "http://someone:abc@") : `${baseUrl}${suffix}`
+
+  for (const [what, suffix, reason] of garbling) {
+    it.effect(`layer: with ${what}, every call fails with InvalidInput, and nothing is sent`, () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const baseUrl = withSuffix(server.baseUrl, suffix, what)
+        const errors = yield* Effect.gen(function*() {
+          const client = yield* MicroappClient
+          return yield* Effect.all([
+            Effect.flip(client.query({ microAppID })),
+            Effect.flip(client.getRow(rowID)),
+            Effect.flip(client.updateRow({ rowID, rowData: { Name: "x" } }))
+          ])
+        }).pipe(Effect.provide(clientOf(baseUrl, undici)))
+        for (const error of errors) {
+          expect(error).toMatchObject({ _tag: "InvalidInput", input: "baseUrl" })
+          expect(error.message).toContain(reason)
+          // the URL may hold a credential: it is never quoted
+          expect(error.message).not.toContain("abc")
+        }
+        expect(yield* server.requests).toEqual([])
+      }).pipe(Effect.provide(withEmulator({ demoRows: 5 }))))
+
+    it.effect(`layerLogin and login: with ${what}, they fail with InvalidInput before logging in`, () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const options = {
+          baseUrl: withSuffix(server.baseUrl, suffix, what),
+          email: "demo@example.com",
+          password: Redacted.make("demo")
+        }
+        expect(yield* Effect.flip(Effect.provide(MicroappClient, MicroappClient.layerLogin(options)))).toMatchObject({
+          _tag: "InvalidInput",
+          input: "baseUrl"
+        })
+        expect(yield* Effect.flip(MicroappClient.login(options))).toMatchObject({ _tag: "InvalidInput", input: "baseUrl" })
+        expect(yield* server.requests).toEqual([])
+      }).pipe(Effect.provide(undici), Effect.provide(withEmulator({ demoRows: 5 }))))
+
+    it.effect(`layerConfig: with ${what}, building fails with a ConfigError naming the variable`, () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const provider = ConfigProvider.fromMap(
+          new Map([
+            ["MICROAPP_BASE_URL", withSuffix(server.baseUrl, suffix, what)],
+            ["MICROAPP_AUTH_TOKEN", "t"],
+            ["MICROAPP_USER_ID", "u"]
+          ])
+        )
+        const error = yield* Effect.flip(
+          Effect.provide(MicroappClient, MicroappClient.layerConfig().pipe(Layer.provide(undici))).pipe(
+            Effect.withConfigProvider(provider)
+          )
+        )
+        expect(ConfigError.isConfigError(error)).toBe(true)
+        expect(String(error)).toContain("MICROAPP_BASE_URL")
+        expect(String(error)).toContain(reason)
+        expect(String(error)).not.toContain("abc")
+        expect(yield* server.requests).toEqual([])
+      }).pipe(Effect.provide(withEmulator({ demoRows: 5 }))))
+  }
+
+  it.effect("a path prefix is a base URL like any other", () =>
+    Effect.gen(function*() {
+      const server = yield* hostileServer(() => Effect.succeed(rowsAnswer(plainRows(2))))
+      const rows = yield* Effect.provide(read, clientOf(`${server.baseUrl}/prefix/`, undici))
+      expect(rows).toHaveLength(2)
+      expect((yield* server.seen).map((seen) => seen.path)).toEqual(["/prefix/api/microappdata"])
+    }).pipe(Effect.scoped))
+})
+
+describe("Retry-After with sense: a client-wide pause lasts at most rateLimit.maxPause", () => {
+  const requestCount = Effect.flatMap(MicroappServer, (server) => Effect.map(server.requests, (log) => log.length))
+
+  it.effect("a 429 asking for 31,700 years fails its call with the server's figure; later calls go out once 60 s have passed", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      yield* server.injectFault("http429", { retryAfterSeconds: 1_000_000_000_000 })
+      const first = yield* Effect.flip(client.query({ microAppID: projectsMicroAppID, limit: 1 }))
+      expect(first).toMatchObject({ _tag: "RateLimited", status: 429, retryAfterMillis: 1e15, attempts: 1 })
+      const later = yield* Effect.fork(client.query({ microAppID: projectsMicroAppID, limit: 2 }))
+      yield* TestClock.adjust("59 seconds")
+      yield* pause(100)
+      expect(yield* requestCount).toBe(1)
+      yield* TestClock.adjust("1 second")
+      expect(yield* Fiber.join(later)).toHaveLength(2)
+      expect(yield* requestCount).toBe(2)
+    }).pipe(Effect.provide(withEmulator({ demoRows: 5 }, {}))))
+
+  it.effect("a shorter maxPause caps the pause, and fails the call that was asked for longer", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      yield* server.injectFault("http503", { retryAfterSeconds: 30 })
+      // 30 s is within the call's budget of 60 s, but longer than this client pauses
+      const first = yield* Effect.flip(client.query({ microAppID: projectsMicroAppID, limit: 1 }))
+      expect(first).toMatchObject({ _tag: "ServerError", status: 503, retryAfterMillis: 30_000, attempts: 1 })
+      const later = yield* Effect.fork(client.query({ microAppID: projectsMicroAppID, limit: 2 }))
+      yield* TestClock.adjust("4 seconds")
+      yield* pause(100)
+      expect(yield* requestCount).toBe(1)
+      yield* TestClock.adjust("1 second")
+      expect(yield* Fiber.join(later)).toHaveLength(2)
+      expect(yield* requestCount).toBe(2)
+    }).pipe(Effect.provide(withEmulator({ demoRows: 5 }, { rateLimit: { maxPause: "5 seconds" } }))))
+
+  for (
+    const [what, header, pauseMillis] of [
+      ["not a number", "soon", 1_000],
+      ["negative", "-5", 0],
+      ["a date in the past", "Wed, 21 Oct 2015 07:28:00 GMT", 0]
+    ] as const
+  ) {
+    it.effect(`a Retry-After that is ${what} is read as before: a pause of ${pauseMillis} ms`, () =>
+      Effect.gen(function*() {
+        const server = yield* hostileServer((_, self) =>
+          Effect.map(self.seen, (seen) =>
+            seen.length === 1
+              ? HttpServerResponse.unsafeJson({ status: "error" }, { status: 429, headers: { "retry-after": header } })
+              : rowsAnswer(plainRows(3)))
+        )
+        // dates are read against the clock: today's, not the test clock's 1970
+        yield* TestClock.setTime(Date.now())
+        const spaced = { retry: { schedule: Schedule.spaced("10 millis") } }
+        const fiber = yield* Effect.fork(Effect.provide(read, clientOf(server.baseUrl, undici, spaced)))
+        const seen = Effect.map(server.seen, (log) => log.length)
+        for (let i = 0; i < 100 && (yield* seen) < 1; i++) yield* pause(20)
+        yield* TestClock.adjust(Math.max(0, pauseMillis - 1))
+        yield* pause(100)
+        expect(yield* seen).toBe(1)
+        yield* TestClock.adjust(11)
+        expect(yield* Fiber.join(fiber)).toHaveLength(3)
+        expect(yield* seen).toBe(2)
+      }).pipe(Effect.scoped))
+  }
+})
+
+describe("credentials stay out of spans and printed requests", () => {
+  it.live("X-User-Id is redacted like X-Auth-Token in the request spans, and in a logged request", () =>
+    Effect.gen(function*() {
+      const server = yield* hostileServer(() => Effect.succeed(rowsAnswer(plainRows(2))))
+      const native = yield* Effect.tracer
+      const spans: Array<Tracer.Span> = []
+      const recording = Tracer.make({
+        span: (...args) => {
+          const span = native.span(...args)
+          spans.push(span)
+          return span
+        },
+        context: native.context
+      })
+      // a transport that logs each request it sends, and a logger that prints what it is given
+      const printed: Array<string> = []
+      const logging = Layer.effect(
+        HttpClient.HttpClient,
+        Effect.map(HttpClient.HttpClient, HttpClient.tapRequest((request) => Effect.log(request)))
+      ).pipe(Layer.provide(undici))
+      const printer = Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => printed.push(Inspectable.format(message))))
+      yield* Effect.provide(read, clientOf(server.baseUrl, logging)).pipe(Effect.withTracer(recording), Effect.provide(printer))
+      const request = spans.find((span) => span.attributes.has("http.request.header.x-user-id"))
+      expect(request?.attributes.get("http.request.header.x-user-id")).toBe("<redacted>")
+      expect(request?.attributes.get("http.request.header.x-auth-token")).toBe("<redacted>")
+      const attributes = spans.flatMap((span) => Array.from(span.attributes.values(), String))
+      expect(attributes.filter((value) => value.includes(secretUser) || value.includes(secretToken))).toEqual([])
+      expect(printed).toHaveLength(1)
+      expect(printed[0]).toContain(`"x-user-id": "<redacted>"`)
+      expect(printed[0]).toContain(`"x-auth-token": "<redacted>"`)
+      expect(printed[0]).not.toContain(secretUser)
+      expect(printed[0]).not.toContain(secretToken)
+      // the request itself carried both
+      expect((yield* server.seen)[0]?.headers).toMatchObject({ "x-user-id": secretUser, "x-auth-token": secretToken })
     }).pipe(Effect.scoped))
 })

@@ -46,12 +46,17 @@ export const count = (min: number, max: number) =>
 export const durationReason = (min: Duration.Duration, max: Duration.Duration): string =>
   `must be a duration from ${Duration.format(min)} to ${Duration.format(max)} ("10 seconds", or milliseconds)`
 
-/** A finite duration in `[min, max]`, from any `Duration.DurationInput`; a negative or NaN number is refused, not read as zero. */
+/** Negative (or NaN) inputs, which `Duration` reads as zero. */
+const isNegative = (input: unknown): boolean =>
+  (typeof input === "number" && !(input >= 0)) || (typeof input === "bigint" && input < 0n) ||
+  (typeof input === "string" && input.trim().startsWith("-"))
+
+/** A finite duration in `[min, max]`, from any `Duration.DurationInput`; a negative one is refused, not read as zero. */
 export const duration = (min: Duration.Duration, max: Duration.Duration) =>
   Schema.transformOrFail(Schema.Unknown, Schema.DurationFromSelf, {
     strict: true,
     decode: (input, _, ast) => {
-      const decoded = typeof input === "number" && !(input >= 0) ? Option.none() : Duration.decodeUnknown(input)
+      const decoded = isNegative(input) ? Option.none() : Duration.decodeUnknown(input)
       return Option.isSome(decoded) && Duration.isFinite(decoded.value) &&
           Duration.between(decoded.value, { minimum: min, maximum: max })
         ? ParseResult.succeed(decoded.value)

@@ -31,9 +31,13 @@ export interface Ticket {
   readonly inFlight: number
 }
 
-/** Calm answers before the tolerated level is first tried again; doubled by each cut, up to `maxCalm`. */
+/**
+ * Calm answers before the tolerated level is first tried again; doubled by each cut, up to
+ * `maxCalm`: a server that stays at its limit is probed ever more rarely, as each probe costs every
+ * request of the client the pause of a 429.
+ */
 const firstCalm = 8
-const maxCalm = 1024
+const maxCalm = 4096
 
 export const initial = (max: number): Limit => ({
   allowed: max,

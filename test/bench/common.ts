@@ -6,6 +6,7 @@ import { fork } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
+import type { EmulatorConfig } from "./emulator.js"
 import type { ServerConfig, ServerReady } from "./server.js"
 import type { WorkerRun, WorkerSpec } from "./worker.js"
 
@@ -57,10 +58,10 @@ export interface Server {
   readonly stop: () => void
 }
 
-/** Starts the benchmark server in a process of its own; resolves once it listens. */
-export const startServer = (config: ServerConfig): Promise<Server> =>
+/** Starts a server program (the benchmark server by default) in a process of its own; resolves once it listens. */
+export const startServer = (config: ServerConfig | EmulatorConfig, program = "./server.js"): Promise<Server> =>
   new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(new URL("./server.js", import.meta.url)), [JSON.stringify(config)], {
+    const child = fork(fileURLToPath(new URL(program, import.meta.url)), [JSON.stringify(config)], {
       // none of the client's flags (heap limit, profiler) apply to the server
       execArgv: [],
       stdio: ["ignore", "inherit", "inherit", "ipc"]
