@@ -14,7 +14,7 @@ import type { InvalidInput, MicroappError } from "./MicroappError.js"
  * @category models
  */
 export interface Options {
-  /** Updates under way at once (each has at most one request in flight). Default 4. */
+  /** Updates under way at once (each has at most one request in flight). Default 4, at most 32. */
   readonly concurrency?: number | undefined
   /** After the first outcome that is not `Updated`, start no more updates; those under way finish. */
   readonly stopOnFailure?: boolean | undefined
@@ -25,7 +25,7 @@ export interface Options {
   readonly stop?: Effect.Effect<unknown> | undefined
   /** Resolve an update that may have been applied by reading the row back. Default true. */
   readonly readBack?: boolean | undefined
-  /** The most times one update is sent, resends after a read-back showed it was not applied included. Default 5. */
+  /** The most times one update is sent, resends after a read-back showed it was not applied included. Default 5, at most 20. */
   readonly maxSends?: number | undefined
 }
 

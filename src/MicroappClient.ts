@@ -21,7 +21,7 @@ import {
   SynchronizedRef
 } from "effect"
 import type * as BulkUpdate from "./BulkUpdate.js"
-import { bounds, count, duration, Timeout } from "./internal/bounds.js"
+import { bounds, durationIn, RequestTimeout, wholeNumberIn } from "./internal/bounds.js"
 import { makeUpdateRows } from "./internal/bulkUpdate.js"
 import { makeRowDecoder, type RowDecoder } from "./internal/decode.js"
 import { decodeEnvelope } from "./internal/decode.js"
@@ -42,13 +42,13 @@ import * as Scan from "./internal/scan.js"
  * @category models
  */
 export interface RetryOptions {
-  /** Attempts in all, the first included. Default 5. */
+  /** Attempts in all, the first included. Default 5, from 1 to 20. */
   readonly maxAttempts?: number
-  /** The first backoff delay, doubled at each retry, with jitter. Default 250 ms. */
+  /** The first backoff delay, doubled at each retry, with jitter. Default 250 ms, at most 1 minute. */
   readonly initialDelay?: Duration.DurationInput
-  /** The largest backoff delay. Default 10 s. */
+  /** The largest backoff delay. Default 10 s, at most 10 minutes. */
   readonly maxDelay?: Duration.DurationInput
-  /** No retry starts after this long since the first failure. Default 60 s. */
+  /** No retry starts after this long since the first failure. Default 60 s, at most 1 hour. */
   readonly maxElapsed?: Duration.DurationInput
   /** Replaces the backoff delays (attempt and time bounds still apply). */
   readonly schedule?: Schedule.Schedule<unknown, MicroappError>
@@ -254,7 +254,7 @@ export declare namespace MicroappClient {
    * @category models
    */
   export interface CollectOptions extends RowsOptions {
-    /** The most rows to hold in memory; a table with more fails with `TooManyRows`. */
+    /** The most rows to hold in memory, at most 10,000,000; a table with more fails with `TooManyRows`. */
     readonly max: number
   }
 
@@ -357,30 +357,30 @@ const zero = Duration.zero
 
 /** The client's own options, checked against their bounds (the schedule, a function, is not). */
 const TuningSchema = Schema.Struct({
-  timeout: Schema.optional(Timeout),
-  pageSize: Schema.optional(count(1, bounds.pageSize)),
-  maxResponseBytes: Schema.optional(count(bounds.minResponseBytes, bounds.maxResponseBytes)),
+  timeout: Schema.optional(RequestTimeout),
+  pageSize: Schema.optional(wholeNumberIn(1, bounds.pageSize)),
+  maxResponseBytes: Schema.optional(wholeNumberIn(bounds.minResponseBytes, bounds.maxResponseBytes)),
   // the struct first, so that a refusal names the field at fault
   retry: Schema.optional(Schema.Union(
     Schema.Struct({
-      maxAttempts: Schema.optional(count(1, bounds.maxAttempts)),
-      initialDelay: Schema.optional(duration(zero, bounds.initialDelay)),
-      maxDelay: Schema.optional(duration(zero, bounds.maxDelay)),
-      maxElapsed: Schema.optional(duration(zero, bounds.maxElapsed))
+      maxAttempts: Schema.optional(wholeNumberIn(1, bounds.maxAttempts)),
+      initialDelay: Schema.optional(durationIn(zero, bounds.initialDelay)),
+      maxDelay: Schema.optional(durationIn(zero, bounds.maxDelay)),
+      maxElapsed: Schema.optional(durationIn(zero, bounds.maxElapsed))
     }),
     Schema.Literal(false)
   )),
   rateLimit: Schema.optional(Schema.Struct({
-    requestsPerSecond: Schema.optional(count(1, bounds.requestsPerSecond)),
-    maxInFlight: Schema.optional(count(1, bounds.maxInFlight)),
-    maxPause: Schema.optional(duration(zero, bounds.maxPause))
+    requestsPerSecond: Schema.optional(wholeNumberIn(1, bounds.requestsPerSecond)),
+    maxInFlight: Schema.optional(wholeNumberIn(1, bounds.maxInFlight)),
+    maxPause: Schema.optional(durationIn(zero, bounds.maxPause))
   }))
 })
 
 const validateTuning = Query.validate(TuningSchema, { path: "" }, "tuning")
 
-const PageSize = count(1, bounds.pageSize)
-const Concurrency = count(1, bounds.concurrency)
+const PageSize = wholeNumberIn(1, bounds.pageSize)
+const Concurrency = wholeNumberIn(1, bounds.concurrency)
 
 const RowsOptionsSchema = Schema.Struct({
   ...Query.Selection.fields,
@@ -388,12 +388,12 @@ const RowsOptionsSchema = Schema.Struct({
   concurrency: Schema.optional(Schema.Union(Concurrency, Schema.Literal("auto"))),
   maxConcurrency: Schema.optional(Concurrency),
   dedupe: Schema.optional(Schema.Literal("exact", "recent")),
-  prefetch: Schema.optional(count(1, bounds.prefetch)),
-  overlap: Schema.optional(count(0, bounds.overlap)),
+  prefetch: Schema.optional(wholeNumberIn(1, bounds.prefetch)),
+  overlap: Schema.optional(wholeNumberIn(0, bounds.overlap)),
   onInconsistent: Schema.optional(Schema.Literal("fail", "continue"))
 })
 
-const CollectMax = Schema.Struct({ max: count(0, bounds.collectMax) })
+const CollectMax = Schema.Struct({ max: wholeNumberIn(0, bounds.collectMax) })
 
 type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
 

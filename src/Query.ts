@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import { Effect, ParseResult, Schema } from "effect"
-import { bounds, count } from "./internal/bounds.js"
+import { bounds, wholeNumberIn } from "./internal/bounds.js"
 import { InvalidInput } from "./MicroappError.js"
 
 /**
@@ -110,7 +110,7 @@ export const QueryOptions = Schema.Struct({
   ...Selection.fields,
   skip: Schema.optional(Skip),
   /** One page: at most 10,000 rows. */
-  limit: Schema.optional(count(1, bounds.pageSize))
+  limit: Schema.optional(wholeNumberIn(1, bounds.pageSize))
 })
 
 /**

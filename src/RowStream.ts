@@ -29,18 +29,19 @@ import type { MicroappError } from "./MicroappError.js"
  * @category models
  */
 export interface ScanOptions {
-  /** New rows asked for per request. Default 1000. */
+  /** New rows asked for per request. Default 1000, at most 10,000. */
   readonly pageSize?: number | undefined
   /**
    * Windows in flight at once, once the server's page size is known: a number, or `"auto"` (the
    * default): start at one, add windows while rows per second improve, back off on pushback.
+   * At most 32.
    */
   readonly concurrency?: number | "auto" | undefined
-  /** The most windows `"auto"` puts in flight (never more than the client's `maxInFlight`). Default 8. */
+  /** The most windows `"auto"` puts in flight (never more than the client's `maxInFlight`). Default 8, at most 32. */
   readonly maxConcurrency?: number | undefined
-  /** Pages fetched ahead of the consumer. Default 1. */
+  /** Pages fetched ahead of the consumer. Default 1, at most 16. */
   readonly prefetch?: number | undefined
-  /** Rows re-read before each window to detect shifts; up to this many deletes cause no gap. Default 10. */
+  /** Rows re-read before each window to detect shifts; up to this many deletes cause no gap. Default 10, at most 1,000. */
   readonly overlap?: number | undefined
   /**
    * When the scan cannot prove it saw every row (no anchor found, or a server that returns a

@@ -15,24 +15,24 @@ describe("the client-wide limit of requests in flight: its decisions", () => {
   })
 
   it("a 429 halves what was in flight, and takes one less as the most the server tolerates", () => {
-    const cut = InFlight.refused(InFlight.initial(64), { epoch: 0, inFlight: 20 })
+    const cut = InFlight.afterRefusal(InFlight.initial(64), { epoch: 0, inFlight: 20 })
     expect(cut).toMatchObject({ allowed: 10, tolerated: 19, epoch: 1 })
     // never below one request
-    expect(InFlight.refused(InFlight.initial(64), { epoch: 0, inFlight: 1 })).toMatchObject({ allowed: 1, tolerated: 1 })
+    expect(InFlight.afterRefusal(InFlight.initial(64), { epoch: 0, inFlight: 1 })).toMatchObject({ allowed: 1, tolerated: 1 })
   })
 
   it("one cut per burst: the other 429s of requests sent before the cut change nothing", () => {
-    const cut = InFlight.refused(InFlight.initial(64), { epoch: 0, inFlight: 20 })
-    expect(InFlight.refused(cut, { epoch: 0, inFlight: 19 })).toBe(cut)
-    expect(InFlight.refused(cut, { epoch: 1, inFlight: 10 })).toMatchObject({ allowed: 5, tolerated: 9, epoch: 2 })
+    const cut = InFlight.afterRefusal(InFlight.initial(64), { epoch: 0, inFlight: 20 })
+    expect(InFlight.afterRefusal(cut, { epoch: 0, inFlight: 19 })).toBe(cut)
+    expect(InFlight.afterRefusal(cut, { epoch: 1, inFlight: 10 })).toMatchObject({ allowed: 5, tolerated: 9, epoch: 2 })
   })
 
   it("grows by one per limit's worth of answers at the limit, up to what the server tolerates", () => {
-    let limit = InFlight.refused(InFlight.initial(64), { epoch: 0, inFlight: 8 })
+    let limit = InFlight.afterRefusal(InFlight.initial(64), { epoch: 0, inFlight: 8 })
     expect(limit).toMatchObject({ allowed: 4, tolerated: 7 })
     const steps: Array<number> = []
     for (let i = 0; i < 30; i++) {
-      limit = InFlight.answered(limit, at(limit, limit.allowed))
+      limit = InFlight.afterAnswer(limit, at(limit, limit.allowed))
       steps.push(limit.allowed)
     }
     // 4 answers at 4, 5 at 5, 6 at 6, then it stays at 7
@@ -40,9 +40,9 @@ describe("the client-wide limit of requests in flight: its decisions", () => {
   })
 
   it("answers below the limit, or to requests sent before the last cut, say nothing about more", () => {
-    const limit = InFlight.refused(InFlight.initial(64), { epoch: 0, inFlight: 8 })
-    expect(InFlight.answered(limit, { epoch: 1, inFlight: 3 })).toBe(limit)
-    expect(InFlight.answered(limit, { epoch: 0, inFlight: 8 })).toBe(limit)
+    const limit = InFlight.afterRefusal(InFlight.initial(64), { epoch: 0, inFlight: 8 })
+    expect(InFlight.afterAnswer(limit, { epoch: 1, inFlight: 3 })).toBe(limit)
+    expect(InFlight.afterAnswer(limit, { epoch: 0, inFlight: 8 })).toBe(limit)
   })
 
   it("tries one more than tolerated after calm answers there, and waits twice as long after each refusal", () => {
@@ -51,25 +51,25 @@ describe("the client-wide limit of requests in flight: its decisions", () => {
       let limit = from
       let answers = 0
       while (!done(limit) && answers < 10_000) {
-        limit = InFlight.answered(limit, at(limit, limit.allowed))
+        limit = InFlight.afterAnswer(limit, at(limit, limit.allowed))
         answers++
       }
       return { answers, limit }
     }
-    const first = InFlight.refused(InFlight.initial(64), { epoch: 0, inFlight: 6 })
+    const first = InFlight.afterRefusal(InFlight.initial(64), { epoch: 0, inFlight: 6 })
     expect(first).toMatchObject({ allowed: 3, tolerated: 5 })
     // 3 answers at 3 and 4 at 4 climb back to 5; 16 calm answers there, and 6 is tried
     const probe = answerUntil(first, (limit) => limit.tolerated === 6)
     expect(probe.answers).toBe(3 + 4 + 16)
     const atSix = answerUntil(probe.limit, (limit) => limit.allowed === 6).limit
-    const second = InFlight.refused(atSix, at(atSix, 6))
+    const second = InFlight.afterRefusal(atSix, at(atSix, 6))
     expect(second).toMatchObject({ allowed: 3, tolerated: 5 })
     expect(answerUntil(second, (limit) => limit.tolerated === 6).answers).toBe(3 + 4 + 32)
   })
 
   it("never above the cap (rateLimit.maxInFlight)", () => {
     let limit = InFlight.initial(3)
-    for (let i = 0; i < 100; i++) limit = InFlight.answered(limit, at(limit, 3))
+    for (let i = 0; i < 100; i++) limit = InFlight.afterAnswer(limit, at(limit, 3))
     expect(limit).toMatchObject({ allowed: 3, tolerated: 3 })
   })
 
@@ -81,9 +81,9 @@ describe("the client-wide limit of requests in flight: its decisions", () => {
       const ticket = at(limit, Math.min(limit.allowed, 20))
       if (ticket.inFlight > 5) {
         refusedAt.push(answer)
-        limit = InFlight.refused(limit, ticket)
+        limit = InFlight.afterRefusal(limit, ticket)
       } else {
-        limit = InFlight.answered(limit, ticket)
+        limit = InFlight.afterAnswer(limit, ticket)
       }
     }
     expect(limit.tolerated).toBe(5)

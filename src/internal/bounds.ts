@@ -35,7 +35,7 @@ export const bounds = {
 } as const
 
 /** A whole number in `[min, max]`. */
-export const count = (min: number, max: number) =>
+export const wholeNumberIn = (min: number, max: number) =>
   Schema.Number.pipe(
     Schema.filter((n) => Number.isSafeInteger(n) && n >= min && n <= max, {
       message: () => `must be a whole number from ${min} to ${max.toLocaleString("en-US")}`
@@ -52,7 +52,7 @@ const isNegative = (input: unknown): boolean =>
   (typeof input === "string" && input.trim().startsWith("-"))
 
 /** A finite duration in `[min, max]`, from any `Duration.DurationInput`; a negative one is refused, not read as zero. */
-export const duration = (min: Duration.Duration, max: Duration.Duration) =>
+export const durationIn = (min: Duration.Duration, max: Duration.Duration) =>
   Schema.transformOrFail(Schema.Unknown, Schema.DurationFromSelf, {
     strict: true,
     decode: (input, _, ast) => {
@@ -67,4 +67,4 @@ export const duration = (min: Duration.Duration, max: Duration.Duration) =>
 
 /** A request's timeout: above zero, at most `bounds.timeout`. */
 export const minTimeout = Duration.millis(1)
-export const Timeout = duration(minTimeout, bounds.timeout)
+export const RequestTimeout = durationIn(minTimeout, bounds.timeout)

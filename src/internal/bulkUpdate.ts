@@ -7,7 +7,7 @@ import { defaults, type Options, Outcome } from "../BulkUpdate.js"
 import type { MicroappClient } from "../MicroappClient.js"
 import type { InvalidInput, MicroappError } from "../MicroappError.js"
 import * as Query from "../Query.js"
-import { bounds, count } from "./bounds.js"
+import { bounds, wholeNumberIn } from "./bounds.js"
 import type { Endpoint } from "./endpoints.js"
 import { isRetryable } from "./errors.js"
 
@@ -24,10 +24,10 @@ export interface Calls {
 type Settings = { readonly [K in Exclude<keyof Options, "stop">]-?: NonNullable<Options[K]> }
 
 const OptionsSchema = Schema.Struct({
-  concurrency: Schema.optional(count(1, bounds.concurrency)),
+  concurrency: Schema.optional(wholeNumberIn(1, bounds.concurrency)),
   stopOnFailure: Schema.optional(Schema.Boolean),
   readBack: Schema.optional(Schema.Boolean),
-  maxSends: Schema.optional(count(1, bounds.maxSends))
+  maxSends: Schema.optional(wholeNumberIn(1, bounds.maxSends))
 })
 
 /** Deep equality of JSON values; object keys in any order. */

@@ -50,7 +50,7 @@ export const initial = (max: number): Limit => ({
 })
 
 /** A 429: the server refused the level the request was sent at. One cut per burst. */
-export const refused = (limit: Limit, ticket: Ticket): Limit =>
+export const afterRefusal = (limit: Limit, ticket: Ticket): Limit =>
   ticket.epoch !== limit.epoch ? limit : {
     ...limit,
     allowed: Math.max(1, Math.floor(Math.min(limit.allowed, ticket.inFlight) / 2)),
@@ -62,7 +62,7 @@ export const refused = (limit: Limit, ticket: Ticket): Limit =>
   }
 
 /** Any answer but a 429. Only one sent at the limit, since the last cut, says the server took that much. */
-export const answered = (limit: Limit, ticket: Ticket): Limit => {
+export const afterAnswer = (limit: Limit, ticket: Ticket): Limit => {
   if (ticket.epoch !== limit.epoch || ticket.inFlight < limit.allowed) return limit
   if (limit.allowed < limit.tolerated) {
     return limit.growth + 1 >= limit.allowed
@@ -101,7 +101,7 @@ export const make = (max: number): Effect.Effect<InFlight> =>
       observe: (ticket, wasRefused) =>
         Effect.suspend(() => {
           const previous = limit
-          limit = wasRefused ? refused(previous, ticket) : answered(previous, ticket)
+          limit = wasRefused ? afterRefusal(previous, ticket) : afterAnswer(previous, ticket)
           if (limit.allowed === previous.allowed) return Effect.void
           const resize = semaphore.resize(limit.allowed)
           return limit.epoch === previous.epoch ? resize : Effect.zipRight(

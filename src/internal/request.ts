@@ -69,7 +69,7 @@ const withoutRedirects = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effec
       redirect: "manual"
     }))
 
-const decodeTimeout = Schema.decodeUnknownEither(Bounds.Timeout)
+const decodeTimeout = Schema.decodeUnknownEither(Bounds.RequestTimeout)
 
 /** Builds the sender over the caller's HttpClient. */
 export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOptions) => {
