@@ -6,6 +6,7 @@ import { describe, expect, it } from "@effect/vitest"
 import {
   ConfigError,
   ConfigProvider,
+  Duration,
   Effect,
   Fiber,
   HashMap,
@@ -369,38 +370,45 @@ describe("base URLs that would garble every request are refused", () => {
 describe("Retry-After with sense: a client-wide pause lasts at most rateLimit.maxPause", () => {
   const requestCount = Effect.flatMap(MicroappServer, (server) => Effect.map(server.requests, (log) => log.length))
 
-  it.effect("a 429 asking for 31,700 years fails its call with the server's figure; later calls go out once 60 s have passed", () =>
-    Effect.gen(function*() {
-      const server = yield* MicroappServer
-      const client = yield* MicroappClient
-      yield* server.injectFault("http429", { retryAfterSeconds: 1_000_000_000_000 })
-      const first = yield* Effect.flip(client.query({ microAppID: projectsMicroAppID, limit: 1 }))
-      expect(first).toMatchObject({ _tag: "RateLimited", status: 429, retryAfterMillis: 1e15, attempts: 1 })
-      const later = yield* Effect.fork(client.query({ microAppID: projectsMicroAppID, limit: 2 }))
-      yield* TestClock.adjust("59 seconds")
-      yield* pause(100)
-      expect(yield* requestCount).toBe(1)
-      yield* TestClock.adjust("1 second")
-      expect(yield* Fiber.join(later)).toHaveLength(2)
-      expect(yield* requestCount).toBe(2)
-    }).pipe(Effect.provide(withEmulator({ demoRows: 5 }, {}))))
-
-  it.effect("a shorter maxPause caps the pause, and fails the call that was asked for longer", () =>
-    Effect.gen(function*() {
-      const server = yield* MicroappServer
-      const client = yield* MicroappClient
-      yield* server.injectFault("http503", { retryAfterSeconds: 30 })
+  const cases = [
+    {
+      name: "a 429 asking for 31,700 years fails its call with the server's figure; later calls go out once 60 s (the default) have passed",
+      fault: "http429",
+      retryAfterSeconds: 1_000_000_000_000,
+      error: { _tag: "RateLimited", status: 429, retryAfterMillis: 1e15 },
+      tuning: {},
+      pauseSeconds: 60
+    },
+    {
       // 30 s is within the call's budget of 60 s, but longer than this client pauses
-      const first = yield* Effect.flip(client.query({ microAppID: projectsMicroAppID, limit: 1 }))
-      expect(first).toMatchObject({ _tag: "ServerError", status: 503, retryAfterMillis: 30_000, attempts: 1 })
-      const later = yield* Effect.fork(client.query({ microAppID: projectsMicroAppID, limit: 2 }))
-      yield* TestClock.adjust("4 seconds")
-      yield* pause(100)
-      expect(yield* requestCount).toBe(1)
-      yield* TestClock.adjust("1 second")
-      expect(yield* Fiber.join(later)).toHaveLength(2)
-      expect(yield* requestCount).toBe(2)
-    }).pipe(Effect.provide(withEmulator({ demoRows: 5 }, { rateLimit: { maxPause: "5 seconds" } }))))
+      name: "a shorter maxPause caps the pause, and fails the call that was asked for longer",
+      fault: "http503",
+      retryAfterSeconds: 30,
+      error: { _tag: "ServerError", status: 503, retryAfterMillis: 30_000 },
+      tuning: { rateLimit: { maxPause: "5 seconds" } },
+      pauseSeconds: 5
+    }
+  ] as const
+
+  for (const { error, fault, name, pauseSeconds, retryAfterSeconds, tuning } of cases) {
+    it.effect(name, () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const client = yield* MicroappClient
+        yield* server.injectFault(fault, { retryAfterSeconds })
+        expect(yield* Effect.flip(client.query({ microAppID: projectsMicroAppID, limit: 1 }))).toMatchObject({
+          ...error,
+          attempts: 1
+        })
+        const later = yield* Effect.fork(client.query({ microAppID: projectsMicroAppID, limit: 2 }))
+        yield* TestClock.adjust(Duration.seconds(pauseSeconds - 1))
+        yield* pause(100)
+        expect(yield* requestCount).toBe(1)
+        yield* TestClock.adjust("1 second")
+        expect(yield* Fiber.join(later)).toHaveLength(2)
+        expect(yield* requestCount).toBe(2)
+      }).pipe(Effect.provide(withEmulator({ demoRows: 5 }, tuning))))
+  }
 
   for (
     const [what, header, pauseMillis] of [
