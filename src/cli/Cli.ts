@@ -114,12 +114,13 @@ export const main = (argv: ReadonlyArray<string>): Effect.Effect<ExitCode, never
         ValidationError.isValidationError(error)
           ? Effect.as(stderrLine(usageLine(error)), ExitCode.usage)
           : Effect.as(reported(error), exitCodeOf(error))
-      ),
-      // a defect: one line, no stack trace
-      Effect.catchAllCause((cause) =>
-        Effect.as(stderrLine(`error: unexpected failure: ${describeDefect(cause)}`), ExitCode.failure)
-      ),
-      Effect.provide(Logger.replace(Logger.defaultLogger, stderrLogger(stdio.stderr))),
-      Logger.withMinimumLogLevel(LogLevel.Warning)
+      )
     )
-  })
+  }).pipe(
+    // a defect: one line, no stack trace
+    Effect.catchAllCause((cause) =>
+      Effect.as(stderrLine(`error: unexpected failure: ${describeDefect(cause)}`), ExitCode.failure)
+    ),
+    Effect.provide(Logger.replaceEffect(Logger.defaultLogger, Effect.map(Stdio, (stdio) => stderrLogger(stdio.stderr)))),
+    Logger.withMinimumLogLevel(LogLevel.Warning)
+  )

@@ -6,8 +6,7 @@
  * @since 0.1.0
  */
 import { Context, Deferred, Effect, Logger, Scope, Stream } from "effect"
-import type { CommandFailed, ReaderClosed } from "./exitCodes.js"
-import { Interrupted, UsageError } from "./exitCodes.js"
+import { type CommandFailed, Interrupted, type ReaderClosed, UsageError } from "./exitCodes.js"
 
 /**
  * Why a write failed: the destination failed, or its reader has gone.
