@@ -3,6 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Fiber, Layer, List, Logger, LogLevel, Redacted, Stream, TestClock, TestServices } from "effect"
 import { MicroappClient } from "../src/index.js"
 import { demoCredentials, type FaultKind, MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
+import { makeRateGate } from "../src/internal/retry.js"
 import { loginLayer, numbersTable, withEmulator } from "./support.js"
 
 const numbers = "000000000000000000000n02"
@@ -488,4 +489,24 @@ describe("layerLogin", () => {
         "/api/microappdata"
       ])
     }).pipe(Effect.provide(withEmulator({ demoRows: 5 }))))
+})
+
+describe("the rate gate", () => {
+  it.effect("opens no earlier than its time, and waits on the clock until then, when that time falls between two nanoseconds", () =>
+    Effect.gen(function*() {
+      const gate = yield* makeRateGate
+      yield* TestClock.setTime(1000)
+      yield* gate.holdFor(500.0005)
+      // 500.0005 ms before 1500.0005, rounded to whole nanoseconds, ends a hair before it
+      yield* TestClock.setTime(1000.002)
+      const passed = yield* Effect.fork(gate.pass(Infinity))
+      for (let wakes = 0; (yield* Effect.yieldNow(), passed.unsafePoll() === null); wakes++) {
+        const now = yield* TestClock.currentTimeMillis
+        const pending = Chunk.filter(yield* TestClock.sleeps(), (at) => at > now)
+        expect(Chunk.isNonEmpty(pending) && wakes < 3).toBe(true)
+        yield* TestClock.setTime(Math.min(...pending))
+      }
+      yield* Fiber.join(passed)
+      expect(yield* TestClock.currentTimeMillis).toBeGreaterThanOrEqual(1500.0005)
+    }))
 })
