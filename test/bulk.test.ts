@@ -8,7 +8,7 @@ import { readsBack } from "../src/internal/bulkUpdate.js"
 import { BulkUpdate, InvalidInput, Microapp, MicroappClient } from "../src/index.js"
 import { type FaultKind, MicroappServer, Projects, type RequestRecord } from "../src/testing/index.js"
 import { applyUpdate } from "../src/testing/Table.js"
-import { taskFields, taskID, tasksMicroAppID, tasksTable, withEmulator } from "./support.js"
+import { onTestClock, taskFields, taskID, tasksMicroAppID, tasksTable, withEmulator } from "./support.js"
 
 const updatePath = "/api/updatemicroapprow"
 const rowPath = "/api/microappdata/row"
@@ -59,13 +59,13 @@ export const typeChecks = Effect.gen(function*() {
 })
 
 describe("updateRows: outcomes", () => {
-  it.live("updated: one request each; outcomes in input order with their index, whatever order answers come in", () =>
+  it.effect("updated: one request each; outcomes in input order with their index, whatever order answers come in", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
       // answers come back in a scrambled order
       yield* server.onRequest(() => Effect.flatMap(Random.nextIntBetween(0, 30), (ms) => Effect.sleep(ms)))
       const updates = Array.from({ length: 40 }, (_, i) => retitle(i))
-      const outcomes = yield* runUpdates(updates)
+      const outcomes = yield* onTestClock(runUpdates(updates))
       expect(outcomes).toEqual(updates.map((update, index) =>
         BulkUpdate.Outcome.Updated({ index, rowID: update.rowID, sends: 1, verifiedByReadBack: false })
       ))
@@ -108,11 +108,11 @@ describe("updateRows: outcomes", () => {
       expect(yield* requestLog).toEqual([`update ${taskID(0)}`, `update ${taskID(0)}`])
     }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(3)] }, fast))))
 
-  it.live("every request goes through the client's own limits: rateLimit.maxInFlight 1 holds 4 updates to one request", () =>
+  it.effect("every request goes through the client's own limits: rateLimit.maxInFlight 1 holds 4 updates to one request", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
       yield* server.configure({ latency: "10 millis" })
-      const outcomes = yield* runUpdates(Array.from({ length: 12 }, (_, i) => retitle(i)), { concurrency: 4 })
+      const outcomes = yield* onTestClock(runUpdates(Array.from({ length: 12 }, (_, i) => retitle(i)), { concurrency: 4 }))
       expect(outcomes.every((outcome) => outcome._tag === "Updated")).toBe(true)
       expect((yield* server.requests).map((record) => record.inFlight)).toEqual(outcomes.map(() => 1))
     }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(12)] }, { retry: false, rateLimit: { maxInFlight: 1 } }))))
@@ -228,11 +228,11 @@ describe("updateRows: ambiguous failures are read back", () => {
 
   const beforeApplying: ReadonlyArray<FaultKind> = ["http500", "http503Html", "http408", "drop", "hang"]
   for (const kind of beforeApplying) {
-    it.live(`${kind}: not applied, as the read-back shows, so sent again, once`, () =>
+    it.effect(`${kind}: not applied, as the read-back shows, so sent again, once`, () =>
       Effect.gen(function*() {
         const server = yield* MicroappServer
         yield* server.injectFault(kind, { path: updatePath })
-        const [outcome] = yield* runUpdates([retitle(0)])
+        const [outcome] = yield* onTestClock(runUpdates([retitle(0)]))
         expect(outcome).toEqual(
           BulkUpdate.Outcome.Updated({ index: 0, rowID: taskID(0), sends: 2, verifiedByReadBack: false })
         )
@@ -273,7 +273,7 @@ describe("updateRows: ambiguous failures are read back", () => {
       expect(yield* appliedTo(taskID(0))).toBe(2)
     }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(2)] }, { retry: false }))))
 
-  it.live.prop(
+  it.effect.prop(
     "under 20% applied-then-failed updates and 10% transient faults, every row is updated exactly once",
     [FastCheck.integer({ min: 1, max: 2 ** 30 })],
     ([seed]) =>
@@ -295,7 +295,7 @@ describe("updateRows: ambiguous failures are read back", () => {
           rowID: taskID(i),
           rowData: { Title: `task ${i} v2`, Count: i * 10, Tags: ["bulk", i] }
         }))
-        const outcomes = yield* runUpdates(updates)
+        const outcomes = yield* onTestClock(runUpdates(updates))
         const log = yield* server.requests
         yield* server.configure({ faults: undefined })
 
@@ -329,23 +329,23 @@ describe("updateRows: ambiguous failures are read back", () => {
         expect(outcomes.filter((outcome) => outcome._tag === "Updated" && outcome.verifiedByReadBack).length)
           .toBeGreaterThan(count / 10)
       }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(150)] }, fast))),
-    { timeout: 60_000, fastCheck: { numRuns: 3 } }
+    { fastCheck: { numRuns: 3 } }
   )
 })
 
 describe("updateRows: concurrency and order", () => {
   for (const concurrency of [undefined, 2, 7]) {
-    it.live(`requests in flight never above the setting (${concurrency ?? "default 4"}), read-backs included`, () =>
+    it.effect(`requests in flight never above the setting (${concurrency ?? "default 4"}), read-backs included`, () =>
       Effect.gen(function*() {
         const server = yield* MicroappServer
         yield* server.configure({
           latency: "15 millis",
           faults: { seed: 3, rate: 0.3, kinds: ["http500AfterApply", "http500"], paths: [updatePath] }
         })
-        const outcomes = yield* runUpdates(
+        const outcomes = yield* onTestClock(runUpdates(
           Array.from({ length: 40 }, (_, i) => retitle(i)),
           concurrency === undefined ? {} : { concurrency }
-        )
+        ))
         expect(outcomes.every((outcome) => outcome._tag === "Updated")).toBe(true)
         const log = yield* server.requests
         expect(log.some((record) => record.path === rowPath)).toBe(true)
@@ -353,12 +353,12 @@ describe("updateRows: concurrency and order", () => {
       }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(40)] }, { retry: false }))))
   }
 
-  it.live("updates of one row are applied in input order, even with several in flight", () =>
+  it.effect("updates of one row are applied in input order, even with several in flight", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
       yield* server.onRequest(() => Effect.flatMap(Random.nextIntBetween(0, 20), (ms) => Effect.sleep(ms)))
       const updates = Array.from({ length: 24 }, (_, i) => retitle(i % 3, `step ${i}`))
-      const outcomes = yield* runUpdates(updates, { concurrency: 6 })
+      const outcomes = yield* onTestClock(runUpdates(updates, { concurrency: 6 }))
       expect(outcomes.every((outcome) => outcome._tag === "Updated")).toBe(true)
       const log = yield* server.requests
       for (const row of [0, 1, 2]) {
@@ -382,12 +382,12 @@ describe("updateRows: concurrency and order", () => {
       expect(all.map((outcome) => outcome._tag)).toEqual([...Array(3).fill("Updated"), "Refused", ...Array(6).fill("Updated")])
     }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(10, [3])] }))))
 
-  it.live("stopOnFailure with several in flight: those under way finish and are reported; the outcomes are a prefix", () =>
+  it.effect("stopOnFailure with several in flight: those under way finish and are reported; the outcomes are a prefix", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
       yield* server.configure({ latency: "10 millis" })
       const updates = Array.from({ length: 30 }, (_, i) => retitle(i))
-      const outcomes = yield* runUpdates(updates, { concurrency: 3, stopOnFailure: true })
+      const outcomes = yield* onTestClock(runUpdates(updates, { concurrency: 3, stopOnFailure: true }))
       expect(outcomes.map((outcome) => outcome.index)).toEqual(outcomes.map((_, i) => i))
       expect(outcomes[3]?._tag).toBe("Refused")
       expect(outcomes.length).toBeLessThan(10)
@@ -398,7 +398,7 @@ describe("updateRows: concurrency and order", () => {
       expect(yield* requestLog).toHaveLength(outcomes.length)
     }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(30, [3])] }))))
 
-  it.live("stop: once it completes, no more updates start, those under way are reported, a pending read is dropped", () =>
+  it.effect("stop: once it completes, no more updates start, those under way are reported, a pending read is dropped", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const client = yield* MicroappClient
@@ -407,7 +407,9 @@ describe("updateRows: concurrency and order", () => {
       yield* server.onRequest((record) => record.seq === 0 ? Deferred.succeed(stop, undefined) : Effect.void)
       // an input that never ends, as stdin may not
       const updates = Stream.concat(Stream.fromIterable(Array.from({ length: 10 }, (_, i) => retitle(i))), Stream.never)
-      const outcomes = yield* Stream.runCollect(client.updateRows(updates, { concurrency: 2, stop: Deferred.await(stop) }))
+      const outcomes = yield* onTestClock(
+        Stream.runCollect(client.updateRows(updates, { concurrency: 2, stop: Deferred.await(stop) }))
+      )
       expect(Chunk.toReadonlyArray(outcomes).map((outcome) => [outcome._tag, outcome.index])).toEqual([
         ["Updated", 0],
         ["Updated", 1]

@@ -1,168 +1,48 @@
 /**
- * The `microapp` command line, run as a child process (the built `dist/cli/bin.js`) against the
- * emulator served in this process.
+ * The `microapp` command line run in this process, against the emulator served in this process:
+ * its output, exit codes and signals through the services of `test/cliSupport.ts`. What only a
+ * real process shows is in `cli.process.test.ts`.
  */
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Duration, Effect, Option, Schedule, Schema } from "effect"
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
+import { Duration, Effect, Option, Schema } from "effect"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
-import { beforeAll } from "vitest"
-import { shellQuote } from "../src/cli/shell.js"
 import { MicroappServer, projectsMicroAppID, type TableDefinition } from "../src/testing/index.js"
+import {
+  cli,
+  countUpdates,
+  cutShort,
+  envOf,
+  eventually,
+  expectFailure,
+  expectOneRowEarly,
+  expectServing,
+  expectStoppedBySigint,
+  expectUpdatesCutShort,
+  flags,
+  idsOf,
+  openStdin,
+  openUpdateArgs,
+  outcomesOf,
+  parseCsv,
+  pipedPageSize,
+  pipedRows,
+  pipedScan,
+  pipedUpdate,
+  pipedUpdates,
+  root,
+  slowScanToFile,
+  startCli,
+  temporaryDirectory,
+  untilRequests,
+  updatePath
+} from "./cliSupport.js"
 import { taskID, tasksMicroAppID, tasksTable } from "./support.js"
-
-const root = fileURLToPath(new URL("..", import.meta.url))
-const bin = path.join(root, "dist", "cli", "bin.js")
-
-// test/globalSetup.ts builds dist/ once before the suites, so a clean clone needs no prior build
-beforeAll(() => {
-  if (!fs.existsSync(bin)) throw new Error(`${bin} is missing: the global setup should have built it`)
-})
-
-interface Run {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-interface RunOptions {
-  readonly env?: Readonly<Record<string, string>>
-  readonly stdin?: string
-}
-
-/** The environment of the child, without the developer's own MICROAPP_* variables. */
-const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("MICROAPP_")))
-
-const start = (args: ReadonlyArray<string>, options: RunOptions = {}): ChildProcessWithoutNullStreams =>
-  spawn(process.execPath, [bin, ...args], { env: { ...cleanEnv, ...options.env }, stdio: "pipe" })
-
-/** Runs a child process to its end, `stdin` its whole input. */
-const runToEnd = (spawnChild: () => ChildProcessWithoutNullStreams, stdin = "") =>
-  Effect.async<Run>((resume) => {
-    const child = spawnChild()
-    let stdout = ""
-    let stderr = ""
-    child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text))
-    child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text))
-    child.on("error", (error) => resume(Effect.die(error)))
-    child.on("close", (code) => resume(Effect.succeed({ code, stdout, stderr })))
-    child.stdin.end(stdin)
-    return Effect.sync(() => child.kill("SIGKILL"))
-  })
-
-/** Runs the CLI to its end. */
-const cli = (args: ReadonlyArray<string>, options: RunOptions = {}) => runToEnd(() => start(args, options), options.stdin)
-
-/** Runs a bash command line to its end. */
-const shell = (command: string, env: Readonly<Record<string, string>>) =>
-  runToEnd(() => spawn("bash", ["-c", command], { env: { ...cleanEnv, ...env }, stdio: "pipe" }))
-
-/** The CLI as words of a shell command line. */
-const cliWords = (args: ReadonlyArray<string>): string => [process.execPath, bin, ...args].map(shellQuote).join(" ")
-
-/**
- * The CLI piped into `reader` through a real shell pipe: `stdout` is what the reader printed,
- * `stderr` the CLI's, and `code` the CLI's exit status, not the reader's.
- */
-const cliInto = (reader: string, args: ReadonlyArray<string>, env: Readonly<Record<string, string>>) =>
-  shell(`${cliWords(args)} | ${reader}; exit "\${PIPESTATUS[0]}"`, env)
-
-/** Waits for a child to end. */
-const exitOf = (child: ChildProcessWithoutNullStreams) =>
-  Effect.async<number | null>((resume) => {
-    if (child.exitCode !== null) return resume(Effect.succeed(child.exitCode))
-    child.on("close", (code) => resume(Effect.succeed(code)))
-  })
-
-const flags = (server: MicroappServer.Service, token = server.credentials.authToken) => [
-  "--base-url",
-  server.baseUrl,
-  "--token",
-  token,
-  "--user-id",
-  server.credentials.userId
-]
-
-const envOf = (server: MicroappServer.Service) => ({
-  MICROAPP_BASE_URL: server.baseUrl,
-  MICROAPP_AUTH_TOKEN: server.credentials.authToken,
-  MICROAPP_USER_ID: server.credentials.userId
-})
-
-/** A failure: the exit code, one `error:` line on stderr, and no token anywhere. */
-const expectFailure = (run: Run, code: number, tokens: ReadonlyArray<string>) => {
-  expect(run.code, run.stderr).toBe(code)
-  expect(run.stderr).toMatch(/^error: [^\n]+\n$/)
-  for (const token of tokens) {
-    expect(run.stdout).not.toContain(token)
-    expect(run.stderr).not.toContain(token)
-  }
-}
-
-const temporaryDirectory = Effect.acquireRelease(
-  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "microapp-cli-test-"))),
-  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-)
-
-/** A strict RFC 4180 parser: CRLF between records, quotes only around whole fields. */
-const parseCsv = (text: string): Array<Array<string>> => {
-  const records: Array<Array<string>> = []
-  let record: Array<string> = []
-  let field = ""
-  let quoted = false
-  let i = 0
-  while (i < text.length) {
-    const c = text[i]
-    if (quoted) {
-      if (c === "\"" && text[i + 1] === "\"") {
-        field += "\""
-        i += 2
-      } else if (c === "\"") {
-        quoted = false
-        i++
-        if (![",", "\r", undefined].includes(text[i])) throw new Error(`text after a closing quote at ${i}`)
-      } else {
-        field += c
-        i++
-      }
-    } else if (c === "\"") {
-      if (field !== "") throw new Error(`a quote inside an unquoted field at ${i}`)
-      quoted = true
-      i++
-    } else if (c === ",") {
-      record.push(field)
-      field = ""
-      i++
-    } else if (c === "\r" && text[i + 1] === "\n") {
-      record.push(field)
-      records.push(record)
-      record = []
-      field = ""
-      i += 2
-    } else if (c === "\r" || c === "\n") {
-      throw new Error(`a bare line break outside quotes at ${i}`)
-    } else {
-      field += c
-      i++
-    }
-  }
-  if (quoted) throw new Error("an unterminated quoted field")
-  if (field !== "" || record.length > 0) throw new Error("the last record has no CRLF")
-  return records
-}
 
 const cell = (value: unknown): string =>
   value === undefined || value === null ? "" : typeof value === "object" ? JSON.stringify(value) : String(value)
 
 const json = (text: string): unknown => JSON.parse(text)
-
-const decodeIdLine = Schema.decodeUnknownSync(Schema.parseJson(Schema.Struct({ _id: Schema.String })))
-
-/** The `_id`s of NDJSON output, checking that every line is a whole row. */
-const idsOf = (ndjson: string): Array<string> => ndjson.trimEnd().split("\n").map((line) => decodeIdLine(line)._id)
 
 const ndjsonRows = (ndjson: string): Array<unknown> => ndjson.trimEnd().split("\n").map(json)
 
@@ -171,12 +51,10 @@ const packageVersion = (): string =>
     fs.readFileSync(path.join(root, "package.json"), "utf8")
   ).version
 
-const PlainAnswer = Schema.Struct({
-  status: Schema.Literal("success"),
-  body: Schema.Struct({ microAppRows: Schema.Array(Schema.Unknown) })
-})
+/** The progress line's erasure, before each redraw and at the end. */
+const clearLine = "\r\u001b[2K"
 
-describe.concurrent("microapp (the built bin)", () => {
+describe("microapp (in process)", () => {
   layer(MicroappServer.layer({ demoRows: 130 }), { excludeTestServices: true })("reading", (it) => {
     it.effect("rows: NDJSON by default, every row in natural order, whole lines, a summary on stderr", () =>
       Effect.gen(function*() {
@@ -234,6 +112,22 @@ describe.concurrent("microapp (the built bin)", () => {
         expect(idsOf(run.stdout)).toEqual(expected.map((row) => row._id))
       }))
 
+    it.effect("rows on a terminal: a progress line on stderr, redrawn and erased, unless the rows share the terminal", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const args = ["rows", projectsMicroAppID, "--page-size", "10", "--concurrency", "1", ...flags(server)]
+        const run = yield* cli(args, { terminal: { stderr: true } })
+        expect(run.code, run.stderr).toBe(0)
+        const drawn = run.stderr.split(clearLine)
+        expect(drawn[0]).toBe("")
+        expect(drawn.length).toBeGreaterThanOrEqual(3)
+        for (const line of drawn.slice(1, -1)) expect(line).toMatch(/^\d+ rows?, \d+ pages?, (\d+|-) rows\/s$/)
+        expect(drawn.at(-1)).toMatch(/^done: 130 rows, \d+ pages, [^\r\u001b]+\n$/)
+        const shared = yield* cli(args, { terminal: { stdout: true, stderr: true } })
+        expect(shared.code, shared.stderr).toBe(0)
+        expect(shared.stderr).toMatch(/^done: 130 rows, [^\r\u001b]+\n$/)
+      }))
+
     it.effect("row: pretty JSON with a 2-space indent", () =>
       Effect.gen(function*() {
         const server = yield* MicroappServer
@@ -272,15 +166,24 @@ describe.concurrent("microapp (the built bin)", () => {
         expect(fs.readdirSync(dir)).toEqual([])
       }).pipe(Effect.scoped))
 
-    it.effect("--version: the package's version", () =>
+    it.effect("--version: the package's version; --help: every command; no command: exit 2", () =>
       Effect.gen(function*() {
         const version = yield* cli(["--version"])
         expect(version.code).toBe(0)
         expect(version.stdout.trim()).toBe(packageVersion())
+        const help = yield* cli(["--help"])
+        expect(help.code).toBe(0)
+        expect(help.stderr).toBe("")
+        for (const command of ["rows", "row", "update", "login", "serve", "demo"]) {
+          expect(help.stdout).toMatch(new RegExp(`^  - ${command} `, "m"))
+        }
+        const none = yield* cli([])
+        expectFailure(none, 2, [])
+        expect(none.stderr).toBe("error: a command is required: rows, row, update, login, serve or demo (see --help)\n")
       }))
   })
 
-it.live("exit 2: a bad flag, a missing credential, invalid input, bad --data; no request sent", () =>
+  it.live("exit 2: a bad flag, a missing credential, invalid input, bad --data; no request sent", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const token = server.credentials.authToken
@@ -373,6 +276,9 @@ it.live("exit 2: a bad flag, a missing credential, invalid input, bad --data; no
       expect(table.find((row) => row._id === c)?.Name).toBe("From stdin, \"quoted\"")
     }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ demoRows: 5 }))))
 
+  /** The two lines `login` prints; the token in group 1, the user id in group 2. */
+  const exportLines = /^export MICROAPP_AUTH_TOKEN='([^']+)'\nexport MICROAPP_USER_ID='([^']+)'\n$/
+
   it.live("login --password-stdin: shell-quoted export lines whose token works; a wrong password is exit 3", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
@@ -382,7 +288,7 @@ it.live("exit 2: a bad flag, a missing credential, invalid input, bad --data; no
       })
       expect(run.code, run.stderr).toBe(0)
       expect(run.stderr).toBe("")
-      const match = /^export MICROAPP_AUTH_TOKEN='([^']+)'\nexport MICROAPP_USER_ID='([^']+)'\n$/.exec(run.stdout)
+      const match = exportLines.exec(run.stdout)
       expect(match?.[2]).toBe(server.credentials.userId)
       const token = String(match?.[1])
       const owner = yield* server.state.authenticate(token, server.credentials.userId)
@@ -393,6 +299,27 @@ it.live("exit 2: a bad flag, a missing credential, invalid input, bad --data; no
       })
       expectFailure(wrong, 3, ["not-the-password-7f3a", token, server.credentials.authToken])
       expect(wrong.stderr).toMatch(/\(Unauthorized, HTTP 401 POST \/api\/login\)\n$/)
+    }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 3 }))))
+
+  it.live("login: a hidden prompt on stderr when stdin is a terminal, never echoing the password; none without one", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const { email, password } = server.credentials
+      const args = ["login", "--email", email, "--base-url", server.baseUrl]
+      const run = yield* cli(args, { terminal: { stdin: true, stdout: true }, keys: [...password, "\r"] })
+      expect(run.code, run.stderr).toBe(0)
+      expect(run.stdout).toMatch(exportLines)
+      expect(run.stderr).toContain("Password")
+      expect(run.stderr).not.toContain(password)
+
+      const noTerminal = yield* cli(args)
+      expectFailure(noTerminal, 2, [])
+      expect(noTerminal.stderr).toContain("--password-stdin")
+      const quit = yield* cli(args, { terminal: { stdin: true }, keys: [] })
+      expect(quit).toMatchObject({ code: 130, stdout: "" })
+      expect(quit.stderr).toMatch(/error: interrupted by Ctrl-C\n$/)
+      // only the prompted login reached the server
+      expect((yield* server.requests).map((record) => record.path)).toEqual(["/api/login"])
     }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 3 }))))
 
   it.live("exit 5: the server keeps failing; --output leaves neither the file nor a temporary one", () =>
@@ -439,69 +366,32 @@ it.live("exit 2: a bad flag, a missing credential, invalid input, bad --data; no
   it.live("SIGINT during rows --output: exit 130, the temporary file removed", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      yield* server.configure({ latency: Duration.millis(100) })
-      const dir = yield* temporaryDirectory
-      const output = path.join(dir, "out.ndjson")
-      // one request at a time: 100 pages, 10 s, so that the signal finds the scan running
-      const child = start([
-        "rows",
-        projectsMicroAppID,
-        "--page-size",
-        "5",
-        "--concurrency",
-        "1",
-        "--output",
-        output,
-        ...flags(server)
-      ])
-      let stderr = ""
-      child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text))
-      child.stdin.end()
-      // the temporary file exists once the scan runs
-      yield* Effect.sync(() => fs.readdirSync(dir)).pipe(
-        Effect.filterOrFail((files) => files.length > 0),
-        Effect.retry(Schedule.spaced(Duration.millis(50)).pipe(Schedule.upTo(Duration.seconds(10))))
-      )
-      child.kill("SIGINT")
-      expect(yield* exitOf(child)).toBe(130)
-      expect(stderr).toBe("error: interrupted by SIGINT\n")
+      const { args, dir, running } = yield* slowScanToFile
+      const started = yield* startCli(args)
+      yield* running
+      expect(yield* started.raise("SIGINT")).toBe(true)
+      expect(yield* started.exit).toBe(130)
+      expect(yield* started.stderr).toBe("error: interrupted by SIGINT\n")
       expect(fs.readdirSync(dir)).toEqual([])
+      expect((yield* server.requests).length).toBeLessThan(100)
     }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ demoRows: 500 }))))
 
-  /** The closing line of a scan cut short by its reader; its row count in group 1. */
-  const stoppedScan =
-    /^stopped \(standard output closed by its reader\): (\d+) rows, \d+ pages?, [\d.]+ s, 0 duplicates dropped, 0 realignments, up to \d+ requests? in flight\n$/
-
-  // 30 pages of about 100 kB each: more than a pipe holds, and a scan long enough to cut short
-  const pipedRows = 3000
-  const pipedPageSize = 100
   const pipedRowsLayer = MicroappServer.layer({ demoRows: pipedRows })
 
-  /** `rows --format FORMAT | head -1`, each request held 20 ms so that the whole scan takes a while. */
+  /** `rows --format FORMAT | head -1`. */
   const rowsIntoHead = (format: string) =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      yield* server.configure({ latency: Duration.millis(20) })
-      const args = ["rows", projectsMicroAppID, "--format", format, "--page-size", String(pipedPageSize), "--concurrency", "2"]
-      const run = yield* cliInto("head -1", args, envOf(server))
-      expect(run.code, run.stderr).toBe(141)
-      expect(run.stderr).toMatch(stoppedScan)
-      const rows = Number(stoppedScan.exec(run.stderr)?.[1])
-      return { run, rows, requests: (yield* server.requests).length, table: yield* server.table(projectsMicroAppID) }
+      return yield* cli(yield* pipedScan(format), { env: envOf(server), reader: "head -1" })
     })
 
   it.live("rows | head -1 (NDJSON): one whole row, the scan stopped early, exit 141 with only the summary", () =>
-    Effect.gen(function*() {
-      const { requests, rows, run, table } = yield* rowsIntoHead("ndjson")
-      expect(idsOf(run.stdout)).toEqual([table[0]?._id])
-      expect(rows).toBeGreaterThanOrEqual(pipedPageSize)
-      expect(rows).toBeLessThan(pipedRows / 2)
-      expect(requests).toBeLessThan(pipedRows / pipedPageSize / 2)
-    }).pipe(Effect.provide(pipedRowsLayer)))
+    Effect.flatMap(rowsIntoHead("ndjson"), expectOneRowEarly).pipe(Effect.provide(pipedRowsLayer)))
 
   it.live("rows --format json | head -1: the opening bracket, the scan stopped early, exit 141", () =>
     Effect.gen(function*() {
-      const { requests, rows, run } = yield* rowsIntoHead("json")
+      const run = yield* rowsIntoHead("json")
+      const { requests, rows } = yield* cutShort(run)
       expect(run.stdout).toBe("[\n")
       expect(rows).toBeLessThan(pipedRows / 2)
       expect(requests).toBeLessThan(pipedRows / pipedPageSize / 2)
@@ -509,7 +399,8 @@ it.live("exit 2: a bad flag, a missing credential, invalid input, bad --data; no
 
   it.live("rows --format csv | head -1: the header, written only after the whole table was read; exit 141", () =>
     Effect.gen(function*() {
-      const { requests, rows, run, table } = yield* rowsIntoHead("csv")
+      const run = yield* rowsIntoHead("csv")
+      const { requests, rows, table } = yield* cutShort(run)
       const [header, ...rest] = parseCsv(run.stdout)
       expect(rest).toEqual([])
       expect(header?.[0]).toBe("_id")
@@ -523,18 +414,15 @@ it.live("exit 2: a bad flag, a missing credential, invalid input, bad --data; no
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const [first] = yield* server.table(projectsMicroAppID)
-      // `true` reads nothing and is gone long before the CLI has started
-      const row = yield* cliInto("true", ["row", String(first?._id)], envOf(server))
+      const row = yield* cli(["row", String(first?._id)], { env: envOf(server), reader: "gone" })
       expect(row).toEqual({ code: 141, stdout: "", stderr: "" })
       const { email, password } = server.credentials
-      const login = yield* shell(
-        `printf '%s\\n' ${shellQuote(password)} | ` +
-          `${cliWords(["login", "--email", email, "--password-stdin", "--base-url", server.baseUrl])} | true; ` +
-          `exit "\${PIPESTATUS[1]}"`,
-        {}
-      )
+      const login = yield* cli(["login", "--email", email, "--password-stdin", "--base-url", server.baseUrl], {
+        stdin: `${password}\n`,
+        reader: "gone"
+      })
       expect(login).toEqual({ code: 141, stdout: "", stderr: "" })
-      const rows = yield* cliInto("true", ["rows", projectsMicroAppID, "--quiet"], envOf(server))
+      const rows = yield* cli(["rows", projectsMicroAppID, "--quiet"], { env: envOf(server), reader: "gone" })
       expect(rows).toEqual({ code: 141, stdout: "", stderr: "" })
     }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 30 }))))
 
@@ -550,54 +438,26 @@ it.live("exit 2: a bad flag, a missing credential, invalid input, bad --data; no
 
   it.live("serve: prints its URL first, answers requests, exits 0 on SIGINT", () =>
     Effect.gen(function*() {
-      const child = start(["serve", "--port", "0", "--rows", "30", "--default-limit", "10"])
-      child.stdin.end()
-      const firstLines = yield* Effect.async<string>((resume) => {
-        let text = ""
-        child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-          text += chunk
-          if (text.includes("Ctrl-C")) resume(Effect.succeed(text))
-        })
-      })
-      yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGKILL")))
-      const url = /^Microapp Data Service emulator listening on (http:\/\/127\.0\.0\.1:\d+)\n/.exec(firstLines)?.[1]
-      expect(url).toBeDefined()
-      expect(firstLines).toContain("demo-token-0001")
-      expect(firstLines).toContain(projectsMicroAppID)
-      const body = yield* Effect.promise(() =>
-        fetch(`${url}/api/microappdata`, {
-          method: "POST",
-          headers: { "content-type": "application/json", "x-auth-token": "demo-token-0001", "x-user-id": "demo-user" },
-          body: JSON.stringify({ microAppID: projectsMicroAppID })
-        }).then((response) => response.text())
-      )
-      expect(Schema.decodeUnknownSync(Schema.parseJson(PlainAnswer))(body).body.microAppRows).toHaveLength(10)
-      child.kill("SIGINT")
-      expect(yield* exitOf(child)).toBe(0)
+      const started = yield* startCli(["serve", "--port", "0", "--rows", "30", "--default-limit", "10"])
+      const url = yield* expectServing(yield* eventually(started.stdout, (text) => text.includes("Ctrl-C")))
+      expect(yield* started.raise("SIGINT")).toBe(true)
+      expect(yield* started.exit).toBe(0)
+      // closed: a request finds nobody listening
+      const refused = yield* Effect.promise(() => fetch(`${url}/api/microappdata`, { method: "POST" }).then(() => false, () => true))
+      expect(refused).toBe(true)
     }).pipe(Effect.scoped))
 
-  it.live("serve: a SIGTERM sent the moment its first output shows still ends it normally, exit 0", () =>
+  it.live("serve: a SIGTERM raised the moment its first output shows still ends it normally, exit 0", () =>
     Effect.gen(function*() {
-      const child = start(["serve", "--port", "0"])
-      child.stdin.end()
-      yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGKILL")))
-      child.stdout.once("data", () => child.kill("SIGTERM"))
-      expect(yield* exitOf(child)).toBe(0)
+      const started = yield* startCli(["serve", "--port", "0"])
+      yield* eventually(started.stdout, (text) => text !== "")
+      expect(yield* started.raise("SIGTERM")).toBe(true)
+      expect(yield* started.exit).toBe(0)
+      expect(yield* started.stderr).toBe("")
     }).pipe(Effect.scoped))
 })
 
-describe.concurrent("microapp update --from (the built bin)", () => {
-  const updatePath = "/api/updatemicroapprow"
-
-  const Outcome = Schema.Struct({
-    line: Schema.Number,
-    rowID: Schema.NullOr(Schema.String),
-    outcome: Schema.Literal("updated", "refused", "failed", "unknown", "invalid"),
-    error: Schema.optional(Schema.String)
-  })
-  const decodeOutcome = Schema.decodeUnknownSync(Schema.parseJson(Outcome), { onExcessProperty: "error" })
-  const outcomesOf = (ndjson: string) => ndjson === "" ? [] : ndjson.trimEnd().split("\n").map((line) => decodeOutcome(line))
-
+describe("microapp update --from (in process)", () => {
   const appliedCounts = Effect.flatMap(MicroappServer, (server) => server.appliedUpdates)
 
   it.live(
@@ -654,16 +514,17 @@ describe.concurrent("microapp update --from (the built bin)", () => {
     120_000
   )
 
-  it.live("rows | a filter | update --from -: a pipeline; exit 0 when every line is updated", () =>
+  it.live("rows, then a filter, into update --from -: a pipeline; exit 0 when every line is updated", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
+      const rows = yield* cli(["rows", tasksMicroAppID, "--quiet"], { env: envOf(server) })
+      expect(rows.code, rows.stderr).toBe(0)
       // in place of jq -c '{rowID: ._id, rowData: {Count: (.Count + 100)}}'
-      const filter = "require('readline').createInterface({ input: process.stdin }).on('line', (line) => { " +
-        "const row = JSON.parse(line); console.log(JSON.stringify({ rowID: row._id, rowData: { Count: row.Count + 100 } })) })"
-      const pipeline = `${cliWords(["rows", tasksMicroAppID, "--quiet"])} | ` +
-        `${shellQuote(process.execPath)} -e ${shellQuote(filter)} | ` +
-        cliWords(["update", "--from", "-", "--concurrency", "3"])
-      const run = yield* shell(pipeline, envOf(server))
+      const Task = Schema.parseJson(Schema.Struct({ _id: Schema.String, Count: Schema.Number }))
+      const updates = rows.stdout.trimEnd().split("\n").map((line) => Schema.decodeUnknownSync(Task)(line)).map((row) =>
+        `${JSON.stringify({ rowID: row._id, rowData: { Count: row.Count + 100 } })}\n`
+      ).join("")
+      const run = yield* cli(["update", "--from", "-", "--concurrency", "3"], { env: envOf(server), stdin: updates })
       expect(run.code, run.stderr).toBe(0)
       expect(outcomesOf(run.stdout)).toEqual(
         Array.from({ length: 30 }, (_, i) => ({ line: i + 1, rowID: taskID(i), outcome: "updated" }))
@@ -750,23 +611,49 @@ describe.concurrent("microapp update --from (the built bin)", () => {
       expect(yield* server.requests).toEqual([])
     }).pipe(Effect.provide(MicroappServer.layer({ tables: [tasksTable(3)] }))))
 
+  it.live("input that cannot be read (a directory, a missing file): one error line, exit 2, no summary, nothing sent", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const dir = yield* temporaryDirectory
+      const missing = path.join(dir, "missing.ndjson")
+      const directory = yield* cli(["update", "--from", dir, ...flags(server)])
+      expect(directory).toEqual({ code: 2, stdout: "", stderr: `error: cannot read --from ${dir}: it is a directory\n` })
+      const absent = yield* cli(["update", "--from", missing, "--report", path.join(dir, "report.ndjson"), ...flags(server)])
+      expectFailure(absent, 2, [server.credentials.authToken])
+      expect(absent.stderr).toMatch(new RegExp(`^error: cannot read --from ${missing}: .*ENOENT`))
+      // the report is not created for input that was never read
+      expect(fs.readdirSync(dir)).toEqual([])
+      expect(yield* server.requests).toEqual([])
+    }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(3)] }))))
+
+  // root reads a file whatever its mode, so there is no unreadable file to give it
+  it.live.skipIf(process.getuid?.() === 0)(
+    "a file without read permission: one error line, exit 2, no summary, nothing sent (not run as root)",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const dir = yield* temporaryDirectory
+        const file = path.join(dir, "updates.ndjson")
+        fs.writeFileSync(file, countUpdates(3, 7), { mode: 0o000 })
+        const run = yield* cli(["update", "--from", file, ...flags(server)])
+        expectFailure(run, 2, [server.credentials.authToken])
+        expect(run.stderr).toMatch(new RegExp(`^error: cannot read --from ${file}: .*EACCES`))
+        expect(yield* server.requests).toEqual([])
+      }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(3)] })))
+  )
+
   it.live("the input is read as it comes: outcome lines appear while stdin is still open", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const child = start(["update", "--from", "-", ...flags(server)])
-      let stdout = ""
-      child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text))
-      child.stdin.write(
-        Array.from({ length: 5 }, (_, i) => `${JSON.stringify({ rowID: taskID(i), rowData: { Count: 7 } })}\n`).join("")
-      )
-      yield* Effect.sync(() => outcomesOf(stdout).length).pipe(
-        Effect.filterOrFail((count) => count === 5),
-        Effect.retry(Schedule.spaced(Duration.millis(20)).pipe(Schedule.upTo(Duration.seconds(10))))
-      )
-      child.stdin.end(`${JSON.stringify({ rowID: taskID(5), rowData: { Count: 7 } })}\n`)
-      expect(yield* exitOf(child)).toBe(0)
-      expect(outcomesOf(stdout).map((outcome) => outcome.line)).toEqual([1, 2, 3, 4, 5, 6])
-    }).pipe(Effect.provide(MicroappServer.layer({ tables: [tasksTable(6)] }))))
+      const stdin = yield* openStdin
+      const started = yield* startCli(["update", "--from", "-", ...flags(server)], { stdin: stdin.stream })
+      yield* stdin.write(countUpdates(5, 7))
+      yield* eventually(Effect.map(started.stdout, outcomesOf), (outcomes) => outcomes.length === 5)
+      yield* stdin.write(countUpdates(1, 7, 5))
+      yield* stdin.end
+      expect(yield* started.exit).toBe(0)
+      expect(outcomesOf(yield* started.stdout).map((outcome) => outcome.line)).toEqual([1, 2, 3, 4, 5, 6])
+    }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(6)] }))))
 
   it.live("exit 5: --retries 0 sends each update once; a failure not applied, as its read-back shows, is failed", () =>
     Effect.gen(function*() {
@@ -789,23 +676,13 @@ describe.concurrent("microapp update --from (the built bin)", () => {
     }).pipe(Effect.provide(MicroappServer.layer({ tables: [tasksTable(2)] }))))
 
   /** `update --from -` with its stdin left open, as a pipe that may bring more lines. */
-  const startOpen = (server: MicroappServer.Service, lines: number, extra: ReadonlyArray<string>) => {
-    const child = start(["update", "--from", "-", "--concurrency", "3", ...extra, ...flags(server)])
-    const output = { stdout: "", stderr: "" }
-    child.stdout.setEncoding("utf8").on("data", (text: string) => (output.stdout += text))
-    child.stderr.setEncoding("utf8").on("data", (text: string) => (output.stderr += text))
-    child.stdin.write(
-      Array.from({ length: lines }, (_, i) => `${JSON.stringify({ rowID: taskID(i), rowData: { Count: 1000 } })}\n`)
-        .join("")
-    )
-    return { child, output }
-  }
-
-  const untilRequests = (n: number) =>
-    Effect.flatMap(MicroappServer, (server) => server.requests).pipe(
-      Effect.filterOrFail((log) => log.length >= n),
-      Effect.retry(Schedule.spaced(Duration.millis(20)).pipe(Schedule.upTo(Duration.seconds(10))))
-    )
+  const startOpen = (server: MicroappServer.Service, lines: number, extra: ReadonlyArray<string>) =>
+    Effect.gen(function*() {
+      const stdin = yield* openStdin
+      const started = yield* startCli(openUpdateArgs(server, extra), { stdin: stdin.stream })
+      yield* stdin.write(countUpdates(lines, 1000))
+      return started
+    })
 
   it.live("SIGINT: no more updates start; those under way finish and are reported (--report too); exit 130", () =>
     Effect.gen(function*() {
@@ -813,63 +690,30 @@ describe.concurrent("microapp update --from (the built bin)", () => {
       yield* server.configure({ latency: Duration.millis(300) })
       const dir = yield* temporaryDirectory
       const report = path.join(dir, "report.ndjson")
-      const { child, output } = startOpen(server, 20, ["--report", report])
-      yield* untilRequests(3)
-      child.kill("SIGINT")
-      expect(yield* exitOf(child)).toBe(130)
-      const outcomes = outcomesOf(fs.readFileSync(report, "utf8"))
-      // every update sent has its line, and only those were applied
-      const counts = yield* appliedCounts
-      expect(outcomes.length).toBeGreaterThanOrEqual(3)
-      expect(outcomes.length).toBeLessThan(20)
-      expect(outcomes).toEqual(outcomes.map((_, i) => ({ line: i + 1, rowID: taskID(i), outcome: "updated" })))
-      expect([...counts.keys()].sort()).toEqual(outcomes.map((outcome) => outcome.rowID))
-      expect(output.stdout).toBe("")
-      expect(output.stderr).toMatch(/^stopped \(interrupted by SIGINT\): \d+ lines, [^\n]+\nerror: interrupted by SIGINT\n$/)
+      const started = yield* startOpen(server, 20, ["--report", report])
+      yield* untilRequests(server, 3)
+      expect(yield* started.raise("SIGINT")).toBe(true)
+      expect(yield* started.exit).toBe(130)
+      yield* expectStoppedBySigint(report, { stdout: yield* started.stdout, stderr: yield* started.stderr }, 20)
     }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(20)] }))))
 
   it.live("update --from | head -1: no more updates start, those under way finish and are counted; exit 141", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      yield* server.configure({ latency: Duration.millis(20) })
-      const dir = yield* temporaryDirectory
-      const file = path.join(dir, "updates.ndjson")
-      const lines = 200
-      fs.writeFileSync(
-        file,
-        Array.from({ length: lines }, (_, i) => `${JSON.stringify({ rowID: taskID(i), rowData: { Count: 1000 } })}\n`)
-          .join("")
-      )
-      const run = yield* cliInto("head -1", ["update", "--from", file, "--concurrency", "2"], envOf(server))
-      expect(run.code, run.stderr).toBe(141)
-      expect(outcomesOf(run.stdout)).toEqual([{ line: 1, rowID: taskID(0), outcome: "updated" }])
-      const summary =
-        /^stopped \(standard output closed by its reader\): (\d+) lines, (\d+) updated \(0 after read-back\), 0 refused, 0 failed, 0 unknown, 0 invalid, [\d.]+ s\n$/
-          .exec(run.stderr)
-      const counted = Number(summary?.[1])
-      expect(Number(summary?.[2])).toBe(counted)
-      expect(counted).toBeLessThan(lines / 2)
-      // every update sent was applied and counted: none was cut off on its way
-      const counts = yield* appliedCounts
-      expect([...counts.keys()].sort()).toEqual(Array.from({ length: counted }, (_, i) => taskID(i)))
-      expect((yield* server.requests).filter((record) => record.path === updatePath)).toHaveLength(counted)
-    }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(200)] }))))
+      const run = yield* cli(yield* pipedUpdate, { env: envOf(server), reader: "head -1" })
+      yield* expectUpdatesCutShort(run)
+    }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(pipedUpdates)] }))))
 
-  it.live("a second SIGINT ends it at once, without waiting for the updates under way", () =>
+  it.live("the first SIGINT is taken, and its listener removed: a second one finds none, so it would end the process", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
       yield* server.configure({ latency: Duration.seconds(20) })
-      const { child } = startOpen(server, 5, [])
-      yield* untilRequests(3)
-      child.kill("SIGINT")
-      // the first signal is taken (the command waits for the updates under way); the second is not
-      yield* Effect.sleep(Duration.millis(300))
-      child.kill("SIGINT")
-      const ended = yield* Effect.async<NodeJS.Signals | null>((resume) => {
-        child.on("close", (_, signal) => resume(Effect.succeed(signal)))
-      })
-      expect(ended).toBe("SIGINT")
-      // the server was still holding them
+      const started = yield* startOpen(server, 5, [])
+      yield* untilRequests(server, 3)
+      expect(yield* started.raise("SIGINT")).toBe(true)
+      expect(yield* started.raise("SIGINT")).toBe(false)
+      // the command still waits for the updates under way, which the server is still holding
+      expect(yield* started.stdout).toBe("")
       expect((yield* server.requests).every((record) => record.status === undefined)).toBe(true)
-    }).pipe(Effect.provide(MicroappServer.layer({ tables: [tasksTable(5)] }))))
+    }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(5)] }))))
 })

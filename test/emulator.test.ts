@@ -2,7 +2,7 @@ import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Duration, Effect, Either, Exit, Fiber, Layer, Option, Schema, Scope, TestClock, TestServices } from "effect"
-import type { FaultKind, RequestRecord, Row } from "../src/testing/index.js"
+import type { FaultKind, Row } from "../src/testing/index.js"
 import {
   demoCredentials,
   demoTables,
@@ -12,7 +12,7 @@ import {
   peopleMicroAppID,
   projectsMicroAppID
 } from "../src/testing/index.js"
-import { AnswerRow, CurrentRowAnswer, RowsAnswer, SessionAnswer } from "./support.js"
+import { AnswerRow, awaitLog, CurrentRowAnswer, onTestClock, RowsAnswer, SessionAnswer } from "./support.js"
 
 // --- helpers -------------------------------------------------------------------------------------
 
@@ -91,19 +91,6 @@ const withServer = (options: MicroappServer.Options = {}) =>
 const projects = { microAppID: projectsMicroAppID, searchFilter: [{ limit: 2 }] }
 
 const requests = Effect.flatMap(MicroappServer, (server) => server.requests)
-
-// Polls the log in real time (the server answers on its own fibers).
-const awaitLog = (predicate: (log: ReadonlyArray<RequestRecord>) => boolean) =>
-  TestServices.provideLive(
-    Effect.gen(function*() {
-      for (let attempt = 0; attempt < 400; attempt++) {
-        const log = yield* requests
-        if (predicate(log)) return log
-        yield* Effect.sleep("5 millis")
-      }
-      return yield* Effect.dieMessage("the request log never reached the expected state")
-    })
-  )
 
 const awaitSleep = Effect.gen(function*() {
   for (let attempt = 0; attempt < 400; attempt++) {
@@ -568,13 +555,13 @@ describe("request log", () => {
       expect((yield* requests).map((record) => record.seq)).toEqual([0])
     }).pipe(withServer()))
 
-  it.live("counts requests in flight at arrival", () =>
+  it.effect("counts requests in flight at arrival", () =>
     Effect.gen(function*() {
-      yield* Effect.forEach(
+      yield* onTestClock(Effect.forEach(
         [0, 1, 2],
         (skip) => send("/api/microappdata", { microAppID: projectsMicroAppID, searchFilter: [{ skip, limit: 1 }] }),
         { concurrency: "unbounded" }
-      )
+      ))
       const log = yield* requests
       expect(log.map((record) => record.inFlight).sort()).toEqual([1, 2, 3])
       expect(log.every((record) => (record.finishedAt ?? 0) - record.at >= 100)).toBe(true)
@@ -656,16 +643,16 @@ describe("faults", () => {
       expect(json(date.text)).toMatchObject({ status: "error" })
     }).pipe(withServer()))
 
-  it.live("throttle: requests beyond maxInFlight in flight get a 429 with Retry-After, the others an answer", () =>
+  it.effect("throttle: requests beyond maxInFlight in flight get a 429 with Retry-After, the others an answer", () =>
     Effect.gen(function*() {
-      const replies = yield* Effect.all(Array.from({ length: 5 }, () => send("/api/microappdata", projects)), {
+      const replies = yield* onTestClock(Effect.all(Array.from({ length: 5 }, () => send("/api/microappdata", projects)), {
         concurrency: 5
-      })
+      }))
       const statuses = replies.map((reply) => reply.status).sort()
       expect(statuses).toEqual([200, 200, 429, 429, 429])
       expect(replies.filter((reply) => reply.status === 429).map((reply) => reply.retryAfter)).toEqual(["2", "2", "2"])
       // once the load is gone, a request is answered again
-      expect((yield* send("/api/microappdata", projects)).status).toBe(200)
+      expect((yield* onTestClock(send("/api/microappdata", projects))).status).toBe(200)
       const log = yield* requests
       expect(log.filter((record) => record.status === 429).every((record) => record.inFlight > 2)).toBe(true)
     }).pipe(withServer({ latency: "100 millis", throttle: { maxInFlight: 2, retryAfterSeconds: 2 } })))

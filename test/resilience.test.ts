@@ -1,37 +1,35 @@
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Fiber, Layer, List, Logger, LogLevel, Redacted, Stream, TestClock, TestServices } from "effect"
+import { Chunk, type Duration, Effect, Fiber, Layer, List, Logger, LogLevel, Redacted, Stream, TestClock } from "effect"
 import { MicroappClient } from "../src/index.js"
 import { demoCredentials, type FaultKind, MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
-import { loginLayer, numbersTable, withEmulator } from "./support.js"
+import { makeRateGate } from "../src/internal/retry.js"
+import {
+  advanceUntil,
+  awaitLog,
+  loginLayer,
+  nobodyAt,
+  numbersTable,
+  onTestClock,
+  quiet,
+  runAtOnTestClock,
+  withEmulator
+} from "./support.js"
 
 const numbers = "000000000000000000000n02"
 const projects = projectsMicroAppID
 
-/** Lets real sockets do their work while the test clock stands still. */
-const settle = TestServices.provideLive(Effect.sleep("30 millis"))
-
 const requestCount = Effect.flatMap(MicroappServer, (server) => Effect.map(server.requests, (log) => log.length))
 
-/** Waits (in real time) until the emulator has seen `n` requests. */
-const awaitRequests = (n: number) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 200 && (yield* requestCount) < n; i++) yield* settle
-    return yield* requestCount
-  })
+/** Waits (in real time) until the emulator has seen `n` requests; how many it has seen. */
+const awaitRequests = (n: number) => Effect.map(awaitLog((log) => log.length >= n), (log) => log.length)
 
-/** Moves the test clock in steps until the emulator has seen `n` requests; the virtual time it took. */
-const advanceUntilRequests = (n: number, step: number, limit: number) =>
-  Effect.gen(function*() {
-    let elapsed = 0
-    yield* settle
-    while ((yield* requestCount) < n && elapsed < limit) {
-      yield* TestClock.adjust(step)
-      elapsed += step
-      yield* settle
-    }
-    return elapsed
-  })
+/**
+ * Moves the test clock from one wake-up of the client to the next until the emulator has seen `n`
+ * requests; the virtual milliseconds that took, exactly.
+ */
+const advanceUntilRequests = (n: number, limit: Duration.DurationInput) =>
+  advanceUntil(Effect.map(requestCount, (count) => count >= n), limit)
 
 describe("reads retry transient failures", () => {
   it.effect("with exponential backoff, timed by the clock", () =>
@@ -41,8 +39,8 @@ describe("reads retry transient failures", () => {
       yield* server.injectFault("http500", { count: 2 })
       const fiber = yield* Effect.fork(client.query({ microAppID: projects, limit: 5 }))
       expect(yield* awaitRequests(1)).toBe(1)
-      const first = yield* advanceUntilRequests(2, 50, 5_000)
-      const second = yield* advanceUntilRequests(3, 50, 5_000)
+      const first = yield* advanceUntilRequests(2, "5 seconds")
+      const second = yield* advanceUntilRequests(3, "5 seconds")
       const rows = yield* Fiber.join(fiber)
       expect(rows).toHaveLength(5)
       // 1 s, then 2 s, each with up to 20% jitter either way
@@ -61,7 +59,7 @@ describe("reads retry transient failures", () => {
         yield* server.injectFault("http429", { retryAfterSeconds: 5, retryAfterAsDate })
         const fiber = yield* Effect.fork(client.query({ microAppID: projects, limit: 5 }))
         expect(yield* awaitRequests(1)).toBe(1)
-        const waited = yield* advanceUntilRequests(2, 100, 20_000)
+        const waited = yield* advanceUntilRequests(2, "20 seconds")
         yield* Fiber.join(fiber)
         const [limited, retried] = yield* server.requests
         expect(waited).toBeGreaterThanOrEqual(4_900)
@@ -76,10 +74,10 @@ describe("reads retry transient failures", () => {
       yield* server.injectFault("http429", { retryAfterSeconds: 3 })
       const first = yield* Effect.fork(client.query({ microAppID: projects, limit: 1 }))
       yield* awaitRequests(1)
-      yield* settle
+      yield* quiet
       const second = yield* Effect.fork(client.getRow("ffffffffffffffffffffffff").pipe(Effect.flip))
       yield* TestClock.adjust("2 seconds")
-      yield* settle
+      yield* quiet
       expect(yield* requestCount).toBe(1)
       yield* TestClock.adjust("1100 millis")
       yield* Fiber.join(first)
@@ -141,10 +139,10 @@ describe("reads retry transient failures", () => {
       yield* server.injectFault("http503", { retryAfterSeconds: 3 })
       const first = yield* Effect.fork(client.query({ microAppID: projects, limit: 1 }))
       yield* awaitRequests(1)
-      yield* settle
+      yield* quiet
       const second = yield* Effect.fork(client.query({ microAppID: projects, limit: 2 }))
       yield* TestClock.adjust("2 seconds")
-      yield* settle
+      yield* quiet
       expect(yield* requestCount).toBe(1)
       yield* TestClock.adjust("1100 millis")
       expect(yield* Fiber.join(first)).toHaveLength(1)
@@ -169,7 +167,7 @@ describe("reads retry transient failures", () => {
       yield* TestClock.adjust("7 seconds")
       const waiting = yield* Effect.fork(client.query({ microAppID: projects, limit: 1 }))
       yield* TestClock.adjust("2900 millis")
-      yield* settle
+      yield* quiet
       expect(yield* requestCount).toBe(1)
       yield* TestClock.adjust("200 millis")
       expect(yield* Fiber.join(waiting)).toHaveLength(1)
@@ -183,7 +181,7 @@ describe("reads retry transient failures", () => {
       yield* server.injectFault("http503Html", { count: 2 })
       yield* server.injectFault("http500", { count: 1 })
       const fiber = yield* Effect.fork(Effect.flip(client.query({ microAppID: projects })))
-      yield* advanceUntilRequests(3, 100, 10_000)
+      yield* advanceUntilRequests(3, "10 seconds")
       const error = yield* Fiber.join(fiber)
       expect(error).toMatchObject({ _tag: "ServerError", status: 500, attempts: 3, serverMessage: "Internal server error" })
     }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, { retry: { maxAttempts: 3, initialDelay: "100 millis" } }))))
@@ -216,7 +214,7 @@ describe("reads retry transient failures", () => {
           Logger.withMinimumLogLevel(LogLevel.Debug)
         )
       )
-      yield* advanceUntilRequests(3, 100, 10_000)
+      yield* advanceUntilRequests(3, "10 seconds")
       yield* Fiber.join(fiber)
       const retries = logs.map((line) => JSON.parse(line)).filter((entry) => entry.level === "DEBUG")
       expect(retries).toHaveLength(2)
@@ -239,7 +237,7 @@ describe("reads retry transient failures", () => {
       expect(messages).toEqual([])
       yield* server.injectFault("http500", { count: 3 })
       const fiber = yield* Effect.fork(logged(client.query({ microAppID: projects })))
-      yield* advanceUntilRequests(3, 100, 10_000)
+      yield* advanceUntilRequests(3, "10 seconds")
       expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "ServerError", attempts: 2 })
       expect(messages).toEqual(["retrying request"])
     }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, { retry: { initialDelay: "100 millis", maxAttempts: 2 } }))))
@@ -254,7 +252,7 @@ describe("timeouts", () => {
       const fiber = yield* Effect.fork(Effect.flip(client.query({ microAppID: projects })))
       yield* awaitRequests(1)
       yield* TestClock.adjust("4999 millis")
-      yield* settle
+      yield* quiet
       expect(fiber.unsafePoll()).toBeNull()
       yield* TestClock.adjust("1 millis")
       const error = yield* Fiber.join(fiber)
@@ -269,7 +267,7 @@ describe("timeouts", () => {
       const fiber = yield* Effect.fork(client.query({ microAppID: projects, limit: 2 }))
       yield* awaitRequests(1)
       yield* TestClock.adjust("1 second")
-      yield* advanceUntilRequests(2, 100, 5_000)
+      yield* advanceUntilRequests(2, "5 seconds")
       expect(yield* Fiber.join(fiber)).toHaveLength(2)
       const [hung] = yield* server.requests
       expect(hung?.outcome).toBe("hung")
@@ -282,9 +280,11 @@ describe("timeouts", () => {
       yield* server.configure({ faults: { seed: 1, rate: 1, kinds: ["http503Html"] } })
       const fiber = yield* Effect.fork(Stream.runDrain(client.rows({ microAppID: projects })))
       yield* awaitRequests(1)
+      // the 503 is read and the retry waits on the clock
+      yield* quiet
       yield* Fiber.interrupt(fiber)
       yield* TestClock.adjust("1 minute")
-      yield* settle
+      yield* quiet
       expect(yield* requestCount).toBe(1)
     }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, {}))))
 })
@@ -319,11 +319,11 @@ describe("writes are never done twice by accident", () => {
       expect(row?.Name).toBe("Written once")
     }).pipe(Effect.provide(withEmulator({ demoRows: 5 }, {}))))
 
-  it.live("an update that times out is not repeated", () =>
+  it.effect("an update that times out is not repeated", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
       yield* server.injectFault("hang", { path: "/api/updatemicroapprow" })
-      const error = yield* update
+      const error = yield* onTestClock(update)
       expect(error).toMatchObject({ _tag: "Timeout", attempts: 1 })
       expect(yield* requestCount).toBe(1)
     }).pipe(Effect.provide(withEmulator({ demoRows: 5 }, { timeout: "200 millis" }))))
@@ -336,7 +336,7 @@ describe("writes are never done twice by accident", () => {
       const [row] = yield* server.table(projects)
       const fiber = yield* Effect.fork(client.updateRow({ rowID: String(row?._id), rowData: { Name: "After 429" } }))
       yield* awaitRequests(1)
-      yield* advanceUntilRequests(2, 100, 5_000)
+      yield* advanceUntilRequests(2, "5 seconds")
       yield* Fiber.join(fiber)
       expect((yield* server.table(projects))[0]?.Name).toBe("After 429")
       expect(yield* requestCount).toBe(2)
@@ -345,12 +345,10 @@ describe("writes are never done twice by accident", () => {
   it.effect("an update that could not connect is repeated", () =>
     Effect.gen(function*() {
       const client = yield* MicroappClient
-      const fiber = yield* Effect.fork(Effect.flip(client.updateRow({ rowID: "a", rowData: { Name: "x" } })))
-      for (let i = 0; i < 20; i++) {
-        yield* TestClock.adjust("1 second")
-        yield* settle
-      }
-      const error = yield* Fiber.join(fiber)
+      const error = yield* runAtOnTestClock(
+        nobodyAt("http://127.0.0.1:1"),
+        Effect.flip(client.updateRow({ rowID: "a", rowData: { Name: "x" } }))
+      )
       expect(error).toMatchObject({ _tag: "Transport", notSent: true, attempts: 3 })
     }).pipe(
       Effect.provide(
@@ -367,12 +365,12 @@ describe("writes are never done twice by accident", () => {
 describe("a full scan through injected faults", () => {
   const kinds: ReadonlyArray<FaultKind> = ["http500", "http503Html", "http503", "http429", "http408", "drop", "hang", "malformedJson"]
 
-  it.live("returns exactly the table, in order, and never comes back inside a Retry-After window", () =>
+  it.effect("returns exactly the table, in order, and never comes back inside a Retry-After window", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const client = yield* MicroappClient
       const scan = yield* client.scan({ microAppID: numbers, pageSize: 100 })
-      const rows = Chunk.toReadonlyArray(yield* Stream.runCollect(scan.rows))
+      const rows = Chunk.toReadonlyArray(yield* onTestClock(Stream.runCollect(scan.rows)))
       expect(rows.map((row) => row._id)).toEqual(numbersTable(numbers, 3000).rows.map((row) => row._id))
       const log = yield* server.requests
       const faults = log.filter((record) => record.fault !== undefined)
@@ -392,18 +390,18 @@ describe("a full scan through injected faults", () => {
           { timeout: "300 millis", retry: { initialDelay: "20 millis", maxDelay: "200 millis", maxAttempts: 8 } }
         )
       )
-    ), 60_000)
+    ))
 })
 
 describe("the fault matrix: each kind of fault on 20% of a scan's requests", () => {
   const kinds: ReadonlyArray<FaultKind> = ["http500", "http503Html", "http503", "http429", "http408", "drop", "hang", "malformedJson"]
   for (const kind of kinds) {
-    it.live(`${kind}: every row, once, in order`, () =>
+    it.effect(`${kind}: every row, once, in order`, () =>
       Effect.gen(function*() {
         const server = yield* MicroappServer
         const client = yield* MicroappClient
         const scan = yield* client.scan({ microAppID: numbers, pageSize: 100 })
-        const rows = Chunk.toReadonlyArray(yield* Stream.runCollect(scan.rows))
+        const rows = Chunk.toReadonlyArray(yield* onTestClock(Stream.runCollect(scan.rows)))
         const injected = (yield* server.requests).filter((record) => record.fault === kind).length
         expect(injected).toBeGreaterThan(0)
         expect(rows.map((row) => row._id)).toEqual(numbersTable(numbers, 1500).rows.map((row) => row._id))
@@ -415,7 +413,7 @@ describe("the fault matrix: each kind of fault on 20% of a scan's requests", () 
             { timeout: "300 millis", retry: { initialDelay: "20 millis", maxDelay: "200 millis", maxAttempts: 8 } }
           )
         )
-      ), 30_000)
+      ))
   }
 })
 
@@ -429,10 +427,10 @@ describe("client-side rate limits", () => {
         })
       )
       yield* awaitRequests(3)
-      yield* settle
+      yield* quiet
       expect(yield* requestCount).toBe(3)
       yield* TestClock.adjust("500 millis")
-      yield* settle
+      yield* quiet
       expect(yield* requestCount).toBeLessThan(6)
       yield* TestClock.adjust("600 millis")
       yield* awaitRequests(6)
@@ -440,13 +438,13 @@ describe("client-side rate limits", () => {
       expect(yield* Fiber.join(fiber)).toHaveLength(6)
     }).pipe(Effect.provide(withEmulator({ demoRows: 5 }, { retry: false, rateLimit: { requestsPerSecond: 3 } }))))
 
-  it.live("maxInFlight bounds concurrent requests of one client", () =>
+  it.effect("maxInFlight bounds concurrent requests of one client", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const client = yield* MicroappClient
-      yield* Effect.all(Array.from({ length: 8 }, () => client.query({ microAppID: projects, limit: 1 })), {
+      yield* onTestClock(Effect.all(Array.from({ length: 8 }, () => client.query({ microAppID: projects, limit: 1 })), {
         concurrency: "unbounded"
-      })
+      }))
       const inFlight = (yield* server.requests).map((record) => record.inFlight)
       expect(Math.max(...inFlight)).toBe(2)
     }).pipe(
@@ -457,21 +455,17 @@ describe("client-side rate limits", () => {
 })
 
 describe("layerLogin", () => {
-  it.live("concurrent 401s after the token expired cause exactly one login, and every call succeeds", () =>
+  it.effect("concurrent 401s after the token expired cause exactly one login, and every call succeeds", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const results = yield* Effect.gen(function*() {
+      const results = yield* onTestClock(Effect.gen(function*() {
         const client = yield* MicroappClient
         yield* server.expireTokens
         return yield* Effect.all(
           Array.from({ length: 6 }, () => client.query({ microAppID: projects, limit: 1 })),
           { concurrency: "unbounded" }
         )
-      }).pipe(
-        Effect.provide(
-          loginLayer(server)
-        )
-      )
+      }).pipe(Effect.provide(loginLayer(server))))
       expect(results.map((rows) => rows.length)).toEqual([1, 1, 1, 1, 1, 1])
       const logins = (yield* server.requests).filter((record) => record.path === "/api/login")
       expect(logins).toHaveLength(2)
@@ -488,4 +482,24 @@ describe("layerLogin", () => {
         "/api/microappdata"
       ])
     }).pipe(Effect.provide(withEmulator({ demoRows: 5 }))))
+})
+
+describe("the rate gate", () => {
+  it.effect("opens no earlier than its time, and waits on the clock until then, when that time falls between two nanoseconds", () =>
+    Effect.gen(function*() {
+      const gate = yield* makeRateGate
+      yield* TestClock.setTime(1000)
+      yield* gate.holdFor(500.0005)
+      // 500.0005 ms before 1500.0005, rounded to whole nanoseconds, ends a hair before it
+      yield* TestClock.setTime(1000.002)
+      const passed = yield* Effect.fork(gate.pass(Infinity))
+      for (let wakes = 0; (yield* Effect.yieldNow(), passed.unsafePoll() === null); wakes++) {
+        const now = yield* TestClock.currentTimeMillis
+        const pending = Chunk.filter(yield* TestClock.sleeps(), (at) => at > now)
+        expect(Chunk.isNonEmpty(pending) && wakes < 3).toBe(true)
+        yield* TestClock.setTime(Math.min(...pending))
+      }
+      yield* Fiber.join(passed)
+      expect(yield* TestClock.currentTimeMillis).toBeGreaterThanOrEqual(1500.0005)
+    }))
 })

@@ -1,8 +1,8 @@
-import { describe, expect, it, layer } from "@effect/vitest"
-import { Chunk, Effect, Exit, FastCheck as FC, Fiber, Option, Schedule, Stream } from "effect"
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { Chunk, Effect, Exit, FastCheck as FC, Fiber, ManagedRuntime, Option, Schedule, Stream, TestClock } from "effect"
 import { MicroappClient, type Row, type RowStream } from "../src/index.js"
 import { MicroappServer } from "../src/testing/index.js"
-import { bodiesTo, numbersTable, withEmulator } from "./support.js"
+import { awaitLog, bodiesTo, numbersTable, onTestClock, quiet, withEmulator } from "./support.js"
 
 const numbers = "000000000000000000000n01"
 const rowsPath = "/api/microappdata"
@@ -70,30 +70,33 @@ describe("rows: the whole result, whatever the page size and server cap", () => 
     })
   ).filter(({ clamp, size }) => clamp === undefined || size / (clamp / 2) < 400)
 
-  layer(withEmulator({ tables: [numbersTable(numbers, 0)] }), { excludeTestServices: true })((it) => {
-    it.effect.prop("rows yields exactly the server's ordered result, once each", [scenario], ([s]) =>
-      Effect.gen(function*() {
-        const server = yield* MicroappServer
-        const table = numbersTable(numbers, s.size).rows
-        yield* server.setRows(numbers, table)
-        yield* server.configure({ maxLimit: s.clamp })
-        yield* server.clearRequests
-        const parity = s.filter === "none" ? undefined : s.filter
-        const { rows, summary } = yield* scanAll({
-          pageSize: s.pageSize,
-          concurrency: s.concurrency,
-          ...(parity === undefined ? {} : { filters: [{ fieldID: "f_parity", value: parity }] }),
-          ...(s.sort === "natural" ? {} : { sort: { field: 1, order: s.sort === "asc" ? "asc" : "desc" } })
-        })
-        const matching = table.filter((row) => parity === undefined || row.Parity === parity)
-        const expected = s.sort === "desc" ? [...matching].reverse() : matching
-        expect(ids(rows)).toEqual(expected.map((row) => row._id))
-        expect(summary).toMatchObject({ complete: true, duplicatesDropped: 0, rows: expected.length })
-        // never the server's default cap: every request names its limit
-        const bodies = yield* bodiesTo(rowsPath)
-        expect(bodies.every((body) => JSON.stringify(body).includes("\"limit\""))).toBe(true)
-      }), { fastCheck: { numRuns: 60 } })
-  })
+  // one emulator for every run; not `layer()`, which in this line of @effect/vitest assigns its own
+  // `it.effect` (test services excluded) onto vitest's `it`, for every later test of the module
+  const emulator = ManagedRuntime.make(withEmulator({ tables: [numbersTable(numbers, 0)] }))
+  afterAll(() => emulator.dispose())
+
+  it.live.prop("rows yields exactly the server's ordered result, once each", [scenario], ([s]) =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const table = numbersTable(numbers, s.size).rows
+      yield* server.setRows(numbers, table)
+      yield* server.configure({ maxLimit: s.clamp })
+      yield* server.clearRequests
+      const parity = s.filter === "none" ? undefined : s.filter
+      const { rows, summary } = yield* scanAll({
+        pageSize: s.pageSize,
+        concurrency: s.concurrency,
+        ...(parity === undefined ? {} : { filters: [{ fieldID: "f_parity", value: parity }] }),
+        ...(s.sort === "natural" ? {} : { sort: { field: 1, order: s.sort === "asc" ? "asc" : "desc" } })
+      })
+      const matching = table.filter((row) => parity === undefined || row.Parity === parity)
+      const expected = s.sort === "desc" ? [...matching].reverse() : matching
+      expect(ids(rows)).toEqual(expected.map((row) => row._id))
+      expect(summary).toMatchObject({ complete: true, duplicatesDropped: 0, rows: expected.length })
+      // never the server's default cap: every request names its limit
+      const bodies = yield* bodiesTo(rowsPath)
+      expect(bodies.every((body) => JSON.stringify(body).includes("\"limit\""))).toBe(true)
+    }).pipe(Effect.provide(emulator)), { fastCheck: { numRuns: 60 } })
 })
 
 describe("rows: edge cases", () => {
@@ -367,10 +370,10 @@ describe("rows: a sorted table re-sorted while it is read", () => {
 })
 
 describe("rows: prefetch, concurrency and interruption", () => {
-  it.live("concurrency keeps that many requests in flight, and the rows stay in order", () =>
+  it.effect("concurrency keeps that many requests in flight, and the rows stay in order", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const { rows } = yield* scanAll({ pageSize: 100, concurrency: 4 })
+      const { rows } = yield* onTestClock(scanAll({ pageSize: 100, concurrency: 4 }))
       expect(ids(rows)).toEqual(numbersTable(numbers, 2000).rows.map((row) => row._id))
       // requests aborted past the end may linger on the server: count those the client waited for
       const answered = (yield* server.requests).filter((record) => record.outcome === "answered")
@@ -380,7 +383,7 @@ describe("rows: prefetch, concurrency and interruption", () => {
       expect(Math.max(...overlapping)).toBe(4)
     }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 2000)], latency: "30 millis" }))))
 
-  it.live("a slow consumer holds the scan to the prefetch bound", () =>
+  it.effect("a slow consumer holds the scan to the prefetch bound", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const client = yield* MicroappClient
@@ -390,7 +393,8 @@ describe("rows: prefetch, concurrency and interruption", () => {
         Stream.runDrain,
         Effect.fork
       )
-      yield* Effect.sleep("200 millis")
+      // the consumer sleeps on the test clock: the scan goes as far as the bound lets it, then waits
+      yield* quiet
       const ahead = (yield* server.requests).length
       yield* Fiber.interrupt(fiber)
       // the page being consumed, two buffered, one waiting to be buffered, one in flight
@@ -398,38 +402,44 @@ describe("rows: prefetch, concurrency and interruption", () => {
       expect(ahead).toBeGreaterThanOrEqual(3)
     }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 5000)] }))))
 
-  it.live("take(n) stops fetching", () =>
+  it.effect("take(n) stops fetching", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const client = yield* MicroappClient
-      const taken = yield* Stream.runCollect(Stream.take(client.rows({ microAppID: numbers, pageSize: 100 }), 150))
+      const taken = yield* onTestClock(Stream.runCollect(Stream.take(client.rows({ microAppID: numbers, pageSize: 100 }), 150)))
       expect(Chunk.size(taken)).toBe(150)
+      yield* quiet
       const after = (yield* server.requests).length
-      yield* Effect.sleep("100 millis")
+      // nothing left to wake: no retry, no prefetch
+      yield* TestClock.adjust("1 minute")
+      yield* quiet
       expect((yield* server.requests).length).toBe(after)
       expect(after).toBeLessThanOrEqual(4)
     }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 5000)] }))))
 
-  it.live("interrupting the stream aborts the request in flight", () =>
+  it.effect("interrupting the stream aborts the request in flight", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const client = yield* MicroappClient
       const fiber = yield* Effect.fork(Stream.runDrain(client.rows({ microAppID: numbers })))
-      yield* Effect.sleep("100 millis")
+      // held by the server's latency, which the test clock never lets pass
+      yield* awaitLog((log) => log.length === 1)
       yield* Fiber.interrupt(fiber)
-      yield* Effect.sleep("50 millis")
+      // the client's request ends, and the server's with it, or nothing moves at all
+      yield* quiet
       const [first] = yield* server.requests
       expect(first?.outcome).toBe("hung")
       expect(first?.finishedAt).toBeDefined()
     }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 100)], latency: "2 seconds" }))))
 
-  it.live("a timeout on the stream stops it with the stream's own error", () =>
+  it.effect("a timeout on the stream stops it with the stream's own error", () =>
     Effect.gen(function*() {
       const client = yield* MicroappClient
       const exit = yield* client.rows({ microAppID: numbers }).pipe(
         Stream.timeoutFail(() => "too slow" as const, "100 millis"),
         Stream.runDrain,
-        Effect.exit
+        Effect.exit,
+        onTestClock
       )
       expect(exit).toStrictEqual(Exit.fail("too slow"))
     }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 100)], latency: "2 seconds" }))))
@@ -448,18 +458,19 @@ describe("rows: adaptive concurrency, the default", () => {
   const table = numbersTable(numbers, 4000)
   const expected = table.rows.map((row) => row._id)
 
-  it.live("against a server 20 ms away, adds windows, up to maxConcurrency, and keeps the order", () =>
+  // on the test clock, the server is 20 ms away however busy the machine is
+  it.effect("against a server 20 ms away, adds windows, up to maxConcurrency, and keeps the order", () =>
     Effect.gen(function*() {
-      const { rows, summary } = yield* scanAll({ pageSize: 100, maxConcurrency: 6 })
+      const { rows, summary } = yield* onTestClock(scanAll({ pageSize: 100, maxConcurrency: 6 }))
       expect(ids(rows)).toEqual(expected)
       expect(summary.concurrencyReached).toBeGreaterThan(2)
       expect(summary.concurrencyReached).toBeLessThanOrEqual(6)
       expect(yield* mostInFlight).toBeLessThanOrEqual(6)
     }).pipe(Effect.provide(withEmulator({ tables: [table], latency: "20 millis" }))))
 
-  it.live("never above the client's rateLimit.maxInFlight", () =>
+  it.effect("never above the client's rateLimit.maxInFlight", () =>
     Effect.gen(function*() {
-      const { rows, summary } = yield* scanAll({ pageSize: 100 })
+      const { rows, summary } = yield* onTestClock(scanAll({ pageSize: 100 }))
       expect(ids(rows)).toEqual(expected)
       expect(summary.concurrencyReached).toBe(2)
       expect(yield* mostInFlight).toBe(2)
@@ -471,10 +482,10 @@ describe("rows: adaptive concurrency, the default", () => {
 describe("rows: adaptive concurrency against a server that refuses load", () => {
   const table = numbersTable(numbers, 20_000)
 
-  it.live("more than 2 requests in flight draw a 429 (Retry-After: 1): the exact table, no request in the pause, few refusals", () =>
+  it.effect("more than 2 requests in flight draw a 429 (Retry-After: 1): the exact table, no request in the pause, few refusals", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const { rows, summary } = yield* scanAll({})
+      const { rows, summary } = yield* onTestClock(scanAll({}))
       expect(ids(rows)).toEqual(table.rows.map((row) => row._id))
       expect(summary.complete).toBe(true)
       const log = yield* server.requests

@@ -14,7 +14,7 @@ import { type MicroappError } from "../MicroappError.js"
 import { MicroappServer, projectsMicroAppID } from "../testing/index.js"
 import { CommandFailed } from "./exitCodes.js"
 import { summaryLine } from "./progress.js"
-import { stdout, type WriteError } from "./stdio.js"
+import { Stdio, type WriteError } from "./stdio.js"
 
 /** A table bigger than the server's default row limit: the gap is the point of the demo. */
 const tableRows = 2500
@@ -24,7 +24,8 @@ const PlainAnswer = Schema.Struct({ body: Schema.Struct({ microAppRows: Schema.A
 
 const statuses = ["Open", "In progress", "Done"] as const
 
-const say = (...lines: ReadonlyArray<string>) => stdout.write(`${lines.join("\n")}\n`)
+const say = (...lines: ReadonlyArray<string>) =>
+  Effect.flatMap(Stdio, (stdio) => stdio.stdout.write(`${lines.join("\n")}\n`))
 
 const quoted = (value: unknown): string => JSON.stringify(value) ?? "undefined"
 
@@ -32,7 +33,7 @@ const quoted = (value: unknown): string => JSON.stringify(value) ?? "undefined"
  * @since 0.1.0
  * @category commands
  */
-export const demo: Effect.Effect<void, MicroappError | WriteError> = Effect.gen(function*() {
+export const demo: Effect.Effect<void, MicroappError | WriteError, Stdio> = Effect.gen(function*() {
   const server = yield* MicroappServer
   const microAppID = projectsMicroAppID
   yield* say(

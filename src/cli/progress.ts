@@ -8,7 +8,7 @@ import { Duration, Effect, Schedule } from "effect"
 import type * as BulkUpdate from "../BulkUpdate.js"
 import type { ScanSummary } from "../RowStream.js"
 import type { Interrupted, ReaderClosed } from "./exitCodes.js"
-import { stderr } from "./stdio.js"
+import { Stdio } from "./stdio.js"
 
 const clearLine = "\r\u001b[2K"
 
@@ -106,9 +106,10 @@ export const updateSummaryLine = (
  * @category progress
  */
 export const withProgress = (line: Effect.Effect<string>, enabled: boolean) =>
-<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R | Stdio> =>
   enabled
     ? Effect.scoped(Effect.gen(function*() {
+      const { stderr } = yield* Stdio
       yield* Effect.addFinalizer(() => Effect.ignore(stderr.write(clearLine)))
       const draw = Effect.flatMap(line, (current) => Effect.ignore(stderr.write(`${clearLine}${current}`)))
       yield* Effect.forkScoped(Effect.repeat(draw, Schedule.spaced(Duration.millis(250))))

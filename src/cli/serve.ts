@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import { MicroappServer, peopleMicroAppID, projectsMicroAppID } from "../testing/index.js"
 import { CommandFailed } from "./exitCodes.js"
 import { shellQuote } from "./shell.js"
-import { signalListener, stdout, type WriteError } from "./stdio.js"
+import { type Signals, signalListener, Stdio, type WriteError } from "./stdio.js"
 
 /** What a ServeError carries: its message is empty, its cause says what happened (EADDRINUSE...). */
 const causeOf = (error: { readonly cause: unknown }): string =>
@@ -32,7 +32,7 @@ export interface ServeOptions {
  * @since 0.1.0
  * @category commands
  */
-export const serve = (options: ServeOptions): Effect.Effect<void, WriteError> =>
+export const serve = (options: ServeOptions): Effect.Effect<void, WriteError, Stdio | Signals> =>
   Effect.scoped(Effect.gen(function*() {
     const signal = yield* signalListener
     const server = yield* Effect.mapError(
@@ -49,7 +49,8 @@ export const serve = (options: ServeOptions): Effect.Effect<void, WriteError> =>
     const projects = (yield* server.table(projectsMicroAppID)).length
     const people = (yield* server.table(peopleMicroAppID)).length
     const { credentials } = server
-    yield* stdout.write(
+    const stdio = yield* Stdio
+    yield* stdio.stdout.write(
       [
         `Microapp Data Service emulator listening on ${server.baseUrl}`,
         "",

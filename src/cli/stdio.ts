@@ -1,12 +1,12 @@
 /**
- * The process's standard streams as Effects: writes that complete when the text is handed to the
- * OS (so the process can exit without losing output), stdin read to the end, and a signal to wait for.
+ * What the command line sees of the world outside it, as services: its standard streams (and
+ * which of them are terminals) and the signals that stop it. The process provides them in
+ * `nodeEnvironment.ts`; a test provides its own, and runs the commands in its own process.
  *
  * @since 0.1.0
  */
-import * as NodeStream from "@effect/platform-node/NodeStream"
-import { Deferred, Effect, Scope } from "effect"
-import { CommandFailed, Interrupted, ReaderClosed, UsageError } from "./exitCodes.js"
+import { Context, Deferred, Effect, Logger, Scope, Stream } from "effect"
+import { type CommandFailed, Interrupted, type ReaderClosed, UsageError } from "./exitCodes.js"
 
 /**
  * Why a write failed: the destination failed, or its reader has gone.
@@ -26,42 +26,44 @@ export interface Destination {
   readonly write: (text: string) => Effect.Effect<void, WriteError>
 }
 
-const codeOf = (error: Error): unknown => "code" in error ? error.code : undefined
-
-const handled = new WeakSet<NodeJS.WriteStream>()
-const readerGone = new WeakSet<NodeJS.WriteStream>()
-
-const writer = (stream: NodeJS.WriteStream, name: string): Destination => ({
-  write: (text) =>
-    text === "" ? Effect.void : Effect.async<void, WriteError>((resume) => {
-      // without a listener a closed pipe would crash the process instead of failing this write
-      if (!handled.has(stream)) {
-        handled.add(stream)
-        stream.on("error", () => {})
-      }
-      stream.write(text, (error) => {
-        if (error === null || error === undefined) return resume(Effect.void)
-        // after EPIPE the stream is destroyed, and each later write fails with another code
-        if (codeOf(error) === "EPIPE" || readerGone.has(stream)) {
-          readerGone.add(stream)
-          return resume(Effect.fail(new ReaderClosed({ stream: name })))
-        }
-        resume(Effect.fail(new CommandFailed({ message: `cannot write to ${name}: ${error.message}` })))
-      })
-    })
-})
+/**
+ * The standard streams: stdout and stderr, whose writes complete when the text has been handed
+ * over (so the process can exit without losing output); stdin as it arrives; and which of the
+ * three are terminals.
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export class Stdio extends Context.Tag("effect-microapp/cli/Stdio")<Stdio, {
+  readonly stdout: Destination
+  readonly stderr: Destination
+  /** Standard input, read only when the stream runs; fails with why it cannot be read. */
+  readonly stdin: Stream.Stream<Uint8Array, Error>
+  readonly isTerminal: {
+    readonly stdin: boolean
+    readonly stdout: boolean
+    readonly stderr: boolean
+  }
+}>() {}
 
 /**
+ * The signals that stop a command.
+ *
  * @since 0.1.0
- * @category destinations
+ * @category models
  */
-export const stdout: Destination = writer(process.stdout, "standard output")
+export type Signal = "SIGINT" | "SIGTERM"
 
 /**
+ * SIGINT and SIGTERM. `on` calls `handler` for each until the function it returns removes it;
+ * a signal that finds no handler takes its default action (it ends the process).
+ *
  * @since 0.1.0
- * @category destinations
+ * @category services
  */
-export const stderr: Destination = writer(process.stderr, "standard error")
+export class Signals extends Context.Tag("effect-microapp/cli/Signals")<Signals, {
+  readonly on: (handler: (signal: Signal) => void) => () => void
+}>() {}
 
 /**
  * Writes one line on stderr; a failure to do so has nowhere to be reported and is ignored.
@@ -69,28 +71,26 @@ export const stderr: Destination = writer(process.stderr, "standard error")
  * @since 0.1.0
  * @category destinations
  */
-export const stderrLine = (line: string): Effect.Effect<void> => Effect.ignore(stderr.write(`${line}\n`))
+export const stderrLine = (line: string): Effect.Effect<void, never, Stdio> =>
+  Effect.flatMap(Stdio, (stdio) => Effect.ignore(stdio.stderr.write(`${line}\n`)))
 
 /**
+ * Log lines (warnings about skipped rows, for example) go to stderr: stdout carries data. A
+ * logger is synchronous, so each line is handed to stderr at once, in order.
+ *
  * @since 0.1.0
- * @category terminal
+ * @category destinations
  */
-export const stderrIsTerminal: Effect.Effect<boolean> = Effect.sync(() => process.stderr.isTTY === true)
-
-/**
- * @since 0.1.0
- * @category terminal
- */
-export const stdoutIsTerminal: Effect.Effect<boolean> = Effect.sync(() => process.stdout.isTTY === true)
-
-/**
- * @since 0.1.0
- * @category terminal
- */
-export const stdinIsTerminal: Effect.Effect<boolean> = Effect.sync(() => process.stdin.isTTY === true)
+export const stderrLogger = (stderr: Destination): Logger.Logger<unknown, void> =>
+  Logger.make(({ logLevel, message }) => {
+    const parts: ReadonlyArray<unknown> = Array.isArray(message) ? message : [message]
+    Effect.runFork(Effect.ignore(stderr.write(`${logLevel.label.toLowerCase()}: ${parts.map(String).join(" ")}\n`)))
+  })
 
 /** More than this on stdin is not a password or a row's data. */
 const stdinLimit = 64 * 1024 * 1024
+
+const unreadableStdin = (reason: string) => new UsageError({ message: `cannot read standard input: ${reason}` })
 
 /**
  * All of stdin as text (UTF-8).
@@ -98,13 +98,16 @@ const stdinLimit = 64 * 1024 * 1024
  * @since 0.1.0
  * @category input
  */
-export const readStdin: Effect.Effect<string, UsageError> = NodeStream.toString(() => process.stdin, {
-  onFailure: (error) =>
-    new UsageError({
-      message: `cannot read standard input: ${error instanceof Error ? error.message : String(error)}`
-    }),
-  maxBytes: stdinLimit
-})
+export const readStdin: Effect.Effect<string, UsageError, Stdio> = Effect.flatMap(Stdio, (stdio) =>
+  stdio.stdin.pipe(
+    Stream.mapError((error) => unreadableStdin(error.message)),
+    Stream.mapAccumEffect(0, (total, bytes) =>
+      total + bytes.length > stdinLimit
+        ? Effect.fail(unreadableStdin("maxBytes exceeded"))
+        : Effect.succeed([total + bytes.length, bytes] as const)),
+    Stream.decodeText(),
+    Stream.mkString
+  ))
 
 /**
  * Listens for SIGINT and SIGTERM from the moment it runs until its scope closes, and returns the
@@ -115,27 +118,20 @@ export const readStdin: Effect.Effect<string, UsageError> = NodeStream.toString(
  * @since 0.1.0
  * @category signals
  */
-export const signalListener: Effect.Effect<Effect.Effect<never, Interrupted>, never, Scope.Scope> = Effect.flatMap(
-  Deferred.make<never, Interrupted>(),
-  (arrived) => {
-    const off = () => {
-      process.off("SIGINT", on)
-      process.off("SIGTERM", on)
-    }
-    const on = (signal: NodeJS.Signals) => {
-      off()
-      Deferred.unsafeDone(arrived, Effect.fail(new Interrupted({ signal })))
-    }
-    return Effect.acquireRelease(
+export const signalListener: Effect.Effect<Effect.Effect<never, Interrupted>, never, Signals | Scope.Scope> = Effect
+  .all([Signals, Deferred.make<never, Interrupted>()])
+  .pipe(Effect.flatMap(([signals, arrived]) =>
+    Effect.acquireRelease(
       Effect.sync(() => {
-        process.on("SIGINT", on)
-        process.on("SIGTERM", on)
-        return Deferred.await(arrived)
+        const off = signals.on((signal) => {
+          off()
+          Deferred.unsafeDone(arrived, Effect.fail(new Interrupted({ signal })))
+        })
+        return off
       }),
-      () => Effect.sync(off)
-    )
-  }
-)
+      (off) => Effect.sync(off)
+    ).pipe(Effect.as(Deferred.await(arrived)))
+  ))
 
 /**
  * Runs `effect` until it ends or a signal arrives, whichever comes first.
@@ -145,5 +141,5 @@ export const signalListener: Effect.Effect<Effect.Effect<never, Interrupted>, ne
  */
 export const untilSignal = <A, E, R>(
   effect: Effect.Effect<A, E, R>
-): Effect.Effect<A, E | Interrupted, Exclude<R, Scope.Scope>> =>
+): Effect.Effect<A, E | Interrupted, Signals | Exclude<R, Scope.Scope>> =>
   Effect.scoped(Effect.flatMap(signalListener, (signal) => Effect.raceFirst(effect, signal)))

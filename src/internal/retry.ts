@@ -88,13 +88,14 @@ export const makeRateGate = (maxPause: Duration.Duration): Effect.Effect<RateGat
   const pass = (deadline: number): Effect.Effect<void, number> =>
     Effect.flatMap(
       Effect.zip(Ref.get(until), Clock.currentTimeMillis),
-      // the gate may move while we sleep (another 429), so look again after waking
+      // the gate may move while we sleep (another 429), so look again after waking; whole
+      // milliseconds, since a wait below the clock's nanosecond is no wait, and would have this spin
       ([openAt, now]) =>
         openAt <= now
           ? Effect.void
           : openAt > deadline
           ? Effect.fail(openAt - now)
-          : Effect.zipRight(Effect.sleep(Duration.millis(openAt - now)), pass(deadline))
+          : Effect.zipRight(Effect.sleep(Duration.millis(Math.ceil(openAt - now))), pass(deadline))
     )
   return {
     pass,

@@ -1,6 +1,8 @@
 /**
  * Figure 2, latency hidden: a server that takes a fixed time per request, read by A with several
  * windows in flight and by B one request at a time, each in a process of its own, taking turns.
+ * The tests check on their test clock that the default options add windows against such a server;
+ * here they do it in real time, on whatever machine runs this.
  */
 import {
   finish,
@@ -43,6 +45,7 @@ const main = async (): Promise<Report> => {
   const workers = new Map<string, Worker>()
   const times = new Map<string, Array<number>>(contenders.map((c) => [c.key, []]))
   const settled: Array<number> = []
+  const reached: Array<number> = []
   try {
     for (const c of contenders) {
       const spec = {
@@ -62,6 +65,7 @@ const main = async (): Promise<Report> => {
         if (round >= warmup) times.get(contender.key)?.push(run.millis)
         if (round >= warmup && contender.key === "A" && run.concurrency !== undefined) {
           settled.push(run.concurrency.settled)
+          reached.push(run.concurrency.reached)
         }
       }
     }
@@ -81,14 +85,15 @@ const main = async (): Promise<Report> => {
     "|---|---:|---:|",
     ...contenders.map((c) => `| ${c.label} | ${formatInt(medianOf(c.key))} | ${formatRatio(b / medianOf(c.key))}x |`),
     "",
-    `Windows in flight where the default options settled, each round: ${settled.join(", ")}.`
+    `Windows in flight where the default options settled, each round: ${settled.join(", ")}; ` +
+    `the most they reached: ${reached.join(", ")}.`
   ].join("\n")
   return {
     title: "latency",
     findings: [{
       figure: `Latency hidden, ${delayMillis} ms/request, ${formatInt(rows)} rows, page ${pageSize}: ` +
         "B time / A time (A default options)",
-      measured: `${formatRatio(speedUp)}x, settled at ${settled.join(", ")} windows ` +
+      measured: `${formatRatio(speedUp)}x, settled at ${settled.join(", ")} windows, reached ${reached.join(", ")} ` +
         `(concurrency ${concurrency}: ${formatRatio(b / medianOf("A4"))}x)`,
       goal: ">= 3.0x",
       met: speedUp >= 3

@@ -5,17 +5,16 @@
  * @since 0.1.0
  */
 import * as FileSystem from "@effect/platform/FileSystem"
-import * as NodeStream from "@effect/platform-node/NodeStream"
-import { Clock, Deferred, Effect, Option, Predicate, Queue, Ref, Schema, Stream } from "effect"
-import * as BulkUpdate from "../BulkUpdate.js"
-import { endpoints } from "../internal/endpoints.js"
-import { MicroappClient } from "../MicroappClient.js"
-import { describe, InvalidInput } from "../MicroappError.js"
-import * as Query from "../Query.js"
-import { NotAllUpdated, UsageError } from "./exitCodes.js"
-import { progressiveFile } from "./output.js"
-import { type EarlyStop, updateProgressLine, updateSummaryLine, withProgress } from "./progress.js"
-import { type Destination, signalListener, stderrIsTerminal, stderrLine, stdout } from "./stdio.js"
+import { Clock, Deferred, Effect, Option, Predicate, Queue, Ref, Schema, type Scope, Stream } from "effect"
+import * as BulkUpdate from "../../BulkUpdate.js"
+import { endpoints } from "../../internal/endpoints.js"
+import { MicroappClient } from "../../MicroappClient.js"
+import { describe, InvalidInput } from "../../MicroappError.js"
+import * as Query from "../../Query.js"
+import { NotAllUpdated, UsageError } from "../exitCodes.js"
+import { progressiveFile } from "../output.js"
+import { type EarlyStop, updateProgressLine, updateSummaryLine, withProgress } from "../progress.js"
+import { type Destination, signalListener, stderrLine, Stdio } from "../stdio.js"
 
 /** One input line; `null` stands for absent in the optional keys, as the service reads it. */
 const Line = Schema.Struct({
@@ -49,19 +48,41 @@ const parseLine = (text: string) =>
     }
   })
 
-/** The lines of FILE, or of stdin for `-`, read as they are needed. */
-const linesOf = (from: string): Stream.Stream<string, UsageError, FileSystem.FileSystem> => {
-  const cannotRead = (error: unknown) =>
-    new UsageError({
-      message: `cannot read --from ${from}: ${
-        Predicate.hasProperty(error, "message") ? String(error.message) : String(error)
-      }`
-    })
-  const bytes = from === "-"
-    ? NodeStream.fromReadable(() => process.stdin, cannotRead)
-    : Stream.unwrap(Effect.map(FileSystem.FileSystem, (fs) => Stream.mapError(fs.stream(from), cannotRead)))
-  return bytes.pipe(Stream.decodeText(), Stream.splitLines)
-}
+/** How much of FILE is read at a time. */
+const chunkSize = FileSystem.KiB(64)
+
+/**
+ * The lines of FILE, or of stdin for `-`, read as they are needed. FILE is opened, and checked
+ * to be no directory, before the stream is returned: input that cannot be read fails here, before
+ * any update starts or any summary is printed.
+ */
+const linesOf = (
+  from: string
+): Effect.Effect<Stream.Stream<string, UsageError>, UsageError, FileSystem.FileSystem | Stdio | Scope.Scope> =>
+  Effect.gen(function*() {
+    const cannotRead = (error: unknown) =>
+      new UsageError({
+        message: `cannot read --from ${from}: ${
+          Predicate.hasProperty(error, "message") ? String(error.message) : String(error)
+        }`
+      })
+    const bytes = from === "-"
+      ? Stream.mapError((yield* Stdio).stdin, cannotRead)
+      : yield* Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        const file = yield* Effect.mapError(fs.open(from, { flag: "r" }), cannotRead)
+        // opening a directory succeeds: only reading it fails
+        const info = yield* Effect.mapError(file.stat, cannotRead)
+        if (info.type === "Directory") return yield* cannotRead("it is a directory")
+        return Stream.repeatEffectOption(
+          file.readAlloc(chunkSize).pipe(
+            Effect.mapError((error) => Option.some(cannotRead(error))),
+            Effect.flatMap(Option.match({ onNone: () => Effect.fail(Option.none()), onSome: Effect.succeed }))
+          )
+        )
+      })
+    return bytes.pipe(Stream.decodeText(), Stream.splitLines)
+  })
 
 const outcomeNames = {
   Updated: "updated",
@@ -130,13 +151,15 @@ export const updateFrom = (options: UpdateFromOptions) =>
   Effect.gen(function*() {
     const signal = yield* signalListener
     const client = yield* MicroappClient
+    const stdio = yield* Stdio
+    const lines = yield* linesOf(options.from)
     // the line number and rowID of each update handed over, until its outcome comes back
     const sources = yield* Queue.unbounded<Source>()
     const summary = yield* Ref.make(BulkUpdate.emptySummary)
     const startedAt = yield* Clock.currentTimeMillis
     const elapsed = Effect.map(Clock.currentTimeMillis, (now) => now - startedAt)
 
-    const updates = linesOf(options.from).pipe(
+    const updates = lines.pipe(
       Stream.zipWithIndex,
       Stream.filter(([text]) => text.trim() !== ""),
       Stream.mapEffect(([text, index]) =>
@@ -164,10 +187,10 @@ export const updateFrom = (options: UpdateFromOptions) =>
       )
 
     const write = Option.match(options.report, {
-      onNone: () => report(stdout),
+      onNone: () => report(stdio.stdout),
       onSome: (file) => Effect.scoped(Effect.flatMap(progressiveFile(file), report))
     })
-    const showProgress = !options.quiet && (yield* stderrIsTerminal)
+    const showProgress = !options.quiet && stdio.isTerminal.stderr
     const progress = Effect.zipWith(Ref.get(summary), elapsed, updateProgressLine)
     const closingLine = Effect.gen(function*() {
       const line = updateSummaryLine(yield* Ref.get(summary), yield* elapsed, Option.getOrUndefined(yield* stoppedBy))

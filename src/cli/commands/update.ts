@@ -1,0 +1,125 @@
+/**
+ * `microapp update ROW_ID --data JSON` (one row) and `microapp update --from FILE` (many rows).
+ *
+ * @since 0.1.0
+ */
+import { Args, Command, Options } from "@effect/cli"
+import * as FileSystem from "@effect/platform/FileSystem"
+import { Effect, Either, Option, Predicate, Schema } from "effect"
+import * as BulkUpdate from "../../BulkUpdate.js"
+import { MicroappClient } from "../../MicroappClient.js"
+import { UsageError } from "../exitCodes.js"
+import { readStdin, type Stdio, untilSignal } from "../stdio.js"
+import { clientLayer, connection, described, wholeNumber } from "./options.js"
+import { rowID } from "./row.js"
+import { updateFrom } from "./updateFrom.js"
+
+const RowData = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+const decodeJson = Schema.decodeUnknownEither(Schema.parseJson())
+const decodeRowData = Schema.decodeUnknownEither(RowData)
+
+/** The row data of `update`: JSON that must be an object. */
+const parseRowData = (text: string, source: string): Either.Either<typeof RowData.Type, UsageError> =>
+  Either.flatMap(
+    Either.mapLeft(decodeJson(text), () => new UsageError({ message: `${source} is not valid JSON` })),
+    (json) =>
+      Predicate.isRecord(json)
+        ? Either.mapLeft(decodeRowData(json), () => new UsageError({ message: `${source} must be a JSON object` }))
+        : Either.left(new UsageError({ message: `${source} must be a JSON object of field labels and values` }))
+  )
+
+const readDataFile = (file: string): Effect.Effect<string, UsageError, FileSystem.FileSystem | Stdio> =>
+  file === "-" ? readStdin : Effect.flatMap(FileSystem.FileSystem, (fs) =>
+    Effect.mapError(
+      fs.readFileString(file),
+      (error) => new UsageError({ message: `cannot read --data-file ${file}: ${error.message}` })
+    ))
+
+/** `update ROW_ID --data ...`: one row. */
+const updateOne = (
+  rowID: string,
+  args: { readonly data: Option.Option<string>; readonly dataFile: Option.Option<string> }
+) =>
+  Effect.gen(function*() {
+    const input = Option.isSome(args.data)
+      ? Option.isSome(args.dataFile)
+        ? yield* new UsageError({ message: "give either --data or --data-file, not both" })
+        : { text: args.data.value, source: "--data" }
+      : Option.isSome(args.dataFile)
+      ? { text: yield* readDataFile(args.dataFile.value), source: "--data-file" }
+      : yield* new UsageError({ message: "update needs --data JSON or --data-file FILE (- for stdin)" })
+    const rowData = yield* parseRowData(input.text, input.source)
+    const client = yield* MicroappClient
+    yield* client.updateRow({ rowID, rowData })
+  })
+
+/**
+ * @since 0.1.0
+ * @category commands
+ */
+export const update = Command.make(
+  "update",
+  {
+    rowID: rowID.pipe(Args.optional),
+    data: Options.text("data").pipe(
+      Options.withPseudoName("JSON"),
+      Options.optional,
+      described("The new values, a JSON object of field labels, e.g. '{\"Status\":\"Done\"}'")
+    ),
+    dataFile: Options.text("data-file").pipe(
+      Options.withPseudoName("FILE"),
+      Options.optional,
+      described("Read that JSON object from FILE, or from stdin with -")
+    ),
+    from: Options.text("from").pipe(
+      Options.withPseudoName("FILE"),
+      Options.optional,
+      described(
+        "Many rows instead of one: NDJSON lines {\"rowID\": ..., \"rowData\": {...}} from FILE, or stdin with -; " +
+          "one outcome line each on stdout"
+      )
+    ),
+    report: Options.text("report").pipe(
+      Options.withPseudoName("FILE"),
+      Options.optional,
+      described("With --from: write the outcome lines to FILE (as they come) instead of stdout")
+    ),
+    concurrency: wholeNumber("concurrency", 1).pipe(
+      Options.optional,
+      described(`With --from: updates under way at once; default ${BulkUpdate.defaults.concurrency}`)
+    ),
+    quiet: Options.boolean("quiet").pipe(described("With --from: no progress line and no summary on stderr")),
+    ...connection
+  },
+  (args) =>
+    Effect.gen(function*() {
+      if (Option.isNone(args.from)) {
+        if (Option.isSome(args.report) || Option.isSome(args.concurrency) || args.quiet) {
+          return yield* new UsageError({ message: "--report, --concurrency and --quiet go with --from" })
+        }
+        if (Option.isNone(args.rowID)) {
+          return yield* new UsageError({ message: "update needs a rowID, or --from FILE (- for stdin)" })
+        }
+        return yield* untilSignal(updateOne(args.rowID.value, args))
+      }
+      if (Option.isSome(args.rowID) || Option.isSome(args.data) || Option.isSome(args.dataFile)) {
+        return yield* new UsageError({
+          message: "--from takes its rows from FILE: give no rowID, --data or --data-file with it"
+        })
+      }
+      // no untilSignal: a signal stops the reading, and the updates under way are still reported
+      return yield* updateFrom({
+        from: args.from.value,
+        report: args.report,
+        concurrency: Option.getOrElse(args.concurrency, () => BulkUpdate.defaults.concurrency),
+        // --retries bounds the sends of one update as it bounds the attempts of one request
+        maxSends: args.retries + 1,
+        quiet: args.quiet
+      })
+    }).pipe(Effect.provide(clientLayer(args)))
+).pipe(
+  Command.withDescription(
+    "Set fields of a row by label (case sensitive); prints nothing on success. " +
+      "With --from, many rows: exit 0 when every line is updated, 2 when a line is invalid, else 5 when one is not updated"
+  )
+)

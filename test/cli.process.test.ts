@@ -1,0 +1,217 @@
+/**
+ * The `microapp` command line as a child process (the built `dist/cli/bin.js`), for what only a
+ * real process shows: its exit status, real signals, real pipes. One child at a time; everything
+ * else is tested in process, in `cli.test.ts`.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Schedule } from "effect"
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { beforeAll } from "vitest"
+import { shellQuote } from "../src/cli/shell.js"
+import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
+import {
+  cli as inProcess,
+  countUpdates,
+  envOf,
+  eventually,
+  expectFailure,
+  expectOneRowEarly,
+  expectServing,
+  expectStoppedBySigint,
+  expectUpdatesCutShort,
+  flags,
+  openUpdateArgs,
+  pipedRows,
+  pipedScan,
+  pipedUpdate,
+  pipedUpdates,
+  root,
+  type Run,
+  slowScanToFile,
+  temporaryDirectory,
+  untilRequests
+} from "./cliSupport.js"
+import { tasksTable } from "./support.js"
+
+const bin = path.join(root, "dist", "cli", "bin.js")
+
+// test/globalSetup.ts builds dist/ once before the suites, so a clean clone needs no prior build
+beforeAll(() => {
+  if (!fs.existsSync(bin)) throw new Error(`${bin} is missing: the global setup should have built it`)
+})
+
+/** The environment of the child, without the developer's own MICROAPP_* variables. */
+const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("MICROAPP_")))
+
+const start = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>> = {}) =>
+  spawn(process.execPath, [bin, ...args], { env: { ...cleanEnv, ...env }, stdio: "pipe" })
+
+/** What a child wrote so far, kept as it comes. */
+const outputOf = (child: ChildProcessWithoutNullStreams) => {
+  const output = { stdout: "", stderr: "" }
+  child.stdout.setEncoding("utf8").on("data", (text: string) => (output.stdout += text))
+  child.stderr.setEncoding("utf8").on("data", (text: string) => (output.stderr += text))
+  return output
+}
+
+/** Runs a child process to its end, `stdin` its whole input. */
+const runToEnd = (spawnChild: () => ChildProcessWithoutNullStreams, stdin = "") =>
+  Effect.async<Run>((resume) => {
+    const child = spawnChild()
+    const output = outputOf(child)
+    child.on("error", (error) => resume(Effect.die(error)))
+    child.on("close", (code) => resume(Effect.succeed({ code, ...output })))
+    child.stdin.end(stdin)
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
+/** Runs the CLI to its end. */
+const cli = (args: ReadonlyArray<string>) => runToEnd(() => start(args))
+
+/** Runs a bash command line to its end. */
+const shell = (command: string, env: Readonly<Record<string, string>>) =>
+  runToEnd(() => spawn("bash", ["-c", command], { env: { ...cleanEnv, ...env }, stdio: "pipe" }))
+
+/** The CLI as words of a shell command line. */
+const cliWords = (args: ReadonlyArray<string>): string => [process.execPath, bin, ...args].map(shellQuote).join(" ")
+
+/**
+ * The CLI piped into `reader` through a real shell pipe: `stdout` is what the reader printed,
+ * `stderr` the CLI's, and `code` the CLI's exit status, not the reader's.
+ */
+const cliInto = (reader: string, args: ReadonlyArray<string>, env: Readonly<Record<string, string>>) =>
+  shell(`${cliWords(args)} | ${reader}; exit "\${PIPESTATUS[0]}"`, env)
+
+/** Waits for a child to end: its exit code, or the signal that ended it. */
+const endOf = (child: ChildProcessWithoutNullStreams) =>
+  Effect.async<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>((resume) => {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      return resume(Effect.succeed({ code: child.exitCode, signal: child.signalCode }))
+    }
+    child.on("close", (code, signal) => resume(Effect.succeed({ code, signal })))
+  })
+
+/** A child that is killed if the test ends first. */
+const startScoped = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>> = {}) =>
+  Effect.acquireRelease(Effect.sync(() => start(args, env)), (child) => Effect.sync(() => child.kill("SIGKILL")))
+
+describe("microapp (the built bin, one process at a time)", () => {
+  it.live("the exit code of a failure is the process's, with one error line: 2 (a bad flag), 4 (an unknown row)", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const bogus = yield* cli(["rows", projectsMicroAppID, "--bogus", ...flags(server)])
+      expectFailure(bogus, 2, [server.credentials.authToken])
+      expect(bogus.stderr).toContain("--bogus")
+      const unknown = yield* cli(["row", "ffffffffffffffffffffffff", ...flags(server)])
+      expectFailure(unknown, 4, [server.credentials.authToken])
+      expect(unknown.stderr).toMatch(/\(NotFound, HTTP 404 POST \/api\/microappdata\/row\)\n$/)
+    }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 3 }))))
+
+  it.live("--help into a pipe: all of it, byte for byte as in process, exit 0", () =>
+    Effect.gen(function*() {
+      const help = yield* cli(["--help"])
+      expect(help.code, help.stderr).toBe(0)
+      expect(help.stdout).toContain("COMMANDS")
+      expect(help).toEqual(yield* inProcess(["--help"]))
+    }))
+
+  it.live("SIGINT during rows --output: exit 130, the temporary file removed", () =>
+    Effect.gen(function*() {
+      const { args, dir, running } = yield* slowScanToFile
+      const child = yield* startScoped(args)
+      const output = outputOf(child)
+      child.stdin.end()
+      yield* running
+      child.kill("SIGINT")
+      expect(yield* endOf(child)).toEqual({ code: 130, signal: null })
+      expect(output.stderr).toBe("error: interrupted by SIGINT\n")
+      expect(fs.readdirSync(dir)).toEqual([])
+    }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ demoRows: 500 }))))
+
+  it.live("serve: prints its URL first, answers requests, exits 0 on SIGINT", () =>
+    Effect.gen(function*() {
+      const child = yield* startScoped(["serve", "--port", "0", "--rows", "30", "--default-limit", "10"])
+      const output = outputOf(child)
+      child.stdin.end()
+      yield* expectServing(yield* eventually(Effect.sync(() => output.stdout), (text) => text.includes("Ctrl-C")))
+      child.kill("SIGINT")
+      expect(yield* endOf(child)).toEqual({ code: 0, signal: null })
+    }).pipe(Effect.scoped))
+
+  it.live("serve: a SIGTERM sent the moment its first output shows still ends it normally, exit 0", () =>
+    Effect.gen(function*() {
+      const child = yield* startScoped(["serve", "--port", "0"])
+      child.stdin.end()
+      child.stdout.once("data", () => child.kill("SIGTERM"))
+      expect(yield* endOf(child)).toEqual({ code: 0, signal: null })
+    }).pipe(Effect.scoped))
+
+  /** `update --from -` with its stdin left open, as a pipe that may bring more lines. */
+  const startOpen = (server: MicroappServer.Service, lines: number, extra: ReadonlyArray<string>) =>
+    Effect.map(startScoped(openUpdateArgs(server, extra)), (child) => {
+      const output = outputOf(child)
+      child.stdin.write(countUpdates(lines, 1000))
+      return { child, output }
+    })
+
+  it.live("update --from, SIGINT: the updates under way finish and are reported (--report), then exit 130", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      yield* server.configure({ latency: Duration.millis(300) })
+      const dir = yield* temporaryDirectory
+      const report = path.join(dir, "report.ndjson")
+      const { child, output } = yield* startOpen(server, 20, ["--report", report])
+      yield* untilRequests(server, 3)
+      child.kill("SIGINT")
+      expect(yield* endOf(child)).toEqual({ code: 130, signal: null })
+      yield* expectStoppedBySigint(report, output, 20)
+    }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(20)] }))))
+
+  it.live("update --from: a second SIGINT ends the process at once, without waiting for the updates under way", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      yield* server.configure({ latency: Duration.seconds(20) })
+      const { child, output } = yield* startOpen(server, 5, [])
+      yield* untilRequests(server, 3)
+      // the first SIGINT is taken (the command waits for the updates under way): one of those after it ends the
+      // process, however long the first takes to be handled
+      const sendSigint = Effect.sync(() => child.kill("SIGINT"))
+      const ended = yield* Effect.raceFirst(endOf(child), Effect.repeat(sendSigint, Schedule.spaced(Duration.millis(500))))
+      expect(ended).toEqual({ code: null, signal: "SIGINT" })
+      expect(output.stdout).toBe("")
+      // the server was still holding them
+      expect((yield* server.requests).every((record) => record.status === undefined)).toBe(true)
+    }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(5)] }))))
+
+  it.live("rows | head -1 (NDJSON) through a real pipe: one whole row, the scan stopped early, exit 141", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      yield* expectOneRowEarly(yield* cliInto("head -1", yield* pipedScan("ndjson"), envOf(server)))
+    }).pipe(Effect.provide(MicroappServer.layer({ demoRows: pipedRows }))))
+
+  it.live("update --from | head -1 through a real pipe: the updates under way finish and are counted; exit 141", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      yield* expectUpdatesCutShort(yield* cliInto("head -1", yield* pipedUpdate, envOf(server)))
+    }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(pipedUpdates)] }))))
+
+  // rows into a reader already gone is tested in process: its first write fails as row's does
+  it.live("row and login into a reader already gone: exit 141, nothing on stderr", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const [first] = yield* server.table(projectsMicroAppID)
+      // `true` reads nothing and is gone long before the CLI has started
+      const row = yield* cliInto("true", ["row", String(first?._id)], envOf(server))
+      expect(row).toEqual({ code: 141, stdout: "", stderr: "" })
+      const { email, password } = server.credentials
+      const login = yield* shell(
+        `printf '%s\\n' ${shellQuote(password)} | ` +
+          `${cliWords(["login", "--email", email, "--password-stdin", "--base-url", server.baseUrl])} | true; ` +
+          `exit "\${PIPESTATUS[1]}"`,
+        {}
+      )
+      expect(login).toEqual({ code: 141, stdout: "", stderr: "" })
+    }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 30 }))))
+})

@@ -1,0 +1,399 @@
+/**
+ * The `microapp` command line run in this process, with its standard streams, signals,
+ * environment variables and terminal provided by the test; and what the suites of the command
+ * line share (in process and as a child process).
+ */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
+import * as Terminal from "@effect/platform/Terminal"
+import { expect } from "@effect/vitest"
+import { ConfigProvider, Duration, Effect, Fiber, Layer, Mailbox, Option, Schedule, Schema, Stream } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { main } from "../src/cli/Cli.js"
+import { ReaderClosed } from "../src/cli/exitCodes.js"
+import { type Destination, type Signal, Signals, Stdio } from "../src/cli/stdio.js"
+import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
+import { taskID } from "./support.js"
+
+export const root = fileURLToPath(new URL("..", import.meta.url))
+
+/** How a command ended: its exit code, and what it wrote. */
+export interface Run {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/**
+ * Who reads stdout: `all` of it; `head -1`, which takes the first line and goes away; or a
+ * reader `gone` before the first write, as `| true`.
+ */
+export type Reader = "all" | "head -1" | "gone"
+
+export interface InProcessOptions {
+  readonly env?: Readonly<Record<string, string>>
+  /** All of stdin, or a stream of it; empty by default. */
+  readonly stdin?: string | Stream.Stream<Uint8Array, Error>
+  readonly reader?: Reader
+  readonly terminal?: { readonly stdin?: boolean; readonly stdout?: boolean; readonly stderr?: boolean }
+  /** What is typed on the terminal, a key at a time (a key's name is the character typed). */
+  readonly keys?: ReadonlyArray<string>
+}
+
+/** A command running in this process. */
+export interface Started {
+  /** What reached the reader of stdout so far. */
+  readonly stdout: Effect.Effect<string>
+  readonly stderr: Effect.Effect<string>
+  /** Sends a signal; false when no handler took it, so that a process would have been ended by it. */
+  readonly raise: (signal: Signal) => Effect.Effect<boolean>
+  readonly exit: Effect.Effect<number>
+}
+
+const encoder = new TextEncoder()
+
+/** A destination that keeps what its reader took. */
+const capture = (reader: Reader, name: string) => {
+  let text = ""
+  let gone = reader === "gone"
+  const destination: Destination = {
+    write: (chunk) =>
+      Effect.suspend(() => {
+        if (gone) return new ReaderClosed({ stream: name })
+        text += chunk
+        if (reader === "head -1" && text.includes("\n")) gone = true
+        return Effect.void
+      })
+  }
+  const taken = () => reader === "head -1" && text.includes("\n") ? text.slice(0, text.indexOf("\n") + 1) : text
+  return { destination, taken: Effect.sync(taken) }
+}
+
+const signalsOf = () => {
+  const handlers = new Set<(signal: Signal) => void>()
+  const service = Signals.of({
+    on: (handler) => {
+      // a handler of its own for each listener, as process.on adds one for each call
+      const listener = (signal: Signal) => handler(signal)
+      handlers.add(listener)
+      return () => void handlers.delete(listener)
+    }
+  })
+  const raise = (signal: Signal) =>
+    Effect.sync(() => {
+      const current = Array.from(handlers)
+      for (const handler of current) handler(signal)
+      return current.length > 0
+    })
+  return { service, raise }
+}
+
+/** A terminal whose input is `keys`, then Ctrl-D. */
+const terminalOf = (keys: ReadonlyArray<string>, isTTY: boolean) =>
+  Terminal.Terminal.of({
+    columns: Effect.succeed(80),
+    rows: Effect.succeed(24),
+    isTTY: Effect.succeed(isTTY),
+    readInput: Effect.gen(function*() {
+      const mailbox = yield* Mailbox.make<Terminal.UserInput>()
+      yield* mailbox.offerAll(keys.map((key) => ({
+        input: Option.some(key),
+        key: { name: key === "\r" ? "return" : key, ctrl: false, meta: false, shift: false }
+      })))
+      yield* mailbox.end
+      return mailbox
+    }),
+    readLine: Effect.fail(new Terminal.QuitException()),
+    display: () => Effect.void
+  })
+
+/** Starts `microapp ARGS` in this process; it is interrupted when the scope closes. */
+export const startCli = (args: ReadonlyArray<string>, options: InProcessOptions = {}) =>
+  Effect.gen(function*() {
+    const stdout = capture(options.reader ?? "all", "standard output")
+    const stderr = capture("all", "standard error")
+    const signals = signalsOf()
+    const terminal = { stdin: false, stdout: false, stderr: false, ...options.terminal }
+    const stdin = options.stdin ?? ""
+    const environment = Layer.mergeAll(
+      Layer.succeed(
+        Stdio,
+        Stdio.of({
+          stdout: stdout.destination,
+          stderr: stderr.destination,
+          stdin: typeof stdin === "string" ? Stream.make(encoder.encode(stdin)) : stdin,
+          isTerminal: terminal
+        })
+      ),
+      Layer.succeed(Signals, signals.service),
+      Layer.succeed(Terminal.Terminal, terminalOf(options.keys ?? [], terminal.stdout)),
+      NodeFileSystem.layer,
+      NodePath.layer,
+      Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(options.env ?? {}))))
+    )
+    const fiber = yield* Effect.forkScoped(main(["node", "microapp", ...args]).pipe(Effect.provide(environment)))
+    const started: Started = {
+      stdout: stdout.taken,
+      stderr: stderr.taken,
+      raise: signals.raise,
+      exit: Fiber.join(fiber)
+    }
+    return started
+  })
+
+/** Runs `microapp ARGS` in this process to its end. */
+export const cli = (args: ReadonlyArray<string>, options: InProcessOptions = {}): Effect.Effect<Run> =>
+  Effect.scoped(Effect.flatMap(startCli(args, options), (started) =>
+    Effect.all({ code: started.exit, stdout: started.stdout, stderr: started.stderr })))
+
+/** A stdin the test writes to while the command runs. */
+export const openStdin = Effect.map(Mailbox.make<Uint8Array, Error>(), (mailbox) => ({
+  stream: Mailbox.toStream(mailbox),
+  write: (text: string) => mailbox.offer(encoder.encode(text)),
+  end: mailbox.end
+}))
+
+/** Waits, checking every 20 ms for up to 10 s, until `check` holds of what `poll` gives; fails after. */
+export const eventually = <A, E, R>(poll: Effect.Effect<A, E, R>, check: (value: A) => boolean) =>
+  poll.pipe(
+    Effect.filterOrFail(check, () => new Error("still not there after 10 s")),
+    Effect.retry(Schedule.spaced(Duration.millis(20)).pipe(Schedule.upTo(Duration.seconds(10))))
+  )
+
+/** Waits until the emulator has seen `n` requests. */
+export const untilRequests = (server: MicroappServer.Service, n: number) =>
+  eventually(server.requests, (log) => log.length >= n)
+
+export const flags = (server: MicroappServer.Service, token = server.credentials.authToken) => [
+  "--base-url",
+  server.baseUrl,
+  "--token",
+  token,
+  "--user-id",
+  server.credentials.userId
+]
+
+export const envOf = (server: MicroappServer.Service) => ({
+  MICROAPP_BASE_URL: server.baseUrl,
+  MICROAPP_AUTH_TOKEN: server.credentials.authToken,
+  MICROAPP_USER_ID: server.credentials.userId
+})
+
+/** A failure: the exit code, one `error:` line on stderr, and no token anywhere. */
+export const expectFailure = (run: Run, code: number, tokens: ReadonlyArray<string>) => {
+  expect(run.code, run.stderr).toBe(code)
+  expect(run.stderr).toMatch(/^error: [^\n]+\n$/)
+  for (const token of tokens) {
+    expect(run.stdout).not.toContain(token)
+    expect(run.stderr).not.toContain(token)
+  }
+}
+
+export const temporaryDirectory = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "microapp-cli-test-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+const decodeIdLine = Schema.decodeUnknownSync(Schema.parseJson(Schema.Struct({ _id: Schema.String })))
+
+/** The `_id`s of NDJSON output, checking that every line is a whole row. */
+export const idsOf = (ndjson: string): Array<string> =>
+  ndjson.trimEnd().split("\n").map((line) => decodeIdLine(line)._id)
+
+/** A strict RFC 4180 parser: CRLF between records, quotes only around whole fields. */
+export const parseCsv = (text: string): Array<Array<string>> => {
+  const records: Array<Array<string>> = []
+  let record: Array<string> = []
+  let field = ""
+  let quoted = false
+  let i = 0
+  while (i < text.length) {
+    const c = text[i]
+    if (quoted) {
+      if (c === "\"" && text[i + 1] === "\"") {
+        field += "\""
+        i += 2
+      } else if (c === "\"") {
+        quoted = false
+        i++
+        if (![",", "\r", undefined].includes(text[i])) throw new Error(`text after a closing quote at ${i}`)
+      } else {
+        field += c
+        i++
+      }
+    } else if (c === "\"") {
+      if (field !== "") throw new Error(`a quote inside an unquoted field at ${i}`)
+      quoted = true
+      i++
+    } else if (c === ",") {
+      record.push(field)
+      field = ""
+      i++
+    } else if (c === "\r" && text[i + 1] === "\n") {
+      record.push(field)
+      records.push(record)
+      record = []
+      field = ""
+      i += 2
+    } else if (c === "\r" || c === "\n") {
+      throw new Error(`a bare line break outside quotes at ${i}`)
+    } else {
+      field += c
+      i++
+    }
+  }
+  if (quoted) throw new Error("an unterminated quoted field")
+  if (field !== "" || record.length > 0) throw new Error("the last record has no CRLF")
+  return records
+}
+
+export const updatePath = "/api/updatemicroapprow"
+
+const Outcome = Schema.Struct({
+  line: Schema.Number,
+  rowID: Schema.NullOr(Schema.String),
+  outcome: Schema.Literal("updated", "refused", "failed", "unknown", "invalid"),
+  error: Schema.optional(Schema.String)
+})
+const decodeOutcome = Schema.decodeUnknownSync(Schema.parseJson(Outcome), { onExcessProperty: "error" })
+
+/** The outcome lines of `update --from`, each checked against the contract. */
+export const outcomesOf = (ndjson: string) =>
+  ndjson === "" ? [] : ndjson.trimEnd().split("\n").map((line) => decodeOutcome(line))
+
+/** `count` NDJSON update lines, row i's Count set to `value`. */
+export const countUpdates = (count: number, value: number, from = 0) =>
+  Array.from({ length: count }, (_, i) => `${JSON.stringify({ rowID: taskID(from + i), rowData: { Count: value } })}\n`)
+    .join("")
+
+/** The closing line of a scan cut short by its reader; its row count in group 1. */
+export const stoppedScan =
+  /^stopped \(standard output closed by its reader\): (\d+) rows, \d+ pages?, [\d.]+ s, 0 duplicates dropped, 0 realignments, up to \d+ requests? in flight\n$/
+
+/** The closing line of `update --from` cut short by its reader; lines counted in group 1, updated in group 2. */
+export const stoppedUpdates =
+  /^stopped \(standard output closed by its reader\): (\d+) lines, (\d+) updated \(0 after read-back\), 0 refused, 0 failed, 0 unknown, 0 invalid, [\d.]+ s\n$/
+
+/** The rows the pipe tests scan: 30 pages of about 100 kB each, a scan long enough to cut short. */
+export const pipedRows = 3000
+export const pipedPageSize = 100
+
+/** `rows --format FORMAT` as the pipe tests run it, each of its requests held 20 ms by the emulator. */
+export const pipedScan = (format: string) =>
+  Effect.as(
+    Effect.flatMap(MicroappServer, (server) => server.configure({ latency: Duration.millis(20) })),
+    ["rows", projectsMicroAppID, "--format", format, "--page-size", String(pipedPageSize), "--concurrency", "2"]
+  )
+
+/** A scan whose reader went away: exit 141, only the stopped summary; the rows it counted, and what the emulator saw. */
+export const cutShort = (run: Run) =>
+  Effect.gen(function*() {
+    const server = yield* MicroappServer
+    expect(run.code, run.stderr).toBe(141)
+    expect(run.stderr).toMatch(stoppedScan)
+    const rows = Number(stoppedScan.exec(run.stderr)?.[1])
+    return { rows, requests: (yield* server.requests).length, table: yield* server.table(projectsMicroAppID) }
+  })
+
+/** NDJSON into `head -1`: one whole row, and the scan stopped early. */
+export const expectOneRowEarly = (run: Run) =>
+  Effect.gen(function*() {
+    const { requests, rows, table } = yield* cutShort(run)
+    expect(idsOf(run.stdout)).toEqual([table[0]?._id])
+    expect(rows).toBeGreaterThanOrEqual(pipedPageSize)
+    expect(rows).toBeLessThan(pipedRows / 2)
+    expect(requests).toBeLessThan(pipedRows / pipedPageSize / 2)
+  })
+
+/** The updates the pipe tests send into `head -1`. */
+export const pipedUpdates = 200
+
+/** `update --from FILE` as the pipe tests run it: FILE holds `pipedUpdates` updates, each held 20 ms by the emulator. */
+export const pipedUpdate = Effect.gen(function*() {
+  const server = yield* MicroappServer
+  yield* server.configure({ latency: Duration.millis(20) })
+  const file = path.join(yield* temporaryDirectory, "updates.ndjson")
+  fs.writeFileSync(file, countUpdates(pipedUpdates, 1000))
+  return ["update", "--from", file, "--concurrency", "2"]
+})
+
+/**
+ * `rows --output FILE` one request at a time, each held 100 ms: 100 pages, 10 s, so that a signal
+ * finds the scan running. `running` waits for its temporary file beside FILE, alone in `dir`.
+ */
+export const slowScanToFile = Effect.gen(function*() {
+  const server = yield* MicroappServer
+  yield* server.configure({ latency: Duration.millis(100) })
+  const dir = yield* temporaryDirectory
+  const output = path.join(dir, "out.ndjson")
+  const args = ["rows", projectsMicroAppID, "--page-size", "5", "--concurrency", "1", "--output", output, ...flags(server)]
+  const running = eventually(Effect.sync(() => fs.readdirSync(dir)), (files) => files.length > 0)
+  return { dir, args, running }
+})
+
+/** `update --from -` of tasks, for a stdin left open as a pipe that may bring more lines. */
+export const openUpdateArgs = (server: MicroappServer.Service, extra: ReadonlyArray<string>) =>
+  ["update", "--from", "-", "--concurrency", "3", ...extra, ...flags(server)]
+
+/** `update --from FILE` into `head -1`: one outcome line, exit 141; every update sent was applied and counted. */
+export const expectUpdatesCutShort = (run: Run) =>
+  Effect.gen(function*() {
+    const server = yield* MicroappServer
+    expect(run.code, run.stderr).toBe(141)
+    expect(outcomesOf(run.stdout)).toEqual([{ line: 1, rowID: taskID(0), outcome: "updated" }])
+    const summary = stoppedUpdates.exec(run.stderr)
+    const counted = Number(summary?.[1])
+    expect(Number(summary?.[2])).toBe(counted)
+    expect(counted).toBeLessThan(pipedUpdates / 2)
+    // none was cut off on its way
+    const counts = yield* server.appliedUpdates
+    expect([...counts.keys()].sort()).toEqual(Array.from({ length: counted }, (_, i) => taskID(i)))
+    expect((yield* server.requests).filter((record) => record.path === updatePath)).toHaveLength(counted)
+  })
+
+/**
+ * After a SIGINT stopped `update --from -` of `lines` updates with `--report`: the updates under
+ * way finished and have their lines, only those were applied, and stderr says so.
+ */
+export const expectStoppedBySigint = (report: string, output: Omit<Run, "code">, lines: number) =>
+  Effect.gen(function*() {
+    const server = yield* MicroappServer
+    const outcomes = outcomesOf(fs.readFileSync(report, "utf8"))
+    const counts = yield* server.appliedUpdates
+    expect(outcomes.length).toBeGreaterThanOrEqual(3)
+    expect(outcomes.length).toBeLessThan(lines)
+    expect(outcomes).toEqual(outcomes.map((_, i) => ({ line: i + 1, rowID: taskID(i), outcome: "updated" })))
+    expect([...counts.keys()].sort()).toEqual(outcomes.map((outcome) => outcome.rowID))
+    expect(output.stdout).toBe("")
+    expect(output.stderr).toMatch(/^stopped \(interrupted by SIGINT\): \d+ lines, [^\n]+\nerror: interrupted by SIGINT\n$/)
+  })
+
+const PlainAnswer = Schema.parseJson(Schema.Struct({
+  status: Schema.Literal("success"),
+  body: Schema.Struct({ microAppRows: Schema.Array(Schema.Unknown) })
+}))
+
+/**
+ * The first lines of `serve --rows 30 --default-limit 10`: the base URL first, then the demo
+ * credentials and Microapps; and the emulator answering there, 10 rows to a request with no limit.
+ * Returns the base URL.
+ */
+export const expectServing = (firstLines: string) =>
+  Effect.gen(function*() {
+    const url = /^Microapp Data Service emulator listening on (http:\/\/127\.0\.0\.1:\d+)\n/.exec(firstLines)?.[1]
+    expect(url).toBeDefined()
+    expect(firstLines).toContain("demo-token-0001")
+    expect(firstLines).toContain(projectsMicroAppID)
+    const body = yield* Effect.promise(() =>
+      fetch(`${url}/api/microappdata`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-auth-token": "demo-token-0001", "x-user-id": "demo-user" },
+        body: JSON.stringify({ microAppID: projectsMicroAppID })
+      }).then((response) => response.text())
+    )
+    expect(Schema.decodeUnknownSync(PlainAnswer)(body).body.microAppRows).toHaveLength(10)
+    return String(url)
+  })
