@@ -1,6 +1,6 @@
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, type Duration, Effect, Fiber, Layer, List, Logger, LogLevel, Redacted, Stream, TestClock } from "effect"
+import { Chunk, Duration, Effect, Fiber, Layer, List, Logger, LogLevel, Redacted, Stream, TestClock } from "effect"
 import { MicroappClient } from "../src/index.js"
 import { demoCredentials, type FaultKind, MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import { makeRateGate } from "../src/internal/retry.js"
@@ -487,7 +487,7 @@ describe("layerLogin", () => {
 describe("the rate gate", () => {
   it.effect("opens no earlier than its time, and waits on the clock until then, when that time falls between two nanoseconds", () =>
     Effect.gen(function*() {
-      const gate = yield* makeRateGate
+      const gate = yield* makeRateGate(Duration.minutes(1))
       yield* TestClock.setTime(1000)
       yield* gate.holdFor(500.0005)
       // 500.0005 ms before 1500.0005, rounded to whole nanoseconds, ends a hair before it
