@@ -22,6 +22,7 @@ import {
 } from "effect"
 import type * as BulkUpdate from "./BulkUpdate.js"
 import { makeUpdateRows } from "./internal/bulkUpdate.js"
+import { queryOf } from "./internal/checkpoint.js"
 import { makeRowDecoder, type RowDecoder } from "./internal/decode.js"
 import { decodeEnvelope } from "./internal/decode.js"
 import { type Endpoint, endpoints } from "./internal/endpoints.js"
@@ -457,19 +458,23 @@ const makeWith = Effect.fnUntraced(function*<E>(
     Either.isLeft(result) ? Effect.fail(result.left) : Effect.succeed(result.right)
 
   const makeReader = <A>(decoder: RowDecoder<A>): MicroappClient.Reader<A> => {
-    const scan = Effect.fn("MicroappClient.scan")(function*(options: MicroappClient.RowsOptions) {
+    // each run of the scan is a span of its own ("MicroappClient.scan"), covering the whole run
+    const scan = Effect.fnUntraced(function*(options: MicroappClient.RowsOptions) {
       const valid = yield* validateRows(options)
       const selection = Query.checked(valid)
+      const settings = Scan.settings({ ...valid, pageSize: valid.pageSize ?? pageSize }, { maxInFlight: tuning.rateLimit?.maxInFlight })
+      const query = queryOf(selection, settings)
+      const checkpoints = yield* Scan.checkpointing(options, query)
       return Scan.make<A>({
         microAppID: selection.microAppID,
         path: endpoints.rows.path,
+        query,
         fetch: (window) => fetchPage(selection, window, options.timeout),
         decode: (rows, indexes, attempts) => decoder(rows, indexes, { endpoint: endpoints.rows, attempt: attempts })
-      }, Scan.settings({ ...valid, pageSize: valid.pageSize ?? pageSize }, { maxInFlight: tuning.rateLimit?.maxInFlight }))
+      }, settings, checkpoints)
     })
 
-    const rows = (options: MicroappClient.RowsOptions) =>
-      Stream.unwrap(Effect.map(scan(options), (scan) => scan.rows)).pipe(Stream.withSpan("MicroappClient.rows"))
+    const rows = (options: MicroappClient.RowsOptions) => Stream.unwrap(Effect.map(scan(options), (scan) => scan.rows))
 
     const collect = Effect.fn("MicroappClient.collect")(function*(options: MicroappClient.CollectOptions) {
       const { max } = yield* validateMax(options)
