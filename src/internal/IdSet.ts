@@ -188,7 +188,8 @@ export const exact = (options: { readonly journal?: boolean } = {}): IdSet => ma
  * chunk the journal starts with (ids inserted from it).
  */
 const makeExact = (journaled: boolean, from = "") => {
-  const segments = Array.from({ length: 1 << segmentBits }, () => new Segment())
+  // made on first use: a small set (a short scan, or a model test's thousands) needs few of them
+  const segments: Array<Segment | undefined> = new Array(1 << segmentBits)
   const others = new Set<string>()
   const journal = journaled ? new Journal(from === "" ? [] : [from], from.length / 16) : undefined
   let zero = false
@@ -196,7 +197,9 @@ const makeExact = (journaled: boolean, from = "") => {
   const insert = (a: number, b: number, c: number): boolean => {
     if (a === 0 && b === 0 && c === 0) return !zero && (zero = true)
     const hash = mix(a, b, c)
-    return segments[hash & ((1 << segmentBits) - 1)]!.add(a, b, c, hash >>> segmentBits) && ++packed > 0
+    const index = hash & ((1 << segmentBits) - 1)
+    const segment = segments[index] ?? (segments[index] = new Segment())
+    return segment.add(a, b, c, hash >>> segmentBits) && ++packed > 0
   }
   /** Calls `packedId` with the id's three words, or `other` when it is not 24 lower-case hex digits. */
   const route = <A>(id: string, other: () => A, packedId: (a: number, b: number, c: number) => A): A => {
@@ -219,8 +222,8 @@ const makeExact = (journaled: boolean, from = "") => {
     route(id, () => others.has(id), (a, b, c) => {
       if (a === 0 && b === 0 && c === 0) return zero
       const hash = mix(a, b, c)
-      const segment = segments[hash & ((1 << segmentBits) - 1)]!
-      return segment.taken(segment.find(a, b, c, hash >>> segmentBits))
+      const segment = segments[hash & ((1 << segmentBits) - 1)]
+      return segment !== undefined && segment.taken(segment.find(a, b, c, hash >>> segmentBits))
     })
   const contents = (): ExactContents | undefined => {
     if (journal === undefined) return undefined
@@ -239,7 +242,7 @@ const makeExact = (journaled: boolean, from = "") => {
     add,
     has,
     size: () => packed + others.size + (zero ? 1 : 0),
-    packedBytes: () => segments.reduce((sum, segment) => sum + segment.words.byteLength, 0),
+    packedBytes: () => segments.reduce((sum, segment) => sum + (segment?.words.byteLength ?? 0), 0),
     contents
   }
   return { set, insert }
