@@ -3,17 +3,59 @@
  * alone (no HTTP: the pages are given), as `rows` runs it (no journal) and as `pages` runs it (a
  * journal of the ids, and a checkpoint taken after every page); then the checkpoint at its end:
  * the size of its JSON, and the time to write it, read it back and rebuild the id set from it.
+ * Last, `rows` and `pages` in turns over HTTP, against the emulator in this process.
  */
-import { Effect, Either } from "effect"
+import { NodeHttpClient } from "@effect/platform-node"
+import { Effect, Either, Stream } from "effect"
 import { CheckpointImpl, fromJson, toJson } from "../../src/internal/checkpoint.js"
 import * as Engine from "../../src/internal/scanEngine.js"
 import { noFigures } from "../../src/internal/summary.js"
+import { MicroappClient } from "../../src/MicroappClient.js"
+import { MicroappServer } from "../../src/testing/MicroappServer.js"
 import { finish, formatInt, median, options, type Report, rotate } from "./common.js"
 import { rowId } from "./table.js"
 
-const main = (): Report => {
+/** Milliseconds to read `count` rows through `rows` and through `pages`, in turns, over HTTP. */
+const overHttp = (count: number, rounds: number) => {
+  const microAppID = "64d0000000000000000000aa"
+  const table = {
+    microAppID,
+    name: "Numbers",
+    fields: [{ label: "N", fieldID: "f_n", kind: "integer" as const }],
+    sortFields: ["N"],
+    rows: Array.from({ length: count }, (_, i) => ({ _id: rowId(i), N: i }))
+  }
+  const program = Effect.gen(function*() {
+    const client = yield* MicroappClient
+    const times = { rows: new Array<number>(), pages: new Array<number>() }
+    const modes = ["rows", "pages"] as const
+    // the first round warms the JIT up
+    for (let round = 0; round <= rounds; round++) {
+      for (const mode of rotate(modes, round)) {
+        const scan = yield* client.scan({ microAppID })
+        const start = performance.now()
+        const read = mode === "rows"
+          ? yield* Stream.runCount(scan.rows)
+          : yield* Stream.runFold(scan.pages, 0, (sum, page) => sum + page.rows.length)
+        if (read !== count) throw new Error(`${mode} read ${read} rows of ${count}`)
+        if (round > 0) times[mode].push(performance.now() - start)
+      }
+    }
+    return { rows: median(times.rows), pages: median(times.pages) }
+  })
+  return Effect.runPromise(
+    program.pipe(
+      Effect.provide(MicroappServer.layerWithClient({ tables: [table] }, { retry: false })),
+      Effect.provide(NodeHttpClient.layerUndici),
+      Effect.scoped
+    )
+  )
+}
+
+const main = async (): Promise<Report> => {
   const opts = options()
   const rows = opts.number("rows", 1_000_000, 20_000)
+  const httpRows = opts.number("http-rows", 100_000, 2_000)
   const pageSize = opts.number("page", 1_000, 1_000)
   const rounds = opts.number("rounds", 5, 1)
   const table = Array.from({ length: rows }, (_, i) => ({ _id: rowId(i) }))
@@ -67,6 +109,7 @@ const main = (): Report => {
   const resumed = timed(() => Either.getOrThrow(Engine.resume(config, back.engine)))
   if (resumed.result.seen.size() !== rows) throw new Error("the id set was not rebuilt")
   const recentBytes = toJson(checkpointOf("recent").checkpoint).length
+  const http = await overHttp(httpRows, rounds)
 
   const perRow = bytes / rows
   const details = [
@@ -80,7 +123,9 @@ const main = (): Report => {
     `| \`Checkpoint.fromJson\` (checks and checksum included) | ${read.millis.toFixed(0)} ms |`,
     `| Resume: the id set rebuilt from it | ${resumed.millis.toFixed(0)} ms |`,
     `| Engine alone, as \`rows\` drives it | ${nanosPerRow(false).toFixed(0)} ns a row |`,
-    `| Engine alone, as \`pages\` drives it (journal, a checkpoint every page) | ${nanosPerRow(true).toFixed(0)} ns a row |`
+    `| Engine alone, as \`pages\` drives it (journal, a checkpoint every page) | ${nanosPerRow(true).toFixed(0)} ns a row |`,
+    `| Over HTTP, ${formatInt(httpRows)} rows, default options: \`rows\` | ${http.rows.toFixed(0)} ms |`,
+    `| Over HTTP, same: \`pages\`, a checkpoint every page | ${http.pages.toFixed(0)} ms |`
   ].join("\n")
   return {
     title: "checkpoint",
@@ -98,8 +143,10 @@ const main = (): Report => {
         met: undefined
       },
       {
-        figure: "What `pages` pays for its checkpoints, engine alone",
-        measured: `${journalCost.toFixed(0)} ns a row (\`rows\` pays none)`,
+        figure: "What `pages` pays for its checkpoints",
+        measured: `engine alone ${journalCost.toFixed(0)} ns a row; over HTTP, ${formatInt(httpRows)} rows: pages/rows time ${
+          (http.pages / http.rows).toFixed(2)
+        } (\`rows\` keeps nothing for checkpoints)`,
         goal: "",
         met: undefined
       }
@@ -108,9 +155,7 @@ const main = (): Report => {
   }
 }
 
-try {
-  finish(main())
-} catch (error) {
+main().then(finish, (error: unknown) => {
   console.error(error)
   process.exit(1)
-}
+})
