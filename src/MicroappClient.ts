@@ -263,7 +263,11 @@ export declare namespace MicroappClient {
   export interface Reader<A> {
     /** Every row of the (filtered, sorted) Microapp, page by page; see `RowStream`. */
     readonly rows: (options: RowsOptions) => Stream.Stream<A, MicroappError>
-    /** A scan with its summary (pages, duplicates dropped, realignments, the server's cap...). */
+    /**
+     * A scan: its rows, or its pages each with the checkpoint to resume from after them, and its
+     * summary (pages, duplicates dropped, realignments, the server's cap...). A `resume` of another
+     * query fails here.
+     */
     readonly scan: (options: RowsOptions) => Effect.Effect<RowStream.Scan<A>, InvalidInput>
     /** The whole table in memory, up to `max` rows; more is `TooManyRows`, never a silent prefix. */
     readonly collect: (options: CollectOptions) => Effect.Effect<ReadonlyArray<A>, MicroappError>

@@ -137,42 +137,20 @@ export class CheckpointImpl implements Checkpoint {
 
 export const isCheckpoint = (u: unknown): u is Checkpoint => u instanceof CheckpointImpl
 
+// JSON has null where the engine has undefined; the order of keys is the canonical text's business
 const bodyOf = (checkpoint: CheckpointImpl): Body => {
   const { counters, seen, ...state } = checkpoint.engine
-  const { figures } = checkpoint
   return {
     version,
     query: checkpoint.query,
     state: {
-      position: state.position,
+      ...state,
       stride: state.stride ?? null,
-      reread: state.reread,
       tail: state.tail.map((id) => id ?? null),
-      largestPage: state.largestPage,
       shortPage: state.shortPage ?? null,
-      probe: state.probe ?? null,
-      stalled: state.stalled
+      probe: state.probe ?? null
     },
-    counters: {
-      complete: counters.complete,
-      pages: counters.pages,
-      rows: figures.rows,
-      emitted: counters.emitted,
-      invalidRows: figures.invalidRows,
-      retries: counters.retries,
-      duplicatesDropped: counters.duplicatesDropped,
-      realignments: counters.realignments,
-      appearedBehind: counters.appearedBehind,
-      caughtBehind: counters.caughtBehind,
-      vanishedBehind: counters.vanishedBehind,
-      pagesDiscarded: counters.pagesDiscarded,
-      inconsistencies: counters.inconsistencies,
-      serverCap: counters.serverCap ?? null,
-      concurrencyReached: figures.concurrencyReached,
-      concurrency: figures.concurrency,
-      elapsedMillis: figures.elapsedMillis,
-      resumed: figures.resumed
-    },
+    counters: { ...counters, serverCap: counters.serverCap ?? null, ...checkpoint.figures },
     seen: seen._tag === "Exact" ? { packed: seen.packed(), others: seen.others() } : { recent: seen.ids }
   }
 }
@@ -249,6 +227,7 @@ const problemOf = (body: Body): Problem | undefined => {
 
 const fromBody = (body: Body): CheckpointImpl => {
   const { counters, query, seen, state } = body
+  const { concurrency, concurrencyReached, elapsedMillis, invalidRows, resumed, rows, serverCap, ...engine } = counters
   const contents: IdSet.Contents = "packed" in seen
     ? {
       _tag: "Exact",
@@ -260,38 +239,15 @@ const fromBody = (body: Body): CheckpointImpl => {
   return new CheckpointImpl(
     query,
     {
-      position: state.position,
+      ...state,
       stride: state.stride ?? undefined,
-      reread: state.reread,
       tail: state.tail.map((id) => id ?? undefined),
-      largestPage: state.largestPage,
       shortPage: state.shortPage ?? undefined,
       probe: state.probe ?? undefined,
-      stalled: state.stalled,
-      counters: {
-        pages: counters.pages,
-        retries: counters.retries,
-        emitted: counters.emitted,
-        duplicatesDropped: counters.duplicatesDropped,
-        realignments: counters.realignments,
-        pagesDiscarded: counters.pagesDiscarded,
-        inconsistencies: counters.inconsistencies,
-        appearedBehind: counters.appearedBehind,
-        caughtBehind: counters.caughtBehind,
-        vanishedBehind: counters.vanishedBehind,
-        serverCap: counters.serverCap ?? undefined,
-        complete: counters.complete
-      },
+      counters: { ...engine, serverCap: serverCap ?? undefined },
       seen: contents
     },
-    {
-      rows: counters.rows,
-      invalidRows: counters.invalidRows,
-      concurrencyReached: counters.concurrencyReached,
-      concurrency: counters.concurrency,
-      elapsedMillis: counters.elapsedMillis,
-      resumed: counters.resumed
-    }
+    { rows, invalidRows, concurrencyReached, concurrency, elapsedMillis, resumed }
   )
 }
 
