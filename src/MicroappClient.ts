@@ -23,6 +23,7 @@ import {
 import type * as BulkUpdate from "./BulkUpdate.js"
 import { bounds, durationIn, RequestTimeout, wholeNumberIn } from "./internal/bounds.js"
 import { makeUpdateRows } from "./internal/bulkUpdate.js"
+import { queryOf } from "./internal/checkpoint.js"
 import { makeRowDecoder, type RowDecoder } from "./internal/decode.js"
 import { decodeEnvelope } from "./internal/decode.js"
 import { type Endpoint, endpoints } from "./internal/endpoints.js"
@@ -283,7 +284,11 @@ export declare namespace MicroappClient {
   export interface Reader<A> {
     /** Every row of the (filtered, sorted) Microapp, page by page; see `RowStream`. */
     readonly rows: (options: RowsOptions) => Stream.Stream<A, MicroappError>
-    /** A scan with its summary (pages, duplicates dropped, realignments, the server's cap...). */
+    /**
+     * A scan: its rows, or its pages each with the checkpoint to resume from after them, and its
+     * summary (pages, duplicates dropped, realignments, the server's cap...). A `resume` of another
+     * query fails here.
+     */
     readonly scan: (options: RowsOptions) => Effect.Effect<RowStream.Scan<A>, InvalidInput>
     /** The whole table in memory, up to `max` rows; more is `TooManyRows`, never a silent prefix. */
     readonly collect: (options: CollectOptions) => Effect.Effect<ReadonlyArray<A>, MicroappError>
@@ -523,19 +528,25 @@ const makeWith = Effect.fnUntraced(function*<E>(
     Either.isLeft(result) ? Effect.fail(result.left) : Effect.succeed(result.right)
 
   const makeReader = <A>(decoder: RowDecoder<A>): MicroappClient.Reader<A> => {
-    const scan = Effect.fn("MicroappClient.scan")(function*(options: MicroappClient.RowsOptions) {
+    // each run of the scan is a span of its own ("MicroappClient.scan"), covering the whole run
+    const scan = Effect.fnUntraced(function*(options: MicroappClient.RowsOptions) {
       const valid = yield* validateRows(options)
       const selection = Query.checked(valid)
+      const settings = Scan.settings({ ...valid, pageSize: valid.pageSize ?? pageSize }, {
+        maxInFlight: accepted.rateLimit?.maxInFlight
+      })
+      const query = queryOf(selection, settings)
+      const checkpoints = yield* Scan.checkpointing(options, query)
       return Scan.make<A>({
         microAppID: selection.microAppID,
         path: endpoints.rows.path,
+        query,
         fetch: (window) => fetchPage(selection, window, options.timeout),
         decode: (rows, indexes, attempts) => decoder(rows, indexes, { endpoint: endpoints.rows, attempt: attempts })
-      }, Scan.settings({ ...valid, pageSize: valid.pageSize ?? pageSize }, { maxInFlight: accepted.rateLimit?.maxInFlight }))
+      }, settings, checkpoints)
     })
 
-    const rows = (options: MicroappClient.RowsOptions) =>
-      Stream.unwrap(Effect.map(scan(options), (scan) => scan.rows)).pipe(Stream.withSpan("MicroappClient.rows"))
+    const rows = (options: MicroappClient.RowsOptions) => Stream.unwrap(Effect.map(scan(options), (scan) => scan.rows))
 
     const collect = Effect.fn("MicroappClient.collect")(function*(options: MicroappClient.CollectOptions) {
       const { max } = yield* validateMax(options)

@@ -15,11 +15,14 @@
  * 5. the anchor's move counts the rows that appeared behind the position, or vanished from it;
  * 6. pages are fetched ahead into a bounded buffer, and several consecutive windows may be in
  *    flight at once (`concurrency`, adaptive by default), emitted in order;
- * 7. memory is O(page size x (prefetch + concurrency)), plus the ids emitted.
+ * 7. memory is O(page size x (prefetch + concurrency)), plus the ids emitted;
+ * 8. `pages` hands out the rows with a `Checkpoint` of the state after them, from which a scan
+ *    resumes (`resume`) as if it had never stopped.
  *
  * @since 0.1.0
  */
 import type { Effect, Stream } from "effect"
+import type { Checkpoint } from "./Checkpoint.js"
 import type { MicroappError } from "./MicroappError.js"
 
 /**
@@ -56,6 +59,43 @@ export interface ScanOptions {
    * than that is emitted again.
    */
   readonly dedupe?: "exact" | "recent" | undefined
+  /**
+   * Goes on from a checkpoint of `pages`: no row it says was emitted is emitted again, and the
+   * summary counts the whole scan. It must come from a scan of the same Microapp, filters, sort,
+   * `pageSize`, `overlap` and `dedupe` (else `InvalidInput`, before any request); `concurrency`,
+   * `maxConcurrency`, `prefetch`, `onInconsistent`, `timeout` and `checkpointEvery` may differ.
+   */
+  readonly resume?: Checkpoint | undefined
+  /**
+   * How often `pages` hands out a page with its checkpoint: once the rows of `pages` server pages
+   * are gathered, or at least `rows` rows, whichever comes first. Default `{ pages: 1 }`.
+   */
+  readonly checkpointEvery?: CheckpointEvery | undefined
+}
+
+/**
+ * How often `pages` hands out a page: after the rows of `pages` server pages, or at least `rows`
+ * rows (a server page is never split), whichever comes first.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CheckpointEvery {
+  readonly pages?: number | undefined
+  readonly rows?: number | undefined
+}
+
+/**
+ * Rows of a scan, with the checkpoint of the state after exactly those rows: a sink that commits
+ * both in one transaction, and resumes from the last checkpoint it committed, writes every row
+ * once. The last page of a scan that ends holds a complete checkpoint, even with no rows.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Page<A> {
+  readonly rows: ReadonlyArray<A>
+  readonly checkpoint: Checkpoint
 }
 
 /**
@@ -104,18 +144,32 @@ export interface ScanSummary {
   readonly concurrency: number
   /** Whether the scan reached a proven end. */
   readonly complete: boolean
+  /**
+   * Complete, and nothing left unproven: no inconsistency, no row arrived behind the position
+   * (it may have been re-sorted there from ahead, unread), no row skipped as invalid, and every
+   * id kept (`dedupe: "exact"`). Every row that stood in the table, in its place in the sort,
+   * from the start of the scan to its end, was then emitted exactly once. See the README for
+   * what no scan can see.
+   */
+  readonly exhaustive: boolean
+  /** Times the scan was resumed from a checkpoint. */
+  readonly resumed: number
+  /** Time spent scanning, summed over the runs of a resumed scan. */
   readonly elapsedMillis: number
 }
 
 /**
- * A scan: its rows, and its summary (live while the rows are consumed, final after). Each run of
- * `rows` is a scan of its own; `summary` describes the run started last.
+ * A scan: its rows, or its pages with their checkpoints, and its summary (live while the rows are
+ * consumed, final after). Each run of `rows` or `pages` is a scan of its own; `summary` describes
+ * the run started last.
  *
  * @since 0.1.0
  * @category models
  */
 export interface Scan<A> {
   readonly rows: Stream.Stream<A, MicroappError>
+  /** The same rows, gathered into pages that each carry the checkpoint of the state after them. */
+  readonly pages: Stream.Stream<Page<A>, MicroappError>
   readonly summary: Effect.Effect<ScanSummary>
 }
 
@@ -132,5 +186,6 @@ export const defaults = {
   prefetch: 1,
   overlap: 10,
   onInconsistent: "fail",
-  dedupe: "exact"
+  dedupe: "exact",
+  checkpointEvery: { pages: 1 }
 } as const

@@ -13,6 +13,13 @@ export { MicroappClient } from "./MicroappClient.js"
 export type { InvalidRowPolicy, RetryOptions } from "./MicroappClient.js"
 
 /**
+ * Checkpoints of a scan: `toJson`, `fromJson` and a Schema, to resume a scan where it stopped.
+ *
+ * @since 0.1.0
+ */
+export * as Checkpoint from "./Checkpoint.js"
+
+/**
  * Many updates as one stream: options, outcomes and their summary.
  *
  * @since 0.1.0

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { FastCheck as FC } from "effect"
+import { Either, FastCheck as FC } from "effect"
 import * as IdSet from "../src/internal/IdSet.js"
 
 const hexId = FC.stringMatching(/^[0-9a-f]{24}$/)
@@ -50,5 +50,76 @@ describe("the recent id set", () => {
     expect(set.add("d")).toBe(true)
     expect(set.add("a")).toBe(true)
     expect(set.size()).toBe(3)
+  })
+})
+
+describe("the contents of a set, for a checkpoint", () => {
+  it.prop(
+    "an exact set with a journal is made again from its contents: the same answers, whatever the ids",
+    [FC.array(anyId, { maxLength: 300 }), FC.array(anyId, { maxLength: 100 })],
+    ([before, after]) => {
+      const set = IdSet.exact({ journal: true })
+      for (const id of before) set.add(id)
+      const contents = set.contents()
+      // ids added after the contents were taken are not in them
+      for (const id of after) set.add(id)
+      expect(contents?._tag).toBe("Exact")
+      if (contents?._tag !== "Exact") return
+      expect(contents.size).toBe(new Set(before).size)
+      const again = Either.getOrThrow(IdSet.restore(contents, { journal: true, capacity: 0 }))
+      for (const id of [...before, ...after]) expect(again.has(id)).toBe(before.includes(id))
+      // and its own contents, after more ids, are the old ones and the new ones
+      for (const id of after) again.add(id)
+      const next = again.contents()
+      if (next?._tag !== "Exact") return expect(next?._tag).toBe("Exact")
+      const last = Either.getOrThrow(IdSet.restore(next, { journal: false, capacity: 0 }))
+      expect(last.size()).toBe(new Set([...before, ...after]).size)
+      for (const id of [...before, ...after]) expect(last.has(id)).toBe(true)
+    }
+  )
+
+  it("packs a service id into 16 characters of base64: its 12 bytes", () => {
+    const set = IdSet.exact({ journal: true })
+    set.add("64b7c0f1a2d3e4f5a6b7c8da")
+    set.add("not-an-object-id")
+    const contents = set.contents()
+    if (contents?._tag !== "Exact") return expect(contents?._tag).toBe("Exact")
+    expect(contents.packed()).toBe(btoa(String.fromCharCode(0x64, 0xb7, 0xc0, 0xf1, 0xa2, 0xd3, 0xe4, 0xf5, 0xa6, 0xb7, 0xc8, 0xda)))
+    expect(contents.others()).toEqual(["not-an-object-id"])
+  })
+
+  it("an exact set without a journal has no contents to hand out", () => {
+    expect(IdSet.exact().contents()).toBeUndefined()
+  })
+
+  it("a recent set is made again from its window, oldest first: it forgets in the same order", () => {
+    const set = IdSet.recent(3)
+    for (const id of ["a", "b", "c", "d"]) set.add(id)
+    const contents = set.contents()
+    expect(contents).toEqual({ _tag: "Recent", ids: ["b", "c", "d"] })
+    if (contents?._tag !== "Recent") return
+    const again = Either.getOrThrow(IdSet.restore(contents, { journal: false, capacity: 3 }))
+    expect(again.add("e")).toBe(true)
+    // "b" was the oldest: forgotten first
+    expect([again.has("b"), again.has("c"), again.has("d"), again.has("e")]).toEqual([false, true, true, true])
+  })
+
+  it("contents that no set could hand out are refused, saying why", () => {
+    const id = "64b7c0f1a2d3e4f5a6b7c8da"
+    const twice = { _tag: "Exact" as const, packed: () => "", others: () => ["x", "x"], size: 2 }
+    const packedTwice = btoa(String.fromCharCode(...Array.from({ length: 24 }, (_, i) => i % 12)))
+    const cases: ReadonlyArray<readonly [IdSet.Contents, string]> = [
+      [twice, "holds id \"x\" twice"],
+      [{ _tag: "Exact", packed: () => packedTwice, others: () => [], size: 2 }, "holds packed id 000102030405060708090a0b twice"],
+      [{ _tag: "Exact", packed: () => "", others: () => [id], size: 1 }, "among the ids of other shapes"],
+      [{ _tag: "Exact", packed: () => "AAAA AAAAAAAAAAA", others: () => [], size: 1 }, "not base64"],
+      [{ _tag: "Exact", packed: () => "AAAAAAAA", others: () => [], size: 1 }, "not base64 of 12 bytes an id"],
+      [{ _tag: "Recent", ids: ["a", "b", "a"] }, "holds id \"a\" twice"],
+      [{ _tag: "Recent", ids: ["a", "b", "c", "d"] }, "more than the 3 kept"]
+    ]
+    for (const [contents, reason] of cases) {
+      const restored = IdSet.restore(contents, { journal: false, capacity: 3 })
+      expect(Either.isLeft(restored) && restored.left).toContain(reason)
+    }
   })
 })

@@ -1,11 +1,14 @@
 /**
  * The paging engine's state machine against an in-memory model of a table that changes between
  * requests: inserts, deletes and moves anywhere, at any moment, under server caps, page sizes,
- * overlaps and concurrencies. No HTTP: the engine is pure, so thousands of cases run in seconds.
+ * overlaps and concurrencies; and scans that stop at a page, go through their checkpoint's JSON,
+ * and go on after more changes. No HTTP: the engine is pure, so thousands of cases run in seconds.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { FastCheck as FC } from "effect"
+import { Effect, Either, FastCheck as FC } from "effect"
+import { CheckpointImpl, fromJson, toJson } from "../src/internal/checkpoint.js"
 import * as Engine from "../src/internal/scanEngine.js"
+import { noFigures } from "../src/internal/summary.js"
 import * as Prng from "../src/testing/Prng.js"
 
 const idOf = (n: number) => n.toString(16).padStart(24, "0")
@@ -21,8 +24,17 @@ interface Scenario {
   /** Where changes land: anywhere, or only in the first or last part of the table. */
   readonly region: "anywhere" | "front" | "back"
   readonly onInconsistent: "fail" | "continue"
+  readonly dedupe: "exact" | "recent"
   readonly seed: number
 }
+
+/** Scans that stop after a page: how often, and how many changes the table takes before they go on. */
+interface Crashes {
+  readonly chance: number
+  readonly gap: number
+}
+
+const noCrashes: Crashes = { chance: 0, gap: 0 }
 
 const scenario: FC.Arbitrary<Scenario> = FC.record({
   size: FC.integer({ min: 0, max: 250 }),
@@ -33,7 +45,13 @@ const scenario: FC.Arbitrary<Scenario> = FC.record({
   churn: FC.constantFrom(0, 0.05, 0.2, 0.5),
   region: FC.constantFrom("anywhere", "front", "back"),
   onInconsistent: FC.constantFrom("fail", "continue"),
+  dedupe: FC.constant("exact"),
   seed: FC.integer()
+})
+
+const crashes: FC.Arbitrary<Crashes> = FC.record({
+  chance: FC.constantFrom(0, 0.1, 0.3, 1),
+  gap: FC.constantFrom(0, 1, 5, 20)
 })
 
 /** What the model did between two answers, relative to the scan's position in it. */
@@ -54,6 +72,13 @@ interface Outcome {
   readonly original: ReadonlyArray<string>
   /** Ids never deleted nor moved while the scan ran. */
   readonly stable: ReadonlySet<string>
+  /** Ids never deleted while the scan ran (moved, maybe). */
+  readonly kept: ReadonlySet<string>
+  /** Times the scan stopped and went on from its checkpoint, and the changes while it was stopped. */
+  readonly resumed: number
+  readonly gapChanges: number
+  /** Why the engine said Inconsistent. */
+  readonly reason: string | undefined
   readonly everSeen: ReadonlySet<string>
   /** The table's length when the last page was answered. */
   readonly finalSize: number
@@ -66,13 +91,31 @@ interface Outcome {
   readonly anchorWasThere: boolean | undefined
 }
 
-/** Runs the engine to its end against the model, answering windows in a random order. */
-const simulate = (s: Scenario): Outcome => {
+/** The state through a checkpoint's JSON and back, as a scan that stopped after its last page goes on. */
+const throughJson = (state: Engine.State): Engine.State => {
+  const { config } = state
+  const query = { microAppID: "m", filters: [], sort: [], ...config }
+  const text = toJson(new CheckpointImpl(query, Engine.snapshot(state), { ...noFigures, rows: state.counters.emitted }))
+  const back = Effect.runSync(fromJson(text))
+  if (!(back instanceof CheckpointImpl)) throw new Error("fromJson made no checkpoint")
+  return Either.getOrThrow(Engine.resume(config, back.engine, true))
+}
+
+/**
+ * Runs the engine to its end against the model, answering windows in a random order; after a page,
+ * the scan may stop (its windows in flight lost), and go on from its checkpoint after `gap` changes.
+ */
+const simulate = (s: Scenario, crash: Crashes = noCrashes): Outcome => {
   const rng = Prng.make(s.seed)
+  // crashes draw from their own generator: with no changes in the gap, the table changes as without them
+  const crashRng = Prng.make(s.seed ^ 0x5bd1e995)
+  let resumed = 0
+  let gapChanges = 0
   let next = s.size
   const table = Array.from({ length: s.size }, (_, i) => idOf(i))
   const original = [...table]
   const stable = new Set(table)
+  const kept = new Set(table)
   const everSeen = new Set(table)
   const rowOf = new Map<string, { readonly _id: string }>()
   const row = (id: string) => {
@@ -82,7 +125,7 @@ const simulate = (s: Scenario): Outcome => {
     rowOf.set(id, made)
     return made
   }
-  const state = Engine.initial({ pageSize: s.pageSize, overlap: s.overlap, onInconsistent: s.onInconsistent, dedupe: "exact" })
+  let state = Engine.initial({ pageSize: s.pageSize, overlap: s.overlap, onInconsistent: s.onInconsistent, dedupe: s.dedupe }, true)
   const inflight: Array<{ readonly window: Engine.Window; answer?: Array<string>; size: number; at: number }> = []
   const emitted: Array<string> = []
   const drifts: Outcome["drifts"] = []
@@ -137,7 +180,9 @@ const simulate = (s: Scenario): Outcome => {
       everSeen.add(id)
       if (put(id, regionIndex(table.length))) interval.appeared++
     } else if (kind === 1) {
-      if (takeOut(Math.min(table.length - 1, regionIndex(table.length - 1)))) interval.vanished++
+      const index = Math.min(table.length - 1, regionIndex(table.length - 1))
+      kept.delete(table[index] ?? "")
+      if (takeOut(index)) interval.vanished++
     } else {
       const id = table[rng.int(table.length)] ?? ""
       const wasBehind = takeOut(table.indexOf(id))
@@ -146,8 +191,9 @@ const simulate = (s: Scenario): Outcome => {
       if (!wasBehind && isBehind) interval.appeared++
     }
   }
-  const outcome = (verdict: Outcome["verdict"], finalSize: number, anchorWasThere?: boolean): Outcome => ({
-    emitted, verdict, state, original, stable, everSeen, finalSize, drifts, totals, blind, anchorWasThere
+  const outcome = (verdict: Outcome["verdict"], finalSize: number, anchorWasThere?: boolean, reason?: string): Outcome => ({
+    emitted, verdict, state, original, stable, kept, resumed, gapChanges, reason, everSeen, finalSize, drifts, totals, blind,
+    anchorWasThere
   })
 
   for (; step < 20_000; step++) {
@@ -177,7 +223,7 @@ const simulate = (s: Scenario): Outcome => {
     const discardedBefore = state.counters.pagesDiscarded
     const verdict = Engine.judge(state, head.window, answer.map(row), 1)
     if (verdict._tag === "Inconsistent") {
-      return outcome("Inconsistent", table.length, engineTail.some((id) => answer.includes(id)))
+      return outcome("Inconsistent", table.length, engineTail.some((id) => answer.includes(id)), verdict.reason)
     }
     emitted.push(...verdict.rows.map((r) => (r as { readonly _id: string })._id))
     const discarded = state.counters.pagesDiscarded > discardedBefore
@@ -204,6 +250,13 @@ const simulate = (s: Scenario): Outcome => {
     }
     if (verdict._tag === "End") return outcome("End", head.size)
     if (verdict.dropAhead) inflight.splice(0)
+    if (crash.chance > 0 && crashRng.next() < crash.chance) {
+      state = throughJson(state)
+      resumed++
+      inflight.splice(0)
+      for (let i = 0; i < crash.gap; i++) change()
+      gapChanges += crash.gap
+    }
   }
   return outcome("Unfinished", table.length)
 }
@@ -222,6 +275,7 @@ const regression: Scenario = {
   churn: 0.5,
   region: "back",
   onInconsistent: "fail",
+  dedupe: "exact",
   seed: 58522064
 }
 
@@ -251,48 +305,95 @@ describe("the paging engine against a server that ignores skip", () => {
   }
 })
 
+/** What an uninterrupted scan guarantees; a scan that stopped and went on from its checkpoints guarantees the same. */
+const expectGuarantees = (s: Scenario, outcome: Outcome): void => {
+  const { counters } = outcome.state
+  expect(outcome.verdict).not.toBe("Unfinished")
+  // no id is emitted twice, and none that never existed
+  expect(new Set(outcome.emitted).size).toBe(outcome.emitted.length)
+  expect(outcome.emitted.every((id) => outcome.everSeen.has(id))).toBe(true)
+  if (outcome.verdict === "Inconsistent") {
+    // only where completeness cannot be proven: none of the re-read rows was in the answer, or
+    // the server has never returned more than one row, so that no row can be re-read; or, with
+    // many changes while a scan was stopped, windows in a row that held only rows already passed
+    expect(
+      outcome.anchorWasThere === false || outcome.state.largestPage <= 1 ||
+        (outcome.gapChanges >= Engine.stallLimit && outcome.reason?.includes("may ignore skip") === true)
+    ).toBe(true)
+    return
+  }
+  expect(counters.complete).toBe(true)
+  if (counters.inconsistencies > 0) return
+  // every row present and unmoved throughout, exactly once, in order, as long as one re-read row
+  // of each window stayed put (and the server returned more than one row at a time, once)
+  if (!outcome.blind && outcome.state.largestPage > 1) {
+    const stable = outcome.original.filter((id) => outcome.stable.has(id))
+    expect(outcome.emitted.filter((id) => outcome.stable.has(id))).toEqual(stable)
+  }
+  // exhaustive (no row arrived behind the position): every row never deleted, moved or not, once,
+  // where the re-read rows were left alone and no interval mixed arrivals and departures
+  if (
+    Engine.proven(counters, s.dedupe) && !outcome.blind && outcome.state.largestPage > 1 && s.concurrency === 1 &&
+    !outcome.totals.touched && !outcome.totals.mixed
+  ) {
+    const kept = outcome.original.filter((id) => outcome.kept.has(id)).sort()
+    expect(outcome.emitted.filter((id) => outcome.kept.has(id)).sort()).toEqual(kept)
+  }
+  // the counters explain the end: rows behind the position now, less the rows the scan passed
+  // (unless the server never returned more than one row: then nothing can be re-read at the end)
+  if (outcome.state.largestPage > 1) {
+    expect(counters.appearedBehind - counters.vanishedBehind).toBe(
+      outcome.finalSize - counters.emitted - counters.duplicatesDropped
+    )
+  }
+  expect(counters.vanishedBehind).toBeGreaterThanOrEqual(counters.duplicatesDropped)
+  // one window at a time: each window's drift is the model's, where the re-read rows were left alone
+  for (const drift of outcome.drifts) {
+    if (!drift.model.touchedTail) expect(drift.engine).toBe(drift.model.appeared - drift.model.vanished)
+  }
+  if (s.concurrency === 1 && !outcome.totals.touched) {
+    // never more than happened; exactly what happened unless one interval mixed both kinds
+    expect(counters.appearedBehind + counters.caughtBehind).toBeLessThanOrEqual(outcome.totals.appeared)
+    expect(counters.vanishedBehind).toBeLessThanOrEqual(outcome.totals.vanished)
+    if (!outcome.totals.mixed) {
+      expect(counters.appearedBehind + counters.caughtBehind).toBe(outcome.totals.appeared)
+      expect(counters.vanishedBehind).toBe(outcome.totals.vanished)
+    }
+  }
+}
+
 describe("the paging engine against a model of a changing table", () => {
   it.prop("each row at most once; untouched rows exactly once, in order; drift counted as the model did", [scenario], ([s]) => {
-    const outcome = simulate(s)
-    const { counters } = outcome.state
-    expect(outcome.verdict).not.toBe("Unfinished")
-    // no id is emitted twice, and none that never existed
-    expect(new Set(outcome.emitted).size).toBe(outcome.emitted.length)
-    expect(outcome.emitted.every((id) => outcome.everSeen.has(id))).toBe(true)
-    if (outcome.verdict === "Inconsistent") {
-      // only where completeness cannot be proven: none of the re-read rows was in the answer, or
-      // the server has never returned more than one row, so that no row can be re-read
-      expect(outcome.anchorWasThere === false || outcome.state.largestPage <= 1).toBe(true)
-      return
-    }
-    expect(counters.complete).toBe(true)
-    if (counters.inconsistencies > 0) return
-    // every row present and unmoved throughout, exactly once, in order, as long as one re-read row
-    // of each window stayed put (and the server returned more than one row at a time, once)
-    if (!outcome.blind && outcome.state.largestPage > 1) {
-      const stable = outcome.original.filter((id) => outcome.stable.has(id))
-      expect(outcome.emitted.filter((id) => outcome.stable.has(id))).toEqual(stable)
-    }
-    // the counters explain the end: rows behind the position now, less the rows the scan passed
-    // (unless the server never returned more than one row: then nothing can be re-read at the end)
-    if (outcome.state.largestPage > 1) {
-      expect(counters.appearedBehind - counters.vanishedBehind).toBe(
-        outcome.finalSize - counters.emitted - counters.duplicatesDropped
-      )
-    }
-    expect(counters.vanishedBehind).toBeGreaterThanOrEqual(counters.duplicatesDropped)
-    // one window at a time: each window's drift is the model's, where the re-read rows were left alone
-    for (const drift of outcome.drifts) {
-      if (!drift.model.touchedTail) expect(drift.engine).toBe(drift.model.appeared - drift.model.vanished)
-    }
-    if (s.concurrency === 1 && !outcome.totals.touched) {
-      // never more than happened; exactly what happened unless one interval mixed both kinds
-      expect(counters.appearedBehind + counters.caughtBehind).toBeLessThanOrEqual(outcome.totals.appeared)
-      expect(counters.vanishedBehind).toBeLessThanOrEqual(outcome.totals.vanished)
-      if (!outcome.totals.mixed) {
-        expect(counters.appearedBehind + counters.caughtBehind).toBe(outcome.totals.appeared)
-        expect(counters.vanishedBehind).toBe(outcome.totals.vanished)
-      }
-    }
+    expectGuarantees(s, simulate(s))
   }, { fastCheck: { numRuns: 3000, examples: [[regression]] } })
+
+  it.prop(
+    "stopped after random pages, through the checkpoint's JSON, with changes in the gap: the same guarantees over all the rows emitted",
+    [scenario, crashes.filter((crash) => crash.chance > 0)],
+    ([s, crash]) => {
+      const outcome = simulate(s, crash)
+      expectGuarantees(s, outcome)
+      // every page judged before the end was a chance to stop
+      if (crash.chance === 1 && outcome.verdict === "End" && outcome.state.counters.pages > 1) {
+        expect(outcome.resumed).toBeGreaterThan(0)
+      }
+    },
+    // a few seconds on an idle machine; the bound is for a loaded one
+    { fastCheck: { numRuns: 3000 }, timeout: 120_000 }
+  )
+
+  it.prop(
+    "one window at a time, a scan that stops after any page and goes on from its checkpoint's JSON does what it would have done",
+    [scenario.map((s) => ({ ...s, concurrency: 1 })), FC.constantFrom("exact" as const, "recent" as const)],
+    ([base, dedupe]) => {
+      const s = { ...base, dedupe }
+      const straight = simulate(s)
+      const stopped = simulate(s, { chance: 0.3, gap: 0 })
+      expect(stopped.emitted).toEqual(straight.emitted)
+      expect(stopped.verdict).toBe(straight.verdict)
+      expect(stopped.state.counters).toEqual(straight.state.counters)
+      expect(stopped.state.position).toBe(straight.state.position)
+    },
+    { fastCheck: { numRuns: 1000 } }
+  )
 })

@@ -39,7 +39,9 @@ const failedOn = (what: string) => (error: { readonly message: string }) =>
 
 /** A file open for writing as a `Destination`. */
 const fileDestination = (file: FileSystem.File, name: string): Destination => ({
-  write: (text) => Effect.mapError(file.writeAll(encoder.encode(text)), failedOn(`cannot write ${name}`))
+  // a zero-length write is refused by writeAll, and there is nothing to write
+  write: (text) =>
+    text.length === 0 ? Effect.void : Effect.mapError(file.writeAll(encoder.encode(text)), failedOn(`cannot write ${name}`))
 })
 
 /**

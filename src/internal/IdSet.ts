@@ -5,7 +5,13 @@
  *   packed into 12 bytes in open-addressing tables of typed arrays kept between half and three
  *   quarters full (at most 24 bytes an id); any other id goes into a plain `Set`.
  * - `recent`: the last `capacity` ids only, in bounded memory; an id seen before those is new again.
+ *
+ * A set hands out its contents for a checkpoint, and is made again from them (`restore`). An
+ * exact set does so only when made with a journal: its tables have no order to cut at, so the
+ * journal keeps the packed ids in the order added, in base64 (16 characters an id), so that the
+ * contents of any moment stay readable while ids are added after it.
  */
+import { Either } from "effect"
 
 /** What the scan asks of its set of emitted ids. */
 export interface IdSet {
@@ -15,6 +21,27 @@ export interface IdSet {
   readonly size: () => number
   /** Bytes held by the packed ids' tables (ids of other shapes are in a `Set` besides). */
   readonly packedBytes: () => number
+  /** The ids added so far, as a value later adds do not change; `undefined` for an exact set without a journal. */
+  readonly contents: () => Contents | undefined
+}
+
+/** What a set holds, for a checkpoint. */
+export type Contents = ExactContents | RecentContents
+
+/** Every id added: the packed ones in base64, and the others, each in the order added. */
+export interface ExactContents {
+  readonly _tag: "Exact"
+  /** Base64 of the packed ids, 12 bytes (16 characters) an id: the 24 hex digits as bytes. */
+  readonly packed: () => string
+  /** The ids of other shapes. */
+  readonly others: () => ReadonlyArray<string>
+  readonly size: number
+}
+
+/** The ids of the window, oldest first. */
+export interface RecentContents {
+  readonly _tag: "Recent"
+  readonly ids: ReadonlyArray<string>
 }
 
 const hexDigit = (code: number): number =>
@@ -100,42 +127,141 @@ class Segment {
   }
 }
 
-/** Every id, exactly. */
-export const exact = (): IdSet => {
-  const segments = Array.from({ length: 1 << segmentBits }, () => new Segment())
+/** Whether the exact set packs `id`: 24 lower-case hex digits. */
+export const isPacked = (id: string): boolean =>
+  id.length === 24 && word(id, 0) >= 0 && word(id, 8) >= 0 && word(id, 16) >= 0
+
+/** The word of the four bytes of a binary string from `at`. */
+const wordAt = (bytes: string, at: number): number =>
+  ((bytes.charCodeAt(at) << 24) | (bytes.charCodeAt(at + 1) << 16) | (bytes.charCodeAt(at + 2) << 8) |
+    bytes.charCodeAt(at + 3)) >>> 0
+
+/** Bytes of ids a journal gathers before it writes them as a chunk: 1,024 ids. */
+const chunkBytes = 12 * 1024
+
+/**
+ * The packed ids in the order added, as base64 chunks, written every 1,024 ids and at each `cut`
+ * (`btoa` is native wherever the client runs, and some 30 times faster than a codec written in
+ * JavaScript). Chunks are only ever appended, so the contents of a moment, its first chunks, stay
+ * as they were.
+ */
+class Journal {
+  /** The bytes of the ids not yet in a chunk. */
+  private readonly pending: Array<number> = new Array<number>(chunkBytes).fill(0)
+  private filled = 0
+
+  constructor(readonly chunks: Array<string>, public packed: number) {}
+
+  add(a: number, b: number, c: number): void {
+    this.put(a)
+    this.put(b)
+    this.put(c)
+    this.packed++
+    if (this.filled === chunkBytes) this.write()
+  }
+
+  /** The four bytes of a word, first the most significant. */
+  private put(word: number): void {
+    const pending = this.pending
+    const at = this.filled
+    pending[at] = word >>> 24
+    pending[at + 1] = (word >>> 16) & 255
+    pending[at + 2] = (word >>> 8) & 255
+    pending[at + 3] = word & 255
+    this.filled = at + 4
+  }
+
+  private write(): void {
+    if (this.filled === 0) return
+    const bytes = this.filled === chunkBytes ? this.pending : this.pending.slice(0, this.filled)
+    this.chunks.push(btoa(String.fromCharCode.apply(null, bytes)))
+    this.filled = 0
+  }
+
+  /** Every packed id so far, as a count of chunks. */
+  cut(): number {
+    this.write()
+    return this.chunks.length
+  }
+}
+
+/** The first `count` elements of an iterable. */
+const firstOf = <A>(items: Iterable<A>, count: number): Array<A> => {
+  const out: Array<A> = []
+  if (count === 0) return out
+  for (const item of items) {
+    out.push(item)
+    if (out.length === count) break
+  }
+  return out
+}
+
+/** Every id, exactly. `journal`: keep what `contents` needs (16 bytes an id more). */
+export const exact = (options: { readonly journal?: boolean } = {}): IdSet => makeExact(options.journal === true).set
+
+/**
+ * An exact set, and `insert`, which adds a packed id without journaling it. `from`: the base64
+ * chunk the journal starts with (ids inserted from it).
+ */
+const makeExact = (journaled: boolean, from = "") => {
+  // made on first use: a small set (a short scan, or a model test's thousands) needs few of them
+  const segments: Array<Segment | undefined> = new Array(1 << segmentBits)
   const others = new Set<string>()
+  const journal = journaled ? new Journal(from === "" ? [] : [from], from.length / 16) : undefined
   let zero = false
   let packed = 0
-  /** Calls `packed` with the id's three words, or `other` when it is not 24 lower-case hex digits. */
-  const route = <A>(id: string, other: () => A, zeros: () => A, packedId: (segment: Segment, a: number, b: number, c: number, hash: number) => A): A => {
+  const insert = (a: number, b: number, c: number): boolean => {
+    if (a === 0 && b === 0 && c === 0) return !zero && (zero = true)
+    const hash = mix(a, b, c)
+    const index = hash & ((1 << segmentBits) - 1)
+    const segment = segments[index] ?? (segments[index] = new Segment())
+    return segment.add(a, b, c, hash >>> segmentBits) && ++packed > 0
+  }
+  /** Calls `packedId` with the id's three words, or `other` when it is not 24 lower-case hex digits. */
+  const route = <A>(id: string, other: () => A, packedId: (a: number, b: number, c: number) => A): A => {
     const a = id.length === 24 ? word(id, 0) : -1
     const b = a < 0 ? -1 : word(id, 8)
     const c = b < 0 ? -1 : word(id, 16)
-    if (c < 0) return other()
-    if (a === 0 && b === 0 && c === 0) return zeros()
-    const hash = mix(a, b, c)
-    return packedId(segments[hash & ((1 << segmentBits) - 1)]!, a, b, c, hash >>> segmentBits)
+    return c < 0 ? other() : packedId(a, b, c)
   }
   const add = (id: string): boolean =>
     route(
       id,
       () => others.size !== others.add(id).size,
-      () => !zero && (zero = true),
-      (segment, a, b, c, hash) => segment.add(a, b, c, hash) && ++packed > 0
+      (a, b, c) => {
+        if (!insert(a, b, c)) return false
+        journal?.add(a, b, c)
+        return true
+      }
     )
   const has = (id: string): boolean =>
-    route(
-      id,
-      () => others.has(id),
-      () => zero,
-      (segment, a, b, c, hash) => segment.taken(segment.find(a, b, c, hash))
-    )
-  return {
+    route(id, () => others.has(id), (a, b, c) => {
+      if (a === 0 && b === 0 && c === 0) return zero
+      const hash = mix(a, b, c)
+      const segment = segments[hash & ((1 << segmentBits) - 1)]
+      return segment !== undefined && segment.taken(segment.find(a, b, c, hash >>> segmentBits))
+    })
+  const contents = (): ExactContents | undefined => {
+    if (journal === undefined) return undefined
+    const chunks = journal.chunks
+    const count = journal.cut()
+    const othersCount = others.size
+    return {
+      _tag: "Exact",
+      packed: () => chunks.slice(0, count).join(""),
+      // a Set iterates in the order added, and an exact set never removes an id
+      others: () => firstOf(others, othersCount),
+      size: journal.packed + othersCount
+    }
+  }
+  const set: IdSet = {
     add,
     has,
     size: () => packed + others.size + (zero ? 1 : 0),
-    packedBytes: () => segments.reduce((sum, segment) => sum + segment.words.byteLength, 0)
+    packedBytes: () => segments.reduce((sum, segment) => sum + (segment?.words.byteLength ?? 0), 0),
+    contents
   }
+  return { set, insert }
 }
 
 /** The last `capacity` ids only. */
@@ -152,5 +278,59 @@ export const recent = (capacity: number): IdSet => {
     next = (next + 1) % capacity
     return true
   }
-  return { add, has: (id) => members.has(id), size: () => members.size, packedBytes: () => 0 }
+  const contents = (): RecentContents => ({
+    _tag: "Recent",
+    ids: [...ring.slice(next), ...ring.slice(0, next)].filter((id): id is string => id !== undefined)
+  })
+  return { add, has: (id) => members.has(id), size: () => members.size, packedBytes: () => 0, contents }
 }
+
+/**
+ * The set `contents` were taken from (an exact one with a journal when `journal`), or why they
+ * cannot be one: an id twice, a packed id among the others, base64 that does not hold whole ids.
+ */
+export const restore = (
+  contents: Contents,
+  options: { readonly journal: boolean; readonly capacity: number }
+): Either.Either<IdSet, string> => {
+  if (contents._tag === "Recent") {
+    if (contents.ids.length > options.capacity) {
+      return Either.left(`holds ${contents.ids.length} recent ids, more than the ${options.capacity} kept`)
+    }
+    const set = recent(options.capacity)
+    const twice = contents.ids.find((id) => !set.add(id))
+    return twice === undefined ? Either.right(set) : Either.left(`holds id "${twice}" twice`)
+  }
+  const base64 = contents.packed()
+  const bytes = decodeBase64(base64)
+  if (bytes === undefined || bytes.length % 12 !== 0) {
+    return Either.left("packed ids are not base64 of 12 bytes an id")
+  }
+  const { insert, set } = makeExact(options.journal, base64)
+  for (let at = 0; at < bytes.length; at += 12) {
+    if (!insert(wordAt(bytes, at), wordAt(bytes, at + 4), wordAt(bytes, at + 8))) {
+      return Either.left(`holds packed id ${hexOf(bytes, at)} twice`)
+    }
+  }
+  for (const id of contents.others()) {
+    if (isPacked(id)) return Either.left(`holds "${id}" among the ids of other shapes, where packed ids do not go`)
+    if (!set.add(id)) return Either.left(`holds id "${id}" twice`)
+  }
+  return Either.right(set)
+}
+
+/** The bytes of strict base64 (no padding, no white space) as a binary string; undefined when it is not. */
+export const decodeBase64 = (text: string): string | undefined => {
+  // atob skips white space and accepts missing padding: the length shows both
+  if (text.length % 4 !== 0) return undefined
+  try {
+    const bytes = atob(text)
+    return bytes.length * 4 === text.length * 3 ? bytes : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** The 24 hex digits of the packed id at `at` of a binary string. */
+const hexOf = (bytes: string, at: number): string =>
+  Array.from({ length: 12 }, (_, i) => bytes.charCodeAt(at + i).toString(16).padStart(2, "0")).join("")

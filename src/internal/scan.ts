@@ -1,13 +1,18 @@
 /**
- * The driver of the paging engine: fibers, prefetch, concurrency, chunking and interruption
- * around the state machine of `scanEngine.ts`, which decides everything else.
+ * The driver of the paging engine: fibers, prefetch, concurrency, chunking, checkpoints, the
+ * scan's span and interruption around the state machine of `scanEngine.ts`, which decides
+ * everything else.
  */
-import { Chunk, Clock, Effect, Either, Fiber, Queue, Ref, Stream, Take } from "effect"
-import { type MicroappError, ScanInconsistent, type UnexpectedResponse } from "../MicroappError.js"
+import { Chunk, Clock, Effect, Either, Fiber, Queue, Ref, Schema, Stream, Take, type Tracer } from "effect"
+import { InvalidInput, type MicroappError, ScanInconsistent, type UnexpectedResponse } from "../MicroappError.js"
+import * as Query from "../Query.js"
 import * as RowStream from "../RowStream.js"
+import { CheckpointImpl, type QueryJson, resumeFrom } from "./checkpoint.js"
 import * as Concurrency from "./concurrency.js"
 import type { DecodedRows } from "./decode.js"
+import { endpoints } from "./endpoints.js"
 import * as Engine from "./scanEngine.js"
+import { type Figures, noFigures, summarise } from "./summary.js"
 
 /** One answer of the server, undecoded, and how many attempts it took. */
 export interface RawPage {
@@ -19,6 +24,8 @@ export interface RawPage {
 export interface ScanSource<A> {
   readonly microAppID: string
   readonly path: string
+  /** The query, as a checkpoint records it. */
+  readonly query: QueryJson
   readonly fetch: (window: { readonly skip: number; readonly limit: number }) => Effect.Effect<RawPage, MicroappError>
   readonly decode: (
     rows: ReadonlyArray<unknown>,
@@ -51,6 +58,30 @@ export const settings = (options: RowStream.ScanOptions, limits: { readonly maxI
   }
 }
 
+/** Where a scan starts, and how often `pages` hands out a checkpoint. */
+export interface Checkpointing {
+  readonly resume: CheckpointImpl | undefined
+  readonly every: RowStream.CheckpointEvery
+}
+
+const CheckpointEvery = Schema.Struct({
+  pages: Schema.optional(Query.Limit.pipe(Schema.lessThanOrEqualTo(10_000))),
+  rows: Schema.optional(Query.Limit.pipe(Schema.lessThanOrEqualTo(1_000_000)))
+}).pipe(Schema.filter((every) => every.pages !== undefined || every.rows !== undefined || "must name pages or rows"))
+
+const validateCheckpointEvery = Query.validate(Schema.Struct({ checkpointEvery: Schema.optional(CheckpointEvery) }), endpoints.rows)
+
+/**
+ * The checkpointing options, checked: `resume` must be a checkpoint of `query` (refused before
+ * any request otherwise), `checkpointEvery` must name a bounded number of pages or rows.
+ */
+export const checkpointing = (options: RowStream.ScanOptions, query: QueryJson): Effect.Effect<Checkpointing, InvalidInput> =>
+  Effect.flatMap(validateCheckpointEvery(options), ({ checkpointEvery }) =>
+    Either.match(resumeFrom(options.resume, query), {
+      onLeft: Effect.fail,
+      onRight: (resume) => Effect.succeed({ resume, every: checkpointEvery ?? RowStream.defaults.checkpointEvery })
+    }))
+
 /** Resumes after the event loop's next check phase (where `setImmediate` callbacks run). */
 const nextTurn = Effect.async<void>((resume) => {
   const resumeNow = () => resume(Effect.void)
@@ -76,7 +107,9 @@ const letRequestsOut = Effect.zipRight(Effect.yieldNow(), Effect.zipRight(nextTu
 const maxChunkSize = 2048
 
 const chunksOf = <A>(rows: Array<A>): ReadonlyArray<Chunk.Chunk<A>> =>
-  rows.length <= maxChunkSize
+  rows.length === 0
+    ? []
+    : rows.length <= maxChunkSize
     ? [Chunk.unsafeFromArray(rows)]
     : Array.from(
       { length: Math.ceil(rows.length / maxChunkSize) },
@@ -108,68 +141,80 @@ interface InFlight {
   readonly slot: { page: RawPage | undefined; millis: number }
 }
 
-/** One run of a scan: the engine's state, the controller's, and what the driver counts itself. */
-interface Run extends Driven {
+/**
+ * One run of a scan: the engine's state, the controller's, and what the driver counts itself,
+ * from the figures of the checkpoint it resumed from, if any.
+ */
+interface Run {
   readonly engine: Engine.State
   readonly controller: Concurrency.Controller
+  readonly startedAt: number
   endedAt: number | undefined
   rows: number
   invalidRows: number
   concurrencyReached: number
+  /** Time spent by the runs before this one. */
+  readonly earlierMillis: number
+  readonly resumed: number
 }
 
-/** What the driver counts itself, beside the engine's counters. */
-interface Driven {
-  readonly startedAt: number
-  readonly endedAt: number | undefined
-  readonly rows: number
-  readonly invalidRows: number
-  readonly concurrencyReached: number
-}
-
-const summarise = (counters: Engine.Counters, driven: Driven, concurrency: number, now: number): RowStream.ScanSummary => ({
-  pages: counters.pages,
-  rows: driven.rows,
-  duplicatesDropped: counters.duplicatesDropped,
-  realignments: counters.realignments,
-  appearedBehind: counters.appearedBehind,
-  caughtBehind: counters.caughtBehind,
-  vanishedBehind: counters.vanishedBehind,
-  pagesDiscarded: counters.pagesDiscarded,
-  serverCap: counters.serverCap,
-  retries: counters.retries,
-  inconsistencies: counters.inconsistencies,
-  invalidRows: driven.invalidRows,
-  concurrencyReached: driven.concurrencyReached,
-  concurrency,
-  complete: counters.complete,
-  elapsedMillis: (driven.endedAt ?? now) - driven.startedAt
+const figuresOf = (run: Run, now: number): Figures => ({
+  rows: run.rows,
+  invalidRows: run.invalidRows,
+  concurrencyReached: run.concurrencyReached,
+  concurrency: run.controller.current,
+  elapsedMillis: run.earlierMillis + (run.endedAt ?? now) - run.startedAt,
+  resumed: run.resumed
 })
 
-const notStarted = summarise(
-  Engine.counters(),
-  { startedAt: 0, endedAt: 0, rows: 0, invalidRows: 0, concurrencyReached: 0 },
-  0,
-  0
-)
+/**
+ * Hands on the decoded rows of a window (`took`: the engine took rows from it, even if none
+ * decoded), in order; `end`: the scan ends with them.
+ */
+type Deliver<A> = (rows: Array<A>, took: boolean, end: boolean) => Effect.Effect<void>
 
-/** Builds a scan over `source`: each run of `rows` is a scan of its own. */
-export const make = <A>(source: ScanSource<A>, settings: Settings): RowStream.Scan<A> => {
+/** The final figures on the scan's span, as it ends. */
+const annotate = (span: Tracer.Span, summary: RowStream.ScanSummary): void => {
+  for (const [key, value] of Object.entries(summary)) {
+    if (value !== undefined) span.attribute(key, value)
+  }
+}
+
+/** Builds a scan over `source`: each run of `rows` or `pages` is a scan of its own. */
+export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: Checkpointing): RowStream.Scan<A> => {
   const latest = Ref.unsafeMake<Run | undefined>(undefined)
+  const { resume } = checkpoints
 
-  const start = Effect.map(Clock.currentTimeMillis, (now): Run => ({
-    engine: Engine.initial(settings),
-    controller: settings.concurrency === "auto"
-      ? Concurrency.auto(settings.maxConcurrency)
-      : Concurrency.fixed(settings.concurrency),
-    startedAt: now,
-    endedAt: undefined,
-    rows: 0,
-    invalidRows: 0,
-    concurrencyReached: 0
-  }))
+  /** A run from the start, or from `resume`; `journal`: for checkpoints. */
+  const start = (journal: boolean) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      Either.match(
+        resume === undefined ? Either.right(Engine.initial(settings, journal)) : Engine.resume(settings, resume.engine, journal),
+        {
+          onLeft: (reason) =>
+            Effect.fail(new InvalidInput({ method: "POST", path: source.path, input: "resume", reason: `the checkpoint ${reason}` })),
+          onRight: (engine) => {
+            const carried = resume?.figures ?? noFigures
+            return Effect.succeed<Run>({
+              engine,
+              controller: settings.concurrency === "auto"
+                ? Concurrency.auto(settings.maxConcurrency)
+                : Concurrency.fixed(settings.concurrency),
+              startedAt: now,
+              endedAt: undefined,
+              rows: carried.rows,
+              invalidRows: carried.invalidRows,
+              concurrencyReached: carried.concurrencyReached,
+              earlierMillis: carried.elapsedMillis,
+              resumed: resume === undefined ? 0 : carried.resumed + 1
+            })
+          }
+        }
+      ))
 
-  const drive = (run: Run, queue: Queue.Enqueue<Parcel<A>>): Effect.Effect<void, MicroappError> => {
+  const summaryOf = (run: Run, now: number) => summarise(run.engine.counters, figuresOf(run, now), settings.dedupe)
+
+  const drive = (run: Run, deliver: Deliver<A>): Effect.Effect<void, MicroappError> => {
     const { controller, engine } = run
     const inflight: Array<InFlight> = []
 
@@ -198,9 +243,9 @@ export const make = <A>(source: ScanSource<A>, settings: Settings): RowStream.Sc
 
     const dropAhead = Effect.suspend(() => Fiber.interruptAll(inflight.splice(0).map((entry) => entry.fiber)))
 
-    const emit = (taken: { readonly rows: Array<unknown>; readonly indexes: Array<number> }, attempts: number) =>
+    const emit = (taken: { readonly rows: Array<unknown>; readonly indexes: Array<number> }, attempts: number, end: boolean) =>
       Effect.suspend(() => {
-        if (taken.rows.length === 0) return Effect.void
+        if (taken.rows.length === 0) return end ? deliver([], false, true) : Effect.void
         return Either.match(source.decode(taken.rows, taken.indexes, attempts), {
           onLeft: (error) => Effect.fail<MicroappError>(error),
           onRight: (decoded) => {
@@ -208,11 +253,7 @@ export const make = <A>(source: ScanSource<A>, settings: Settings): RowStream.Sc
             run.invalidRows += decoded.invalid.length
             return Effect.zipRight(
               Effect.forEach(decoded.invalid, (error) => Effect.logWarning(error.message), { discard: true }),
-              Effect.forEach(
-                chunksOf(decoded.rows),
-                (chunk) => Queue.offer(queue, new Parcel(Take.chunk(chunk))),
-                { discard: true }
-              )
+              deliver(decoded.rows, true, end)
             )
           }
         })
@@ -243,13 +284,13 @@ export const make = <A>(source: ScanSource<A>, settings: Settings): RowStream.Sc
               })
             )
           case "End":
-            return Effect.as(Effect.zipRight(dropAhead, emit(verdict, page.attempts)), false)
+            return Effect.as(Effect.zipRight(dropAhead, emit(verdict, page.attempts, true)), false)
           case "Continue":
             // fetch ahead before the consumer takes the rows
             return (verdict.dropAhead ? Effect.zipRight(dropAhead, fill) : fill).pipe(
               // one window in flight only: with more, the pause would let more of them be answered before a drop
               Effect.zipRight(controller.current === 1 ? letRequestsOut : Effect.void),
-              Effect.zipRight(emit(verdict, page.attempts)),
+              Effect.zipRight(emit(verdict, page.attempts, false)),
               Effect.as(true)
             )
         }
@@ -272,30 +313,72 @@ export const make = <A>(source: ScanSource<A>, settings: Settings): RowStream.Sc
     })
 
     const loop: Effect.Effect<void, MicroappError> = Effect.flatMap(step, (more) => more ? loop : Effect.void)
-    return Effect.onExit(loop, () => dropAhead)
+    // a complete checkpoint leaves nothing to ask
+    return Effect.onExit(engine.counters.complete ? Effect.void : loop, () => dropAhead)
   }
 
-  const rows = Stream.unwrapScoped(
-    Effect.gen(function*() {
-      const queue = yield* Queue.bounded<Parcel<A>>(settings.prefetch)
-      const run = yield* start
-      yield* Ref.set(latest, run)
-      yield* Effect.forkScoped(
-        drive(run, queue).pipe(
-          Effect.ensuring(Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => (run.endedAt = now)))),
-          Effect.exit,
-          Effect.flatMap((exit) =>
-            Queue.offer(queue, new Parcel(exit._tag === "Success" ? Take.end : Take.failCause(exit.cause)))
+  /**
+   * One run, as a stream of what `deliverTo` offers. Its span covers the run, from before the
+   * first request to the last element taken or the interruption, and ends with the summary.
+   */
+  const runStream = <O>(
+    journal: boolean,
+    deliverTo: (run: Run, queue: Queue.Enqueue<Parcel<O>>) => Deliver<A>
+  ): Stream.Stream<O, MicroappError> =>
+    Stream.unwrapScoped(
+      Effect.gen(function*() {
+        const span = yield* Effect.makeSpanScoped("MicroappClient.scan", { attributes: { microAppID: source.microAppID } })
+        const run = yield* start(journal)
+        yield* Ref.set(latest, run)
+        // finalizers run last first: this one after the run below has stopped, before the span ends
+        yield* Effect.addFinalizer(() => Effect.map(Clock.currentTimeMillis, (now) => annotate(span, summaryOf(run, now))))
+        const queue = yield* Queue.bounded<Parcel<O>>(settings.prefetch)
+        yield* Effect.forkScoped(
+          drive(run, deliverTo(run, queue)).pipe(
+            Effect.withParentSpan(span),
+            Effect.ensuring(Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => (run.endedAt = now)))),
+            Effect.exit,
+            Effect.flatMap((exit) =>
+              Queue.offer(queue, new Parcel(exit._tag === "Success" ? Take.end : Take.failCause(exit.cause)))
+            )
           )
         )
-      )
-      return Stream.flattenTake(Stream.map(Stream.fromQueue(queue), (parcel) => parcel.open()))
-    })
-  )
+        return Stream.flattenTake(Stream.map(Stream.fromQueue(queue), (parcel) => parcel.open()))
+      })
+    )
+
+  const rows = runStream<A>(false, (_, queue) => (rows) =>
+    Effect.forEach(chunksOf(rows), (chunk) => Queue.offer(queue, new Parcel(Take.chunk(chunk))), { discard: true }))
+
+  /** Gathers the rows of windows into pages, each with the checkpoint of the state after its rows. */
+  const gather = (run: Run, queue: Queue.Enqueue<Parcel<RowStream.Page<A>>>): Deliver<A> => {
+    const enoughPages = checkpoints.every.pages ?? Infinity
+    const enoughRows = checkpoints.every.rows ?? Infinity
+    let rows: Array<A> = []
+    let windows = 0
+    return (decoded, took, end) =>
+      Effect.suspend(() => {
+        if (took) {
+          windows++
+          if (rows.length === 0) rows = decoded
+          else for (const row of decoded) rows.push(row)
+        }
+        if (!end && (windows === 0 || (windows < enoughPages && rows.length < enoughRows))) return Effect.void
+        return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          const checkpoint = new CheckpointImpl(source.query, Engine.snapshot(run.engine), figuresOf(run, now))
+          const page: RowStream.Page<A> = { rows, checkpoint }
+          rows = []
+          windows = 0
+          return Queue.offer(queue, new Parcel(Take.of(page)))
+        })
+      })
+  }
+
+  const pages = runStream(true, gather)
 
   const summary = Effect.flatMap(Ref.get(latest), (run) =>
     Effect.map(Clock.currentTimeMillis, (now) =>
-      run === undefined ? notStarted : summarise(run.engine.counters, run, run.controller.current, now)))
+      run === undefined ? summarise(Engine.counters(), noFigures, settings.dedupe) : summaryOf(run, now)))
 
-  return { rows, summary }
+  return { rows, pages, summary }
 }

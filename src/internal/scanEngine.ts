@@ -12,8 +12,11 @@
  * - Where the last tail row in place now stands (the anchor) counts the rows that appeared behind
  *   the position, or vanished from it.
  *
- * The state is plain data, changed in place by `plan` and `judge`.
+ * The state is plain data, changed in place by `plan` and `judge`. Between two judged pages it is
+ * all a scan needs to go on: `snapshot` takes it (the windows planned ahead left out), and
+ * `resume` starts the same machine from it.
  */
+import { Either } from "effect"
 import { idOf } from "./decode.js"
 import * as IdSet from "./IdSet.js"
 
@@ -90,7 +93,12 @@ export type Verdict =
   | { readonly _tag: "End"; readonly rows: Array<unknown>; readonly indexes: Array<number> }
   | { readonly _tag: "Inconsistent"; readonly reason: string }
 
-export const initial = (config: EngineConfig): State => ({
+/** The ids `dedupe: "recent"` keeps. */
+export const recentCapacity = (config: { readonly pageSize: number; readonly overlap: number }): number =>
+  Math.max(2 * (config.pageSize + config.overlap + 1), 64)
+
+/** A scan at its start. `journal`: keep what `snapshot` needs (for an exact set, 16 bytes an id more). */
+export const initial = (config: EngineConfig, journal = false): State => ({
   config,
   position: 0,
   planned: 0,
@@ -101,9 +109,72 @@ export const initial = (config: EngineConfig): State => ({
   shortPage: undefined,
   probe: undefined,
   stalled: 0,
-  seen: config.dedupe === "exact" ? IdSet.exact() : IdSet.recent(Math.max(2 * (config.pageSize + config.overlap + 1), 64)),
+  seen: config.dedupe === "exact" ? IdSet.exact({ journal }) : IdSet.recent(recentCapacity(config)),
   counters: counters()
 })
+
+/** The state after a judged page, as a value: what a checkpoint holds of the engine. */
+export interface Snapshot {
+  readonly position: number
+  readonly stride: number | undefined
+  readonly reread: number
+  readonly tail: ReadonlyArray<string | undefined>
+  readonly largestPage: number
+  readonly shortPage: number | undefined
+  readonly probe: { readonly rowsSeen: number; readonly past: boolean } | undefined
+  readonly stalled: number
+  readonly counters: Readonly<Counters>
+  readonly seen: IdSet.Contents
+}
+
+/**
+ * The state as it is, for a checkpoint: the windows planned ahead are not in it. `tail` and
+ * `probe` are replaced, never changed in place, so they are shared; an exact set needs a journal.
+ */
+export const snapshot = (state: State): Snapshot => {
+  const seen = state.seen.contents()
+  if (seen === undefined) throw new Error("scan: a snapshot of an id set kept without a journal")
+  return {
+    position: state.position,
+    stride: state.stride,
+    reread: state.reread,
+    tail: state.tail,
+    largestPage: state.largestPage,
+    shortPage: state.shortPage,
+    probe: state.probe,
+    stalled: state.stalled,
+    counters: { ...state.counters },
+    seen
+  }
+}
+
+/**
+ * The machine started again from `snapshot`, taken under the same page size, overlap and dedupe,
+ * planning from its position; or why the snapshot's ids cannot be a set.
+ */
+export const resume = (config: EngineConfig, snapshot: Snapshot, journal = false): Either.Either<State, string> =>
+  Either.map(IdSet.restore(snapshot.seen, { journal, capacity: recentCapacity(config) }), (seen) => ({
+    config,
+    position: snapshot.position,
+    planned: snapshot.position,
+    stride: snapshot.stride,
+    reread: snapshot.reread,
+    tail: [...snapshot.tail],
+    largestPage: snapshot.largestPage,
+    shortPage: snapshot.shortPage,
+    probe: snapshot.probe,
+    stalled: snapshot.stalled,
+    seen,
+    counters: { ...snapshot.counters }
+  }))
+
+/**
+ * Whether the scan proved it emitted, once, every row that stood in the table through it, as far
+ * as re-read rows can show: it ended, never went on without proof, saw no row arrive behind its
+ * position (an arrival may be a row re-sorted there from ahead, never read), and kept every id.
+ */
+export const proven = (counters: Readonly<Counters>, dedupe: EngineConfig["dedupe"]): boolean =>
+  counters.complete && counters.inconsistencies === 0 && counters.appearedBehind === 0 && dedupe === "exact"
 
 /** The counters of a scan that has not judged a page. */
 export const counters = (): Counters => ({

@@ -1,0 +1,157 @@
+/**
+ * Checkpoints of a scan: where a scan stands between two pages, so that it can go on from there
+ * after a crash, a deploy or a lost connection, as if it had never stopped.
+ *
+ * `client.scan(options).pages` hands out each page's rows with the checkpoint of the state after
+ * exactly those rows; `resume: checkpoint` goes on from it. A sink that commits a page's rows and
+ * its checkpoint in one transaction, and resumes from the checkpoint it committed last, neither
+ * repeats nor loses a row.
+ *
+ * A checkpoint holds the scan's position, the rows it re-reads before the next window, what it
+ * learnt of the server (its page cap), its counters, and the ids it emitted: under
+ * `dedupe: "exact"`, every one, packed in 12 bytes (16 characters of base64) for the service's
+ * ids; under `"recent"`, the window it keeps. It also names its query (Microapp, filters, sort,
+ * page size, overlap, dedupe): a scan of another query refuses it.
+ *
+ * Store it with `toJson` and read it back with `fromJson`; the `Checkpoint` Schema does the same
+ * inside other Schemas. The JSON is a documented format (`"version": 1`, see the README), with a
+ * checksum that `fromJson` checks: do not edit it.
+ *
+ * @since 0.1.0
+ */
+import { type Effect, Schema } from "effect"
+import * as internal from "./internal/checkpoint.js"
+import type { InvalidInput } from "./MicroappError.js"
+import type * as RowStream from "./RowStream.js"
+
+/**
+ * @since 0.1.0
+ * @category type ids
+ */
+export const TypeId: unique symbol = internal.TypeId
+
+/**
+ * @since 0.1.0
+ * @category type ids
+ */
+export type TypeId = typeof TypeId
+
+/**
+ * Where a scan stood after a page. Made by `pages` and `fromJson` only; a value: later pages do
+ * not change it, and a scan may resume from it any number of times.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Checkpoint {
+  readonly [TypeId]: TypeId
+  /** The query it belongs to. */
+  readonly query: Query
+  /** The scan's figures up to this point, over all its runs; `summary.complete`: nothing is left to read. */
+  readonly summary: RowStream.ScanSummary
+}
+
+/**
+ * The query of a checkpoint: filters sorted by fieldID, each value as sent (a string); sort keys
+ * in order, each with its order.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Query {
+  readonly microAppID: string
+  readonly filters: ReadonlyArray<{ readonly fieldID: string; readonly value: string }>
+  readonly sort: ReadonlyArray<{ readonly field: number; readonly order: "asc" | "desc" }>
+  readonly pageSize: number
+  readonly overlap: number
+  readonly dedupe: "exact" | "recent"
+}
+
+/**
+ * The JSON object of a checkpoint (version 1). `null` stands for "not known yet"; `seen` holds the
+ * ids emitted, `packed` (service ids, 12 bytes each, base64) and `others` under `"exact"`, or the
+ * `recent` window.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Json {
+  readonly version: number
+  readonly query: Query
+  readonly state: {
+    readonly position: number
+    readonly stride: number | null
+    readonly reread: number
+    readonly tail: ReadonlyArray<string | null>
+    readonly largestPage: number
+    readonly shortPage: number | null
+    readonly probe: { readonly rowsSeen: number; readonly past: boolean } | null
+    readonly stalled: number
+  }
+  readonly counters: {
+    readonly complete: boolean
+    readonly pages: number
+    readonly rows: number
+    readonly emitted: number
+    readonly invalidRows: number
+    readonly retries: number
+    readonly duplicatesDropped: number
+    readonly realignments: number
+    readonly appearedBehind: number
+    readonly caughtBehind: number
+    readonly vanishedBehind: number
+    readonly pagesDiscarded: number
+    readonly inconsistencies: number
+    readonly serverCap: number | null
+    readonly concurrencyReached: number
+    readonly concurrency: number
+    readonly elapsedMillis: number
+    readonly resumed: number
+  }
+  readonly seen:
+    | { readonly packed: string; readonly others: ReadonlyArray<string> }
+    | { readonly recent: ReadonlyArray<string> }
+  readonly checksum: string
+}
+
+/**
+ * A checkpoint from its JSON object, checked as `fromJson` checks it; encodes to that object.
+ * `Schema.parseJson(Checkpoint)` reads it from text.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Checkpoint: Schema.Schema<Checkpoint, Json> = internal.CheckpointSchema
+
+/**
+ * A checkpoint from its JSON text.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CheckpointFromJson: Schema.Schema<Checkpoint, string> = Schema.parseJson(Checkpoint)
+
+/**
+ * @since 0.1.0
+ * @category guards
+ */
+export const isCheckpoint: (u: unknown) => u is Checkpoint = internal.isCheckpoint
+
+/**
+ * The checkpoint as JSON text, to store. Its size is about 16 bytes per row emitted under
+ * `dedupe: "exact"` (service ids; other ids cost their JSON string), bounded under `"recent"`.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
+export const toJson: (checkpoint: Checkpoint) => string = internal.toJson
+
+/**
+ * A checkpoint from the text `toJson` wrote. Anything else (not JSON, truncated, not a checkpoint,
+ * another version, a field out of range, counters that no scan could reach, a checksum that does
+ * not match) is an `InvalidInput` whose `input` names the field and whose `reason` says what is wrong.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const fromJson: (text: string) => Effect.Effect<Checkpoint, InvalidInput> = internal.fromJson
