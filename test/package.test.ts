@@ -1,9 +1,26 @@
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 
 const root = path.resolve(import.meta.dirname, "..")
 const packageJson = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"))
+
+/** The declarations `npm run build` emits, written to a directory of their own. */
+const declarations = (): string => {
+  const outDir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-microapp-declarations-"))
+  const tsc = path.join(root, "node_modules", "typescript", "bin", "tsc")
+  const result = spawnSync(
+    process.execPath,
+    [tsc, "-p", "tsconfig.build.json", "--emitDeclarationOnly", "--declarationMap", "false", "--outDir", outDir],
+    { cwd: root, encoding: "utf8" }
+  )
+  if (!fs.existsSync(path.join(outDir, "index.d.ts"))) {
+    throw new Error(`the build emitted no declarations:\n${result.stdout}${result.stderr}`)
+  }
+  return outDir
+}
 
 /** Every module specifier a built file imports or re-exports, statically or dynamically. */
 const specifiers = (file: string): ReadonlyArray<string> =>
@@ -72,13 +89,17 @@ const readmeIdentifiers = (): ReadonlySet<string> => {
 }
 
 describe("the package", () => {
+  const declared = declarations()
+  afterAll(() => fs.rmSync(declared, { recursive: true, force: true }))
+
   it("exports the client, the emulator and the bin, with types", () => {
     expect(packageJson.name).toBe("effect-microapp")
     expect(packageJson.type).toBe("module")
     expect(packageJson.bin.microapp).toBe("./dist/cli/bin.js")
     for (const entry of Object.values(packageJson.exports) as Array<{ types: string; default: string }>) {
       expect(fs.existsSync(path.join(root, entry.default))).toBe(true)
-      expect(fs.existsSync(path.join(root, entry.types))).toBe(true)
+      expect(entry.types).toMatch(/^\.\/dist\//)
+      expect(fs.existsSync(path.join(declared, path.relative("dist", entry.types)))).toBe(true)
     }
   })
 
@@ -107,10 +128,10 @@ describe("the package", () => {
   })
 
   it("the public declarations refer to no type of src/internal", () => {
-    const publicDeclarations = fs.readdirSync(path.join(root, "dist")).filter((file) => file.endsWith(".d.ts"))
+    const publicDeclarations = fs.readdirSync(declared).filter((file) => file.endsWith(".d.ts"))
     expect(publicDeclarations).toContain("index.d.ts")
     for (const file of publicDeclarations) {
-      expect(fs.readFileSync(path.join(root, "dist", file), "utf8"), file).not.toMatch(/internal\//)
+      expect(fs.readFileSync(path.join(declared, file), "utf8"), file).not.toMatch(/internal\//)
     }
   })
 
