@@ -4,9 +4,8 @@
  *
  * @since 0.1.0
  */
-import { Effect, ParseResult, Schema } from "effect"
+import { Schema } from "effect"
 import { bounds, wholeNumberIn } from "./internal/bounds.js"
-import { InvalidInput } from "./MicroappError.js"
 
 /**
  * A non-blank identifier (microAppID, rowID, fieldID).
@@ -118,92 +117,3 @@ export const QueryOptions = Schema.Struct({
  * @category models
  */
 export type QueryOptions = typeof QueryOptions.Encoded
-
-/**
- * A checked selection, ready to be paged.
- *
- * @since 0.1.0
- * @category models
- */
-export interface CheckedSelection {
-  readonly microAppID: string
-  readonly filters: ReadonlyArray<Filter>
-  readonly sort: ReadonlyArray<{ readonly field: number; readonly order: "asc" | "desc" }>
-}
-
-/**
- * Turns a Schema failure on input into `InvalidInput` naming the offending option.
- *
- * @since 0.1.0
- * @category validation
- */
-export const validate = <A, I>(
-  schema: Schema.Schema<A, I>,
-  endpoint: { readonly path: string },
-  /** What to call the input when the whole of it is at fault. */
-  name = "options"
-) => {
-  const decode = Schema.decodeUnknown(schema, { errors: "first", onExcessProperty: "ignore" })
-  return (input: unknown): Effect.Effect<A, InvalidInput> =>
-    Effect.mapError(decode(input), (error) => {
-      const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
-      return new InvalidInput({
-        method: "POST",
-        path: endpoint.path,
-        input: issue === undefined || issue.path.length === 0 ? name : issue.path.join("."),
-        reason: issue?.message ?? error.message
-      })
-    })
-}
-
-/**
- * Normalises a decoded selection: sort as a list with explicit order.
- *
- * @since 0.1.0
- * @category validation
- */
-export const checked = (selection: typeof Selection.Type): CheckedSelection => ({
-  microAppID: selection.microAppID,
-  filters: selection.filters ?? [],
-  sort: (selection.sort === undefined ? [] : Array.isArray(selection.sort) ? selection.sort : [selection.sort]).map(
-    (key: typeof Sort.Type) => ({ field: key.field, order: key.order ?? "asc" })
-  )
-})
-
-/**
- * The wire body of `POST /api/microappdata` for one window. `skip` goes as a numeric string,
- * as the service's specification shows; `limit` is always explicit so the server's silent
- * default row cap never applies.
- *
- * @since 0.1.0
- * @category wire
- */
-export const toRequestBody = (
-  selection: CheckedSelection,
-  window: { readonly skip: number; readonly limit: number },
-  serviceFormat = false
-) => {
-  const resourceID = selection.microAppID
-  const [first, ...rest] = selection.sort
-  const paging = {
-    resourceID,
-    ...(first === undefined ? {} : { field: String(first.field), order: first.order === "asc" ? 1 : -1 }),
-    skip: String(window.skip),
-    limit: window.limit
-  }
-  return {
-    microAppID: resourceID,
-    ...(selection.filters.length === 0 ? {} : {
-      optSearchFilters: selection.filters.map((filter) => ({
-        resourceID,
-        fieldID: filter.fieldID,
-        value: String(filter.value)
-      }))
-    }),
-    searchFilter: [
-      paging,
-      ...rest.map((key) => ({ resourceID, field: String(key.field), order: key.order === "asc" ? 1 : -1 }))
-    ],
-    ...(serviceFormat ? { serviceFormat: true } : {})
-  }
-}

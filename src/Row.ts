@@ -196,50 +196,6 @@ export const Row = Schema.Struct(RowMetadata.fields, Schema.Record({ key: Schema
 export type Row = typeof Row.Type
 
 /**
- * The envelope every answer of the service comes in. Anything but "success" is a refusal.
- *
- * @since 0.1.0
- * @category schemas
- */
-export const StatusEnvelope = Schema.Struct({
-  status: Schema.String,
-  message: Schema.optional(Schema.Unknown)
-})
-
-/**
- * `POST /api/microappdata`: the rows, still undecoded, so each row is decoded (and reported)
- * on its own.
- *
- * @since 0.1.0
- * @category schemas
- */
-export const RowsBody = Schema.Struct({
-  body: Schema.Struct({ microAppRows: Schema.Array(Schema.Unknown) })
-})
-
-/**
- * `POST /api/microappdata/row`: the row is `currentRow`; a missing or null one means no such row.
- *
- * @since 0.1.0
- * @category schemas
- */
-export const CurrentRowBody = Schema.Struct({
-  body: Schema.optional(Schema.NullOr(Schema.Struct({ currentRow: Schema.optional(Schema.NullOr(Schema.Unknown)) })))
-})
-
-/**
- * `POST /api/login`: the token and user id, under `data` as documented or at the top level as
- * the service's own client reads them.
- *
- * @since 0.1.0
- * @category schemas
- */
-export const LoginBody = Schema.Union(
-  Schema.Struct({ data: Schema.Struct({ authToken: Schema.NonEmptyString, userId: Schema.NonEmptyString }) }),
-  Schema.Struct({ authToken: Schema.NonEmptyString, userId: Schema.NonEmptyString })
-)
-
-/**
  * A row that failed its Schema, handed on undecoded when the caller asked for invalid rows to be
  * passed through (`invalidRows: "raw"`).
  *

@@ -6,7 +6,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Arbitrary, Effect, Either, FastCheck as FC, Schema } from "effect"
 import { decodeEnvelope, makeRowDecoder } from "../src/internal/decode.js"
-import { Row, RowsBody } from "../src/Row.js"
+import { RowsBody } from "../src/internal/wire.js"
+import { Row } from "../src/Row.js"
 import { makeProjectRows } from "../src/testing/DemoData.js"
 
 const info = { endpoint: { path: "/api/microappdata", write: false }, attempt: 1 }

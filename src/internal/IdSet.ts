@@ -11,7 +11,7 @@
  * journal keeps the packed ids in the order added, in base64 (16 characters an id), so that the
  * contents of any moment stay readable while ids are added after it.
  */
-import { Either } from "effect"
+import { Either, Predicate } from "effect"
 
 /** What the scan asks of its set of emitted ids. */
 export interface IdSet {
@@ -334,3 +334,7 @@ export const decodeBase64 = (text: string): string | undefined => {
 /** The 24 hex digits of the packed id at `at` of a binary string. */
 const hexOf = (bytes: string, at: number): string =>
   Array.from({ length: 12 }, (_, i) => bytes.charCodeAt(at + i).toString(16).padStart(2, "0")).join("")
+
+/** The `_id` of an undecoded row, when it has one. */
+export const idOf = (row: unknown): string | undefined =>
+  Predicate.isRecord(row) && typeof row._id === "string" ? row._id : undefined

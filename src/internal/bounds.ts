@@ -3,7 +3,8 @@
  * the README's table lists them with their reasons. No accepted value makes the client start an
  * unbounded number of requests or hold an unbounded amount of memory.
  */
-import { Duration, Option, ParseResult, Schema } from "effect"
+import { Duration, Effect, Option, ParseResult, Schema } from "effect"
+import { InvalidInput } from "../MicroappError.js"
 
 export const bounds = {
   /** Rows per request (`pageSize`, `query`'s `limit`): the service's own default is 1,000. */
@@ -68,3 +69,25 @@ export const durationIn = (min: Duration.Duration, max: Duration.Duration) =>
 /** A request's timeout: above zero, at most `bounds.timeout`. */
 export const minTimeout = Duration.millis(1)
 export const RequestTimeout = durationIn(minTimeout, bounds.timeout)
+
+/**
+ * Turns a Schema failure on input into `InvalidInput` naming the offending option.
+ */
+export const validate = <A, I>(
+  schema: Schema.Schema<A, I>,
+  endpoint: { readonly path: string },
+  /** What to call the input when the whole of it is at fault. */
+  name = "options"
+) => {
+  const decode = Schema.decodeUnknown(schema, { errors: "first", onExcessProperty: "ignore" })
+  return (input: unknown): Effect.Effect<A, InvalidInput> =>
+    Effect.mapError(decode(input), (error) => {
+      const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
+      return new InvalidInput({
+        method: "POST",
+        path: endpoint.path,
+        input: issue === undefined || issue.path.length === 0 ? name : issue.path.join("."),
+        reason: issue?.message ?? error.message
+      })
+    })
+}

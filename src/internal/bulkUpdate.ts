@@ -6,10 +6,10 @@ import { Deferred, Effect, identity, Option, Predicate, Schema, Stream } from "e
 import { defaults, type Options, Outcome } from "../BulkUpdate.js"
 import type { MicroappClient } from "../MicroappClient.js"
 import type { InvalidInput, MicroappError } from "../MicroappError.js"
-import * as Query from "../Query.js"
 import { bounds, wholeNumberIn } from "./bounds.js"
 import type { Endpoint } from "./endpoints.js"
 import { isRetryable } from "./errors.js"
+import { validate } from "./bounds.js"
 
 /** The calls the engine makes: the client's own, so every request passes its gate, limits and retries. */
 export interface Calls {
@@ -85,7 +85,7 @@ const rowIDOf = (input: { readonly rowID: unknown }): string | undefined =>
  * `prepare` (the typed API encodes values there), whose `InvalidInput` is an `Invalid` outcome.
  */
 export const makeUpdateRows = (calls: Calls) => {
-  const validateOptions = Query.validate(OptionsSchema, calls.endpoint)
+  const validateOptions = validate(OptionsSchema, calls.endpoint)
   const asRead: Endpoint = { ...calls.endpoint, write: false }
   // what a read would retry but a write may not: the server may have acted on it
   const mayHaveActed = (error: MicroappError): boolean =>

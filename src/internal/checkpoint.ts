@@ -11,6 +11,7 @@ import { endpoints } from "./endpoints.js"
 import * as IdSet from "./IdSet.js"
 import * as Engine from "./scanEngine.js"
 import { type Figures, summarise } from "./summary.js"
+import * as Wire from "./wire.js"
 
 export const TypeId: CheckpointTypeId = Symbol.for("effect-microapp/Checkpoint") as CheckpointTypeId
 
@@ -318,7 +319,7 @@ export const fromJson = (text: string): Effect.Effect<Checkpoint, InvalidInput> 
 
 /** The query of a scan, as a checkpoint records it. */
 export const queryOf = (
-  selection: Query.CheckedSelection,
+  selection: Wire.CheckedSelection,
   settings: { readonly pageSize: number; readonly overlap: number; readonly dedupe: "exact" | "recent" }
 ): QueryJson => ({
   microAppID: selection.microAppID,

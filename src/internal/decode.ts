@@ -2,16 +2,14 @@
  * Decoding of answers: the envelope, then each row on its own, so a bad row is reported by its
  * index, `_id` and field path, and handled as the caller's policy says.
  */
-import { Effect, Either, ParseResult, Predicate, Schema } from "effect"
+import { Effect, Either, ParseResult, Schema } from "effect"
 import type { InvalidRowPolicy } from "../MicroappClient.js"
 import { type MicroappError, RequestRejected, UnexpectedResponse } from "../MicroappError.js"
-import { InvalidRow, StatusEnvelope } from "../Row.js"
+import { InvalidRow } from "../Row.js"
+import { idOf } from "./IdSet.js"
+import { StatusEnvelope } from "./wire.js"
 import { type AttemptInfo, where } from "./errors.js"
 import { makeDecoder, undecided } from "./fastDecode.js"
-
-/** The `_id` of an undecoded row, when it has one. */
-export const idOf = (row: unknown): string | undefined =>
-  Predicate.isRecord(row) && typeof row._id === "string" ? row._id : undefined
 
 const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
   path.map((key) => typeof key === "number" ? `[${key}]` : `.${String(key)}`).join("").replace(/^\./, "")

@@ -13,6 +13,7 @@ import type { DecodedRows } from "./decode.js"
 import { endpoints } from "./endpoints.js"
 import * as Engine from "./scanEngine.js"
 import { type Figures, noFigures, summarise } from "./summary.js"
+import { validate } from "./bounds.js"
 
 /** One answer of the server, undecoded, and how many attempts it took. */
 export interface RawPage {
@@ -69,7 +70,7 @@ const CheckpointEvery = Schema.Struct({
   rows: Schema.optional(Query.Limit.pipe(Schema.lessThanOrEqualTo(1_000_000)))
 }).pipe(Schema.filter((every) => every.pages !== undefined || every.rows !== undefined || "must name pages or rows"))
 
-const validateCheckpointEvery = Query.validate(Schema.Struct({ checkpointEvery: Schema.optional(CheckpointEvery) }), endpoints.rows)
+const validateCheckpointEvery = validate(Schema.Struct({ checkpointEvery: Schema.optional(CheckpointEvery) }), endpoints.rows)
 
 /**
  * The checkpointing options, checked: `resume` must be a checkpoint of `query` (refused before

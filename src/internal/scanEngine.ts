@@ -17,7 +17,6 @@
  * `resume` starts the same machine from it.
  */
 import { Either } from "effect"
-import { idOf } from "./decode.js"
 import * as IdSet from "./IdSet.js"
 
 /** What the engine is told once, at the start. */
@@ -355,7 +354,7 @@ export const judge = (state: State, window: Window, rows: ReadonlyArray<unknown>
   const counters = state.counters
   counters.pages++
   counters.retries += attempts - 1
-  const ids = rows.map(idOf)
+  const ids = rows.map(IdSet.idOf)
   if (state.probe !== undefined) return judgeProbe(state, window, ids, state.probe.rowsSeen)
   const previousLargest = state.largestPage
   state.largestPage = Math.max(state.largestPage, rows.length)

@@ -10,11 +10,11 @@ import * as BulkUpdate from "../../BulkUpdate.js"
 import { endpoints } from "../../internal/endpoints.js"
 import { MicroappClient } from "../../MicroappClient.js"
 import { describe, InvalidInput } from "../../MicroappError.js"
-import * as Query from "../../Query.js"
 import { NotAllUpdated, UsageError } from "../exitCodes.js"
 import { progressiveFile } from "../output.js"
 import { type EarlyStop, updateProgressLine, updateSummaryLine, withProgress } from "../progress.js"
 import { type Destination, signalListener, stderrLine, Stdio } from "../stdio.js"
+import { validate } from "../../internal/bounds.js"
 
 /** One input line; `null` stands for absent in the optional keys, as the service reads it. */
 const Line = Schema.Struct({
@@ -30,7 +30,7 @@ const Line = Schema.Struct({
   parseOptions: { onExcessProperty: "error" }
 })
 
-const validateLine = Query.validate(Line, endpoints.update, "line")
+const validateLine = validate(Line, endpoints.update, "line")
 const decodeJson = Schema.decodeUnknownOption(Schema.parseJson())
 
 const invalidLine = (reason: string) =>

@@ -1,0 +1,389 @@
+/**
+ * The client's implementation: its options checked against their bounds, the sender (retries,
+ * the rate gate, the learned in-flight limit), the session, and each call over them.
+ */
+import * as HttpClient from "@effect/platform/HttpClient"
+import type * as Scope from "effect/Scope"
+import {
+  Duration,
+  Effect,
+  Either,
+  RateLimiter,
+  Redacted,
+  Schema,
+  Stream,
+  SynchronizedRef
+} from "effect"
+import type * as BulkUpdate from "../BulkUpdate.js"
+import type { InvalidRowPolicy, MicroappClient } from "../MicroappClient.js"
+import { InvalidInput, type MicroappError, NotFound, TooManyRows } from "../MicroappError.js"
+import * as Query from "../Query.js"
+import { type InvalidRow, Row, RowMetadata } from "../Row.js"
+import * as RowStream from "../RowStream.js"
+import { bounds, durationIn, RequestTimeout, wholeNumberIn } from "./bounds.js"
+import { makeUpdateRows } from "./bulkUpdate.js"
+import { queryOf } from "./checkpoint.js"
+import { decodeEnvelope, makeRowDecoder, type RowDecoder } from "./decode.js"
+import { type Endpoint, endpoints } from "./endpoints.js"
+import * as InFlight from "./inFlight.js"
+import { type Credentials, makeRequester, type Requester } from "./request.js"
+import { defaultMaxPause, makeRateGate } from "./retry.js"
+import * as Scan from "./scan.js"
+import { validate } from "./bounds.js"
+import { type CheckedSelection, checkSelection, CurrentRowBody, LoginBody, RowsBody, StatusEnvelope, toRequestBody } from "./wire.js"
+/**
+ * Checks and normalises the base URL once. A query string or a fragment would end up inside every
+ * request's path, and userinfo would be dropped: each is refused. The URL itself is never quoted
+ * in the error, as it may hold a credential.
+ */
+export const normaliseBaseUrl = (baseUrl: string): Either.Either<string, InvalidInput> => {
+  const trimmed = baseUrl.trim().replace(/\/+$/, "")
+  const refuse = (reason: string) => Either.left(new InvalidInput({ method: "POST", path: "", input: "baseUrl", reason }))
+  let url: URL
+  try {
+    url = new URL(trimmed)
+  } catch {
+    return refuse("must be an http(s) URL")
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return refuse("must be an http(s) URL")
+  if (url.username !== "" || url.password !== "") {
+    return refuse("must not hold a user name or password (user:password@): calls authenticate with the token")
+  }
+  if (trimmed.includes("?")) return refuse("must not have a query string (?...): it would garble every request path")
+  if (trimmed.includes("#")) return refuse("must not have a fragment (#...): it would garble every request path")
+  return Either.right(trimmed)
+}
+
+/** What the client takes when its options leave them out. */
+const tuningDefaults = {
+  timeout: Duration.seconds(30),
+  maxResponseBytes: 64 * 1024 * 1024,
+  maxInFlight: 64
+}
+
+const zero = Duration.zero
+
+/** The client's own options, checked against their bounds (the schedule, a function, is not). */
+const TuningSchema = Schema.Struct({
+  timeout: Schema.optional(RequestTimeout),
+  pageSize: Schema.optional(wholeNumberIn(1, bounds.pageSize)),
+  maxResponseBytes: Schema.optional(wholeNumberIn(bounds.minResponseBytes, bounds.maxResponseBytes)),
+  // the struct first, so that a refusal names the field at fault
+  retry: Schema.optional(Schema.Union(
+    Schema.Struct({
+      maxAttempts: Schema.optional(wholeNumberIn(1, bounds.maxAttempts)),
+      initialDelay: Schema.optional(durationIn(zero, bounds.initialDelay)),
+      maxDelay: Schema.optional(durationIn(zero, bounds.maxDelay)),
+      maxElapsed: Schema.optional(durationIn(zero, bounds.maxElapsed))
+    }),
+    Schema.Literal(false)
+  )),
+  rateLimit: Schema.optional(Schema.Struct({
+    requestsPerSecond: Schema.optional(wholeNumberIn(1, bounds.requestsPerSecond)),
+    maxInFlight: Schema.optional(wholeNumberIn(1, bounds.maxInFlight)),
+    maxPause: Schema.optional(durationIn(zero, bounds.maxPause))
+  }))
+})
+
+const validateTuning = validate(TuningSchema, { path: "" }, "tuning")
+
+const PageSize = wholeNumberIn(1, bounds.pageSize)
+const Concurrency = wholeNumberIn(1, bounds.concurrency)
+
+const RowsOptionsSchema = Schema.Struct({
+  ...Query.Selection.fields,
+  pageSize: Schema.optional(PageSize),
+  concurrency: Schema.optional(Schema.Union(Concurrency, Schema.Literal("auto"))),
+  maxConcurrency: Schema.optional(Concurrency),
+  dedupe: Schema.optional(Schema.Literal("exact", "recent")),
+  prefetch: Schema.optional(wholeNumberIn(1, bounds.prefetch)),
+  overlap: Schema.optional(wholeNumberIn(0, bounds.overlap)),
+  onInconsistent: Schema.optional(Schema.Literal("fail", "continue"))
+})
+
+const CollectMax = Schema.Struct({ max: wholeNumberIn(0, bounds.collectMax) })
+
+type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
+
+const Json: Schema.Schema<Json> = Schema.Union(
+  Schema.Null,
+  Schema.Boolean,
+  Schema.Number.pipe(Schema.finite({ message: () => "must be a finite number" })),
+  Schema.String,
+  Schema.Array(Schema.suspend(() => Json)),
+  Schema.Record({ key: Schema.String, value: Schema.suspend(() => Json) })
+)
+
+/** Row keys the server owns (the metadata): writing them is silently ignored, so it is refused here. */
+const systemKeys: ReadonlySet<string> = new Set(Object.keys(RowMetadata.fields))
+
+const UpdateOptionsSchema = Schema.Struct({
+  rowID: Query.Identifier,
+  rowData: Schema.Record({ key: Schema.String, value: Json }).pipe(
+    Schema.filter((data) => Object.keys(data).length > 0 || "must name at least one field"),
+    Schema.filter((data) => {
+      const key = Object.keys(data).find((k) => systemKeys.has(k))
+      return key === undefined ||
+        `key "${key}" is a system key the server does not let an update change (use the option of that name where there is one)`
+    })
+  ),
+  embeddingRowID: Schema.optional(Query.Identifier),
+  userID: Schema.optional(Query.Identifier),
+  ignoreActionRules: Schema.optional(Schema.Boolean)
+})
+
+const decodeRowsBody = decodeEnvelope(RowsBody)
+const decodeCurrentRow = decodeEnvelope(CurrentRowBody)
+const decodeStatus = decodeEnvelope(StatusEnvelope)
+// the service's own client reads login answers without looking at a status
+const decodeLogin = decodeEnvelope(LoginBody, { statusOptional: true })
+
+/**
+ * The sender of one client: its options checked once (their failure is reported by every call),
+ * timeout, retries, rate gate and limits.
+ */
+export const makeSender = Effect.fnUntraced(function*(tuning: MicroappClient.Tuning & { readonly baseUrl: string }) {
+  const http = yield* HttpClient.HttpClient
+  const checked = yield* Effect.either(Effect.zipRight(validateTuning(tuning), normaliseBaseUrl(tuning.baseUrl)))
+  // a client whose options were refused sends nothing: its limits are the defaults, never used
+  const accepted: MicroappClient.Tuning = Either.isRight(checked) ? tuning : {}
+  const limits = accepted.rateLimit
+  const rateLimiter = limits?.requestsPerSecond === undefined
+    ? undefined
+    : yield* RateLimiter.make({ limit: limits.requestsPerSecond, interval: Duration.seconds(1) })
+  const maxPause = Duration.decode(limits?.maxPause ?? defaultMaxPause)
+  const requester = makeRequester(http, {
+    baseUrl: Either.getOrElse(checked, () => ""),
+    timeout: Duration.decode(accepted.timeout ?? tuningDefaults.timeout),
+    retry: accepted.retry ?? {},
+    maxPause,
+    maxResponseBytes: accepted.maxResponseBytes ?? tuningDefaults.maxResponseBytes,
+    gate: yield* makeRateGate(maxPause),
+    inFlight: yield* InFlight.make(limits?.maxInFlight ?? tuningDefaults.maxInFlight),
+    perSecond: rateLimiter
+  })
+  return { checked, requester, accepted }
+})
+
+/** `POST /api/login`: the token, kept `Redacted`, and the user id. */
+export const logIn = (requester: Requester, options: { readonly email: string; readonly password: Redacted.Redacted<string> }) =>
+  Effect.gen(function*() {
+    const reply = yield* requester.sendJson(
+      endpoints.login,
+      { email: options.email, password: Redacted.value(options.password) },
+      { credentials: undefined }
+    )
+    const body = yield* decodeLogin(reply.json, 200, { endpoint: endpoints.login, attempt: reply.attempts })
+    const data = "data" in body ? body.data : body
+    return { authToken: Redacted.make(data.authToken), userId: data.userId } satisfies Credentials
+  }).pipe(Effect.withSpan("MicroappClient.login"))
+
+/** The client over a session: how calls get their credentials, made once the sender exists. */
+const makeWith = Effect.fnUntraced(function*<E>(
+  tuning: MicroappClient.Tuning & { readonly baseUrl: string },
+  makeSession: (requester: Requester, checked: Either.Either<string, InvalidInput>) => Effect.Effect<Session, E>
+) {
+  const { accepted, checked, requester } = yield* makeSender(tuning)
+  const pageSize = accepted.pageSize ?? RowStream.defaults.pageSize
+  const session = yield* makeSession(requester, checked)
+
+  /** Runs a call with the current credentials; a 401 renews them once (when possible) and repeats. */
+  const authorised = <A>(call: (credentials: Credentials) => Effect.Effect<A, MicroappError>) =>
+    Effect.flatMap(Either.isLeft(checked) ? Effect.fail(checked.left) : session.current, (current) =>
+      Effect.catchIf(
+        call(current.credentials),
+        (error) => error._tag === "Unauthorized" && session.renew !== undefined,
+        (error) =>
+          session.renew === undefined ? Effect.fail(error) : Effect.zipRight(
+            session.renew(current.generation),
+            Effect.flatMap(session.current, (renewed) => call(renewed.credentials))
+          )
+      ))
+
+  const post = (
+    endpoint: Endpoint,
+    body: unknown,
+    timeout: Duration.DurationInput | undefined,
+    subject: { readonly rowID: string } | { readonly microAppID: string }
+  ) => authorised((credentials) => requester.sendJson(endpoint, body, { credentials, timeout, subject }))
+
+  const fetchPage = Effect.fn("MicroappClient.fetchPage")(function*(
+    selection: CheckedSelection,
+    window: { readonly skip: number; readonly limit: number },
+    timeout: Duration.DurationInput | undefined
+  ) {
+    yield* Effect.annotateCurrentSpan({ microAppID: selection.microAppID, skip: window.skip, limit: window.limit })
+    const reply = yield* post(endpoints.rows, toRequestBody(selection, window), timeout, {
+      microAppID: selection.microAppID
+    })
+    const body = yield* decodeRowsBody(reply.json, 200, { endpoint: endpoints.rows, attempt: reply.attempts })
+    yield* Effect.annotateCurrentSpan({ rows: body.body.microAppRows.length, attempt: reply.attempts })
+    return { rows: body.body.microAppRows, attempts: reply.attempts }
+  })
+
+  const validateQuery = validate(Query.QueryOptions, endpoints.rows)
+  const validateRows = validate(RowsOptionsSchema, endpoints.rows)
+  const validateMax = validate(CollectMax, endpoints.rows)
+  const validateRowID = validate(Query.Identifier, endpoints.row, "rowID")
+  const validateUpdate = validate(UpdateOptionsSchema, endpoints.update)
+
+  const toEffect = <A>(result: Either.Either<A, MicroappError>): Effect.Effect<A, MicroappError> =>
+    Either.isLeft(result) ? Effect.fail(result.left) : Effect.succeed(result.right)
+
+  const makeReader = <A>(decoder: RowDecoder<A>): MicroappClient.Reader<A> => {
+    // each run of the scan is a span of its own ("MicroappClient.scan"), covering the whole run
+    const scan = Effect.fnUntraced(function*(options: MicroappClient.RowsOptions) {
+      const valid = yield* validateRows(options)
+      const selection = checkSelection(valid)
+      const settings = Scan.settings({ ...valid, pageSize: valid.pageSize ?? pageSize }, {
+        maxInFlight: accepted.rateLimit?.maxInFlight
+      })
+      const query = queryOf(selection, settings)
+      const checkpoints = yield* Scan.checkpointing(options, query)
+      return Scan.make<A>({
+        microAppID: selection.microAppID,
+        path: endpoints.rows.path,
+        query,
+        fetch: (window) => fetchPage(selection, window, options.timeout),
+        decode: (rows, indexes, attempts) => decoder(rows, indexes, { endpoint: endpoints.rows, attempt: attempts })
+      }, settings, checkpoints)
+    })
+
+    const rows = (options: MicroappClient.RowsOptions) => Stream.unwrap(Effect.map(scan(options), (scan) => scan.rows))
+
+    const collect = Effect.fn("MicroappClient.collect")(function*(options: MicroappClient.CollectOptions) {
+      const { max } = yield* validateMax(options)
+      const collected = yield* Stream.runCollect(Stream.take(rows(options), max + 1))
+      if (collected.length > max) return yield* new TooManyRows({ microAppID: options.microAppID, max })
+      return Array.from(collected)
+    })
+
+    const query = Effect.fn("MicroappClient.query")(function*(options: MicroappClient.QueryOptions) {
+      const valid = yield* validateQuery(options)
+      const limit = valid.limit ?? pageSize
+      const page = yield* fetchPage(checkSelection(valid), { skip: valid.skip ?? 0, limit }, options.timeout)
+      // a server that sends more than asked is cut to the promise: at most `limit` rows
+      const kept = page.rows.length > limit ? page.rows.slice(0, limit) : page.rows
+      if (kept !== page.rows) {
+        yield* Effect.logWarning("the server sent more rows than the limit asked for: the rows past it are dropped").pipe(
+          Effect.annotateLogs({ limit, sent: page.rows.length })
+        )
+      }
+      const decoded = yield* toEffect(decoder(kept, undefined, { endpoint: endpoints.rows, attempt: page.attempts }))
+      yield* Effect.forEach(decoded.invalid, (error) => Effect.logWarning(error.message), { discard: true })
+      return decoded.rows
+    })
+
+    const getRow = Effect.fn("MicroappClient.getRow")(function*(
+      rowID: string,
+      options?: MicroappClient.CallOptions
+    ) {
+      const id = yield* validateRowID(rowID)
+      yield* Effect.annotateCurrentSpan({ rowID: id })
+      const reply = yield* post(endpoints.row, { rowID: id }, options?.timeout, { rowID: id })
+      const info = { endpoint: endpoints.row, attempt: reply.attempts }
+      // a success envelope without the row means the same as a 404
+      const notFound = () => new NotFound({ method: "POST", path: endpoints.row.path, rowID: id, attempts: reply.attempts })
+      yield* Effect.annotateCurrentSpan({ attempt: reply.attempts })
+      const body = yield* decodeCurrentRow(reply.json, 200, info)
+      const current = body.body?.currentRow
+      if (current === undefined || current === null) return yield* notFound()
+      const decoded = yield* toEffect(decoder([current], undefined, info))
+      const [row] = decoded.rows
+      // a single row that failed its Schema cannot be skipped: report it
+      if (row === undefined) return yield* Effect.fail(decoded.invalid[0] ?? notFound())
+      return row
+    })
+
+    return { rows, scan, collect, query, getRow }
+  }
+
+  const queryRaw = Effect.fn("MicroappClient.queryRaw")(function*(options: MicroappClient.QueryOptions) {
+    const valid = yield* validateQuery(options)
+    const selection = checkSelection(valid)
+    const window = { skip: valid.skip ?? 0, limit: valid.limit ?? pageSize }
+    yield* Effect.annotateCurrentSpan({ microAppID: selection.microAppID, skip: window.skip, limit: window.limit })
+    return yield* authorised((credentials) =>
+      requester.send(
+        endpoints.rows,
+        toRequestBody(selection, window, true),
+        { credentials, timeout: options.timeout },
+        (reply) => Effect.succeed(reply.text)
+      )
+    )
+  })
+
+  const updateRow = Effect.fn("MicroappClient.updateRow")(function*(options: MicroappClient.UpdateOptions) {
+    const valid = yield* validateUpdate(options)
+    yield* Effect.annotateCurrentSpan({ rowID: valid.rowID })
+    const reply = yield* post(endpoints.update, valid, options.timeout, { rowID: valid.rowID })
+    yield* Effect.annotateCurrentSpan({ attempt: reply.attempts })
+    yield* decodeStatus(reply.json, 200, { endpoint: endpoints.update, attempt: reply.attempts })
+  })
+
+  const untyped = makeReader(makeRowDecoder(Row, "fail"))
+
+  const runUpdates = makeUpdateRows({ endpoint: endpoints.update, updateRow, getRow: untyped.getRow })
+  const updateRows = <E, R>(
+    updates: Stream.Stream<MicroappClient.UpdateOptions | InvalidInput, E, R>,
+    options: BulkUpdate.Options = {}
+  ) => runUpdates(updates, options, Effect.succeed)
+
+  function withSchema<A, I>(schema: Schema.Schema<A, I>, options: { readonly invalidRows: "raw" }): MicroappClient.Reader<A | InvalidRow>
+  function withSchema<A, I>(
+    schema: Schema.Schema<A, I>,
+    options?: { readonly invalidRows?: "fail" | "skip" | undefined }
+  ): MicroappClient.Reader<A>
+  function withSchema<A, I>(
+    schema: Schema.Schema<A, I>,
+    options?: { readonly invalidRows?: InvalidRowPolicy | undefined }
+  ): MicroappClient.Reader<A | InvalidRow> {
+    return makeReader(makeRowDecoder(schema, options?.invalidRows ?? "fail"))
+  }
+
+  const service: MicroappClient.Service = { ...untyped, queryRaw, updateRow, updateRows, withSchema }
+  return service
+})
+
+/** Where a call gets its credentials, and how they are renewed after a 401 (if they can be). */
+interface Session {
+  readonly current: Effect.Effect<{ readonly credentials: Credentials; readonly generation: number }>
+  /** Renews the credentials of `generation`, unless that already happened. */
+  readonly renew: ((generation: number) => Effect.Effect<void, MicroappError>) | undefined
+}
+
+export const make = (
+  options: MicroappClient.Options
+): Effect.Effect<MicroappClient.Service, never, HttpClient.HttpClient | Scope.Scope> =>
+  makeWith(options, () =>
+    Effect.succeed<Session>({
+      current: Effect.succeed({ credentials: { authToken: options.authToken, userId: options.userId }, generation: 0 }),
+      renew: undefined
+    }))
+
+export const makeLogin = (
+  options: MicroappClient.LoginOptions
+): Effect.Effect<MicroappClient.Service, MicroappError, HttpClient.HttpClient | Scope.Scope> =>
+  makeWith(options, (requester, checked) =>
+    Effect.gen(function*() {
+      if (Either.isLeft(checked)) return yield* checked.left
+      const state = yield* SynchronizedRef.make({ credentials: yield* logIn(requester, options), generation: 0 })
+      return {
+        current: SynchronizedRef.get(state),
+        // concurrent 401s of one generation wait here for a single login
+        renew: (generation: number) =>
+          SynchronizedRef.updateEffect(state, (current) =>
+            current.generation === generation
+              ? Effect.map(logIn(requester, options), (credentials) => ({ credentials, generation: generation + 1 }))
+              : Effect.succeed(current))
+      } satisfies Session
+    }))
+
+/** One login, its sender closed after. */
+export const login = (
+  options: MicroappClient.LoginOptions
+): Effect.Effect<MicroappClient.Credentials, MicroappError, HttpClient.HttpClient> =>
+  Effect.scoped(
+    Effect.flatMap(makeSender(options), ({ checked, requester }) =>
+      Either.isLeft(checked) ? Effect.fail(checked.left) : logIn(requester, options))
+  )
