@@ -7,15 +7,14 @@ import * as path from "node:path"
 const root = path.resolve(import.meta.dirname, "..")
 const packageJson = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"))
 
-/** The declarations `npm run build` emits, written to a directory of their own. */
-const declarations = (): string => {
-  const outDir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-microapp-declarations-"))
+/** What `tsc -p tsconfig.build.json` (the first half of `npm run build`) emits, in a directory of its own. */
+const tscBuild = (): string => {
+  const outDir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-microapp-build-"))
   const tsc = path.join(root, "node_modules", "typescript", "bin", "tsc")
-  const result = spawnSync(
-    process.execPath,
-    [tsc, "-p", "tsconfig.build.json", "--emitDeclarationOnly", "--declarationMap", "false", "--outDir", outDir],
-    { cwd: root, encoding: "utf8" }
-  )
+  const result = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json", "--outDir", outDir], {
+    cwd: root,
+    encoding: "utf8"
+  })
   if (!fs.existsSync(path.join(outDir, "index.d.ts"))) {
     throw new Error(`the build emitted no declarations:\n${result.stdout}${result.stderr}`)
   }
@@ -89,7 +88,7 @@ const readmeIdentifiers = (): ReadonlySet<string> => {
 }
 
 describe("the package", () => {
-  const declared = declarations()
+  const declared = tscBuild()
   afterAll(() => fs.rmSync(declared, { recursive: true, force: true }))
 
   it("exports the client, the emulator and the bin, with types", () => {
@@ -108,6 +107,60 @@ describe("the package", () => {
     expect(external.length).toBeGreaterThan(0)
     const allowed = /^(effect|@effect\/platform)(\/|$)/
     expect(external.filter((specifier) => !allowed.test(specifier))).toEqual([])
+  })
+
+  it("the bin is one bundled file: it runs with no node_modules beside it", () => {
+    // away from this repository's node_modules: whatever it needs, it carries
+    const alone = fs.mkdtempSync(path.join(os.tmpdir(), "effect-microapp-bin-"))
+    try {
+      fs.mkdirSync(path.join(alone, "dist", "cli"), { recursive: true })
+      fs.copyFileSync(path.join(root, packageJson.bin.microapp), path.join(alone, packageJson.bin.microapp))
+      fs.copyFileSync(path.join(root, "package.json"), path.join(alone, "package.json"))
+      const run = spawnSync(process.execPath, [path.join(alone, packageJson.bin.microapp), "--version"], {
+        cwd: alone,
+        encoding: "utf8"
+      })
+      expect(run.stderr).toBe("")
+      expect(run.stdout.trim()).toBe(packageJson.version)
+    } finally {
+      fs.rmSync(alone, { recursive: true, force: true })
+    }
+  })
+
+  it("a user of the client installs effect and @effect/platform, nothing of the CLI's or the emulator's", () => {
+    expect(packageJson.dependencies ?? {}).toEqual({})
+    expect(Object.keys(packageJson.peerDependencies).sort()).toEqual(["@effect/platform", "@effect/platform-node", "effect"])
+    expect(packageJson.peerDependenciesMeta).toEqual({ "@effect/platform-node": { optional: true } })
+  })
+
+  it("the build ships no source maps and no modules of the command line (the bin bundles them)", () => {
+    const emitted = fs.readdirSync(declared, { recursive: true, encoding: "utf8" })
+    expect(emitted).toContain("index.js")
+    expect(emitted.filter((file) => file.endsWith(".map") || file.startsWith(`cli${path.sep}`))).toEqual([])
+  })
+
+  it("packs LICENSE, README.md and dist, builds before it packs, and says where it comes from", () => {
+    const packed = spawnSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: root, encoding: "utf8" })
+    const files: Array<string> = JSON.parse(packed.stdout)[0].files.map((file: { path: string }) => file.path)
+    expect(files.filter((file) => !file.startsWith("dist/")).sort()).toEqual(["LICENSE", "README.md", "package.json"])
+    expect(files).toContain("dist/cli/bin.js")
+    expect(packageJson.scripts.prepack).toBe("npm run build")
+    expect(packageJson.license).toBe("MIT")
+    expect(fs.readFileSync(path.join(root, "LICENSE"), "utf8")).toMatch(/^MIT License/)
+    expect(packageJson.repository.url).toMatch(/^git\+https:/)
+    expect(packageJson.sideEffects).toBe(false)
+  })
+
+  it("the layers import only downwards; the paging engine imports only IdSet and effect", () => {
+    const importsOf = (dir: string) =>
+      fs.readdirSync(path.join(root, "src", dir), { recursive: true, encoding: "utf8" })
+        .filter((file) => file.endsWith(".ts"))
+        .flatMap((file) => specifiers(path.join(root, "src", dir, file)).map((specifier) => ({ file: path.join(dir, file), specifier })))
+    const library = importsOf("").filter(({ file }) => !file.startsWith("cli") && !file.startsWith("testing"))
+    expect(library.length).toBeGreaterThan(20)
+    expect(library.filter(({ specifier }) => /\/(cli|testing)\//.test(specifier))).toEqual([])
+    expect(importsOf("testing").filter(({ specifier }) => /\/cli\//.test(specifier))).toEqual([])
+    expect(specifiers(path.join(root, "src/internal/scanEngine.ts"))).toEqual(["effect", "./IdSet.js"])
   })
 
   it("the emulator and the CLI are where the Node-only imports are", () => {
