@@ -172,6 +172,37 @@ describe("microapp (in process)", () => {
       }))
   })
 
+  it.effect("--help: colour only to a terminal without NO_COLOR, and none of @effect/cli's type boilerplate", () =>
+    Effect.gen(function*() {
+      const escape = /\u001b\[/
+      for (const command of [[], ["rows"], ["row"], ["update"], ["login"], ["serve"], ["demo"]]) {
+        const piped = yield* cli([...command, "--help"])
+        expect(piped.code).toBe(0)
+        expect(piped.stdout).not.toMatch(escape)
+        expect(piped.stdout).toContain("USAGE")
+        expect(piped.stdout).not.toMatch(/A user-defined piece of text|An integer\.|A true or false value|One of the following|An existing file/)
+        expect(piped.stdout).not.toMatch(/\n\n\n/)
+        const terminal = yield* cli([...command, "--help"], { terminal: { stdout: true } })
+        expect(terminal.stdout).toMatch(escape)
+        expect(terminal.stdout.replace(/\u001b\[[0-9;]*m/g, "")).toBe(piped.stdout)
+        const noColour = yield* cli([...command, "--help"], { terminal: { stdout: true }, env: { NO_COLOR: "1" } })
+        expect(noColour.stdout).toBe(piped.stdout)
+        const emptyNoColour = yield* cli([...command, "--help"], { terminal: { stdout: true }, env: { NO_COLOR: "" } })
+        expect(emptyNoColour.stdout).toBe(terminal.stdout)
+      }
+    }))
+
+  it.effect("a flag's bad value is named with its flag: --page-size abc, --sort=1.5", () =>
+    Effect.gen(function*() {
+      const credentials = ["--base-url", "http://127.0.0.1:9", "--token", "t", "--user-id", "u"]
+      const words = yield* cli(["rows", projectsMicroAppID, "--page-size", "abc", ...credentials])
+      expect(words.code).toBe(2)
+      expect(words.stderr).toBe("error: --page-size: 'abc' is not an integer\n")
+      const fraction = yield* cli(["rows", projectsMicroAppID, "--sort=1.5", ...credentials])
+      expect(fraction.code).toBe(2)
+      expect(fraction.stderr).toBe("error: --sort: '1.5' is not an integer\n")
+    }))
+
   it.live("exit 2: a bad flag, a missing credential, invalid input, bad --data; no request sent", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer

@@ -8,7 +8,7 @@
 import { type CliApp, Command, HelpDoc, ValidationError } from "@effect/cli"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
-import { Cause, Console, Effect, Logger, LogLevel, Schema } from "effect"
+import { Cause, Config, Console, Effect, Logger, LogLevel, Option, Schema } from "effect"
 import { format } from "node:util"
 import { demo } from "./commands/demo.js"
 import { login } from "./commands/login.js"
@@ -53,16 +53,42 @@ const readVersion = Effect.gen(function*() {
   return (yield* Schema.decodeUnknown(PackageJson)(yield* fs.readFileString(file))).version
 }).pipe(Effect.orElseSucceed(() => "unknown"))
 
+const ansi = /\u001b\[[0-9;]*m/g
+
+/** What @effect/cli says of every argument of a primitive type, which its placeholder already says. */
+const boilerplate =
+  /^\s*(?:A user-defined piece of text(?: that is confidential)?|An integer|A true or false value|A floating point number|(?:An existing|A) (?:file|directory|file or directory)(?: that must not exist)?|A date without a time-zone in the ISO-8601 format, .*|One of the following: .*)\.?$/
+
+/** The help as a reader wants it: without the boilerplate lines, and without colour unless `colour`. */
+const helpText = (text: string, colour: boolean): string => {
+  const lines = text.split("\n")
+  const kept = lines.filter((line, i) => {
+    const plain = line.replace(ansi, "")
+    const previous = lines[i - 1]?.replace(ansi, "")
+    // a boilerplate line goes with the blank line after it
+    return !boilerplate.test(plain) && !(plain.trim() === "" && previous !== undefined && boilerplate.test(previous))
+  })
+  const joined = kept.join("\n")
+  return colour ? joined : joined.replace(ansi, "")
+}
+
 /**
- * The console of @effect/cli (help, version): `log` prints on stdout as Node's console does, and
- * `error` is silenced, since @effect/cli writes there only its usage errors over several lines and
- * one line is printed instead. A reader that has gone is no failure for the help.
+ * The console of @effect/cli (help, version): `log` prints on stdout as Node's console does, in
+ * colour only to a terminal and without `NO_COLOR` set, and `error` is silenced, since @effect/cli
+ * writes there only its usage errors over several lines and one line is printed instead. A reader
+ * that has gone is no failure for the help.
  */
-const cliConsole = (console: Console.Console, stdout: Destination): Console.Console => ({
+const cliConsole = (console: Console.Console, stdout: Destination, colour: boolean): Console.Console => ({
   ...console,
-  log: (...args) => Effect.ignore(stdout.write(`${format(...args)}\n`)),
+  log: (...args) => Effect.ignore(stdout.write(`${helpText(format(...args), colour)}\n`)),
   error: () => Effect.void
 })
+
+/** Colour for a terminal, unless `NO_COLOR` is set to anything but "" (no-color.org). */
+const wantsColour = Effect.map(
+  Effect.orElseSucceed(Config.option(Config.string("NO_COLOR")), () => Option.none<string>()),
+  (noColour) => Option.isNone(noColour) || noColour.value === ""
+)
 
 const envOf: Readonly<Record<string, string>> = {
   "--base-url": "MICROAPP_BASE_URL",
@@ -70,14 +96,28 @@ const envOf: Readonly<Record<string, string>> = {
   "--user-id": "MICROAPP_USER_ID"
 }
 
-/** A usage error of @effect/cli as one line, each distinct message once. */
-const usageLine = (error: ValidationError.ValidationError): string => {
-  const text = HelpDoc.toAnsiText(error.error).replace(/\u001b\[[0-9;]*m/g, "")
+/** The flag `value` was given to in `argv` (`--flag value` or `--flag=value`), if one was. */
+const flagOf = (argv: ReadonlyArray<string>, value: string): string | undefined => {
+  for (const [i, arg] of argv.entries()) {
+    if (arg.startsWith("--") && arg.endsWith(`=${value}`)) return arg.slice(0, arg.indexOf("="))
+    const flag = argv[i - 1]
+    if (arg === value && flag?.startsWith("--") === true) return flag
+  }
+  return undefined
+}
+
+/** A usage error of @effect/cli as one line, each distinct message once, naming the flag of a bad value. */
+const usageLine = (error: ValidationError.ValidationError, argv: ReadonlyArray<string>): string => {
+  const text = HelpDoc.toAnsiText(error.error).replace(ansi, "")
   const messages = new Set(
     text.split(/\r?\n/).map((line) => line.trim()).filter((line) => line !== "").map((line) =>
       line.replace(/^Expected to find option: '(--[a-z-]+)'$/, (found, flag: string) => {
         const variable = envOf[flag]
         return variable === undefined ? found : `missing ${flag} (or set ${variable})`
+      }).replace(/^'(.*)' is not a (?:n )?(\w+)$/, (_found, value: string, kind: string) => {
+        const flag = flagOf(argv, value)
+        const article = /^[aeiou]/.test(kind) ? "an" : "a"
+        return `${flag === undefined ? "" : `${flag}: `}'${value}' is not ${article} ${kind}`
       })
     )
   )
@@ -108,11 +148,11 @@ export const main = (argv: ReadonlyArray<string>): Effect.Effect<ExitCode, never
     const version = yield* readVersion
     const run = Command.run(microapp, { name: "microapp", version })
     return yield* run(argv).pipe(
-      Effect.withConsole(cliConsole(yield* Effect.console, stdio.stdout)),
+      Effect.withConsole(cliConsole(yield* Effect.console, stdio.stdout, stdio.isTerminal.stdout && (yield* wantsColour))),
       Effect.as(ExitCode.ok),
       Effect.catchAll((error: CliError | ValidationError.ValidationError) =>
         ValidationError.isValidationError(error)
-          ? Effect.as(stderrLine(usageLine(error)), ExitCode.usage)
+          ? Effect.as(stderrLine(usageLine(error, argv)), ExitCode.usage)
           : Effect.as(reported(error), exitCodeOf(error))
       )
     )
