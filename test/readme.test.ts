@@ -1,0 +1,194 @@
+import { describe, expect, it } from "@effect/vitest"
+import { buildSync } from "esbuild"
+import { Cause, Effect, Exit, Option, Ref } from "effect"
+import { execFile } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { promisify } from "node:util"
+import { Checkpoint, MicroappClient, type Row } from "../src/index.js"
+import { MicroappServer, peopleMicroAppID, projectsMicroAppID } from "../src/testing/index.js"
+import { mirror, type Sink } from "../scratchpad/pipeline.js"
+import { closeOne } from "../scratchpad/projects.js"
+import { openRows } from "../scratchpad/scan.js"
+import { rename } from "../scratchpad/updateRow.js"
+import { withEmulator } from "./support.js"
+
+const root = path.resolve(import.meta.dirname, "..")
+const readme = fs.readFileSync(path.join(root, "README.md"), "utf8")
+
+/** The README's TypeScript blocks, each with the file it says it quotes. */
+const blocks = [...readme.matchAll(/(?:<!-- (scratchpad\/[\w-]+\.ts) -->\n)?```ts\n([\s\S]*?)```/g)]
+  .map(([, file, code]) => ({ file, code: code ?? "" }))
+
+/** A scratchpad file as a user of the package writes it: no leading doc comment, imports by package name. */
+const asQuoted = (source: string) =>
+  source.replace(/^\/\*\*[\s\S]*?\*\/\n/, "")
+    .replaceAll(`"../src/index.js"`, `"effect-microapp"`)
+    .replaceAll(`"../src/testing/index.js"`, `"effect-microapp/testing"`)
+
+const runnable = fs.readdirSync(path.join(root, "scratchpad"))
+  .filter((file) => file.endsWith(".ts"))
+  .filter((file) => fs.readFileSync(path.join(root, "scratchpad", file), "utf8").includes("NodeRuntime.runMain"))
+
+describe("the README's examples", () => {
+  it("are files of scratchpad/ (which npm run check compiles), quoted exactly", () => {
+    expect(blocks.length).toBeGreaterThanOrEqual(8)
+    for (const { code, file } of blocks) {
+      expect(file, `a ts block without its file:\n${code.slice(0, 200)}`).toBeDefined()
+      const source = fs.readFileSync(path.join(root, file ?? ""), "utf8")
+      expect(code, `${file} differs from the README's block`).toBe(asQuoted(source))
+    }
+  })
+
+  it.each(runnable)("scratchpad/%s runs to the end against the emulator", async (file) => {
+    const outfile = path.join(root, "node_modules", ".cache", "readme", file.replace(/\.ts$/, ".mjs"))
+    buildSync({
+      entryPoints: [path.join(root, "scratchpad", file)],
+      outfile,
+      bundle: true,
+      packages: "external",
+      format: "esm",
+      platform: "node",
+      target: "node20",
+      logLevel: "error"
+    })
+    const { stdout } = await promisify(execFile)(process.execPath, [outfile], { timeout: 60_000 })
+    expect(stdout.trim()).not.toBe("")
+  }, 90_000)
+
+  it("runs quickstart, typed and updateMany at least", () => {
+    expect(runnable).toEqual(expect.arrayContaining(["quickstart.ts", "typed.ts", "updateMany.ts"]))
+  })
+})
+
+describe("the README's library examples, against the emulator", () => {
+  it.layer(withEmulator({ demoRows: 600 }, { pageSize: 100 }))((it) => {
+    it.effect("openRows hands every open project to the caller and returns the summary", () =>
+      Effect.gen(function*() {
+        const seen = yield* Ref.make<ReadonlyArray<Row.Row>>([])
+        const summary = yield* openRows(projectsMicroAppID, (row) => Ref.update(seen, (rows) => [...rows, row]))
+        const rows = yield* Ref.get(seen)
+        const client = yield* MicroappClient
+        const expected = yield* client.collect({
+          microAppID: projectsMicroAppID,
+          filters: [{ fieldID: "f_status", value: "Open" }],
+          max: 10_000
+        })
+        expect(rows.length).toBe(expected.length)
+        expect(rows.length).toBeGreaterThan(0)
+        expect(rows.every((row) => row["Status"] === "Open")).toBe(true)
+        expect(summary.rows).toBe(rows.length)
+        expect(summary.complete).toBe(true)
+      }))
+
+    it.effect("rename sets the name and budget and clears the owner", () =>
+      Effect.gen(function*() {
+        const client = yield* MicroappClient
+        const [row] = yield* client.query({ microAppID: projectsMicroAppID, limit: 1 })
+        if (row === undefined) return expect(row).toBeDefined()
+        yield* rename(row._id)
+        const after = yield* client.getRow(row._id)
+        expect(after["Name"]).toBe("New name")
+        expect(after["Budget"]).toBe(1200)
+        expect(after["Owner"] ?? null).toBe(null)
+      }))
+
+    it.effect("closeOne closes the project, then fails InvalidInput on the misspelt label, unsent", () =>
+      Effect.gen(function*() {
+        const client = yield* MicroappClient
+        const server = yield* MicroappServer
+        const [row] = yield* client.query({ microAppID: projectsMicroAppID, limit: 1 })
+        if (row === undefined) return expect(row).toBeDefined()
+        const updates = Effect.map(
+          server.requests,
+          (log) => log.filter((record) => record.path === "/api/updatemicroapprow").length
+        )
+        const before = yield* updates
+        const exit = yield* Effect.exit(closeOne(row._id))
+        expect(yield* updates).toBe(before + 1)
+        const error = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+        expect(error?._tag).toBe("InvalidInput")
+        expect(error?.message).toContain("Nmae")
+        const after = yield* client.getRow(row._id)
+        expect(after["Status"]).toBe("Done")
+        expect(after["Due"]).toBe("2031-07-14")
+      }))
+
+    it.effect("mirror commits every row with its checkpoint, and a second run resumes complete with nothing", () =>
+      Effect.gen(function*() {
+        const stored = yield* Ref.make<{ rows: Map<string, Row.Row>; checkpoint: Option.Option<string> }>({
+          rows: new Map(),
+          checkpoint: Option.none()
+        })
+        const commits = yield* Ref.make(0)
+        const sink: Sink<never, never> = {
+          loadCheckpoint: Ref.get(stored).pipe(Effect.map((state) => state.checkpoint)),
+          upsert: (rows) =>
+            Ref.update(stored, (state) => ({
+              ...state,
+              rows: new Map([...state.rows, ...rows.map((row) => [row._id, row] as const)])
+            })),
+          saveCheckpoint: (json) => Ref.update(stored, (state) => ({ ...state, checkpoint: Option.some(json) })),
+          withTransaction: (effect) => Effect.zipLeft(effect, Ref.update(commits, (n) => n + 1))
+        }
+        const first = yield* mirror(peopleMicroAppID, sink)
+        const afterFirst = yield* Ref.get(stored)
+        const client = yield* MicroappClient
+        const everyone = yield* client.collect({ microAppID: peopleMicroAppID, max: 10_000 })
+        expect(afterFirst.rows.size).toBe(everyone.length)
+        expect(first.rows).toBe(everyone.length)
+        expect(first.complete).toBe(true)
+        const checkpoint = yield* Checkpoint.fromJson(Option.getOrThrow(afterFirst.checkpoint))
+        expect(checkpoint.summary.complete).toBe(true)
+        const pagesCommitted = yield* Ref.get(commits)
+        expect(pagesCommitted).toBeGreaterThan(1)
+
+        const again = yield* mirror(peopleMicroAppID, sink)
+        expect(again.complete).toBe(true)
+        expect(again.resumed).toBe(1)
+        expect(yield* Ref.get(commits)).toBe(pagesCommitted)
+      }))
+
+    it.effect("mirror, crashed after two commits, resumes and stores each row exactly once", () =>
+      Effect.gen(function*() {
+        const upserts = new Map<string, number>()
+        const checkpoint = yield* Ref.make(Option.none<string>())
+        const commits = yield* Ref.make(0)
+        const crashAfter = (limit: number): Sink<string, never> => ({
+          loadCheckpoint: Ref.get(checkpoint),
+          upsert: (rows) =>
+            Effect.sync(() => {
+              for (const row of rows) upserts.set(row._id, (upserts.get(row._id) ?? 0) + 1)
+            }),
+          saveCheckpoint: (json) => Ref.set(checkpoint, Option.some(json)),
+          // a transaction: the page's upserts count only if it commits
+          withTransaction: (effect) =>
+            Effect.gen(function*() {
+              const before = new Map(upserts)
+              const committed = yield* Ref.get(checkpoint)
+              const n = yield* Ref.get(commits)
+              if (n >= limit) {
+                yield* effect
+                upserts.clear()
+                for (const [id, count] of before) upserts.set(id, count)
+                yield* Ref.set(checkpoint, committed)
+                return yield* Effect.fail("crash")
+              }
+              const result = yield* effect
+              yield* Ref.set(commits, n + 1)
+              return result
+            })
+        })
+        const crashed = yield* Effect.flip(mirror(projectsMicroAppID, crashAfter(2)))
+        expect(crashed).toBe("crash")
+        expect(upserts.size).toBe(200)
+        const summary = yield* mirror(projectsMicroAppID, crashAfter(Infinity))
+        const client = yield* MicroappClient
+        const all = yield* client.collect({ microAppID: projectsMicroAppID, max: 10_000 })
+        expect(upserts.size).toBe(all.length)
+        expect([...upserts.values()].every((count) => count === 1)).toBe(true)
+        expect(summary.rows).toBe(all.length)
+        expect(summary.resumed).toBe(1)
+      }))
+  })
+})
