@@ -1,7 +1,7 @@
 // The rules of the Effect repositories: eslint and typescript-eslint recommended, formatting by
 // dprint through @effect/eslint-plugin, with the same dprint settings
-import js from "@eslint/js"
 import effect from "@effect/eslint-plugin"
+import js from "@eslint/js"
 import tseslint from "typescript-eslint"
 
 export default tseslint.config(
@@ -22,7 +22,8 @@ export default tseslint.config(
       "no-control-regex": "off",
       "object-shorthand": "error",
       "prefer-destructuring": "off",
-      "sort-imports": ["error", { ignoreCase: true, ignoreDeclarationSort: true }],
+      // dprint sorts the names inside an import
+      "sort-imports": "off",
       "no-unused-vars": "off",
       "prefer-rest-params": "off",
       "prefer-spread": "off",

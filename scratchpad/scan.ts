@@ -8,7 +8,11 @@ import { MicroappClient, type Row } from "../src/index.js"
 export const openRows = (microAppID: string, handle: (row: Row.Row) => Effect.Effect<void>) =>
   Effect.gen(function*() {
     const client = yield* MicroappClient
-    const scan = yield* client.scan({ microAppID, filters: [{ fieldID: "f_status", value: "Open" }], sort: { field: 1 } })
+    const scan = yield* client.scan({
+      microAppID,
+      filters: [{ fieldID: "f_status", value: "Open" }],
+      sort: { field: 1 }
+    })
     yield* scan.rows.pipe(Stream.runForEach((row) => handle(row)))
     return yield* scan.summary
     // { pages, rows, duplicatesDropped, realignments, appearedBehind, caughtBehind, vanishedBehind,

@@ -22,7 +22,11 @@ const program = Effect.gen(function*() {
   if (row === undefined) return
   yield* projects.updateRow({ rowID: row._id, rowData: { Due: DateTime.unsafeMake("2031-07-14"), Status: "Done" } })
   const updated = yield* projects.getRow(row._id)
-  yield* Console.log(updated.Name, updated.Status, updated.Due === undefined ? "-" : DateTime.formatIsoDate(updated.Due))
+  yield* Console.log(
+    updated.Name,
+    updated.Status,
+    updated.Due === undefined ? "-" : DateTime.formatIsoDate(updated.Due)
+  )
 
   // From untyped input a misspelt label is refused before anything is sent.
   const untyped: Microapp.UpdateOf<typeof Projects> = JSON.parse("{\"Nmae\":\"lost\"}")

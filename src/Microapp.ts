@@ -9,11 +9,11 @@
  *
  * @since 0.1.0
  */
-import { DateTime, Effect, Option, ParseResult, Schema, Stream } from "effect"
+import { DateTime, Effect, Option, ParseResult, Schema, type Stream } from "effect"
 import type * as BulkUpdate from "./BulkUpdate.js"
 import * as internal from "./internal/microapp.js"
 import { MicroappClient } from "./MicroappClient.js"
-import { InvalidInput, type MicroappError } from "./MicroappError.js"
+import { type InvalidInput, type MicroappError } from "./MicroappError.js"
 import * as Row from "./Row.js"
 import type * as RowStream from "./RowStream.js"
 
@@ -340,7 +340,9 @@ export const displayValue = (value: Row.CrossAppValue): string => value.value.va
  * @since 0.1.0
  * @category accessors
  */
-export const coordinates = (location: Row.LocationValue): { readonly longitude: number; readonly latitude: number } => ({
+export const coordinates = (
+  location: Row.LocationValue
+): { readonly longitude: number; readonly latitude: number } => ({
   longitude: location.address.geometry.coordinates[0],
   latitude: location.address.geometry.coordinates[1]
 })
@@ -354,8 +356,9 @@ const decodeClientSubmitted = Schema.decodeUnknownOption(Row.ClientSubmitted)
  * @since 0.1.0
  * @category accessors
  */
-export const clientSubmittedAt = (row: { readonly clientSubmitted?: string | undefined }): Option.Option<DateTime.Zoned> =>
-  decodeClientSubmitted(row.clientSubmitted)
+export const clientSubmittedAt = (
+  row: { readonly clientSubmitted?: string | undefined }
+): Option.Option<DateTime.Zoned> => decodeClientSubmitted(row.clientSubmitted)
 
 /**
  * Reading and updating one Microapp through its definition.
@@ -367,7 +370,9 @@ export interface Bound<M extends AnyMicroapp, A> {
   readonly definition: M
   readonly rows: (options?: RowsOptions<M>) => Stream.Stream<A, MicroappError>
   readonly scan: (options?: RowsOptions<M>) => Effect.Effect<RowStream.Scan<A>, InvalidInput>
-  readonly collect: (options: RowsOptions<M> & { readonly max: number }) => Effect.Effect<ReadonlyArray<A>, MicroappError>
+  readonly collect: (
+    options: RowsOptions<M> & { readonly max: number }
+  ) => Effect.Effect<ReadonlyArray<A>, MicroappError>
   readonly query: (options?: QueryOptions<M>) => Effect.Effect<ReadonlyArray<A>, MicroappError>
   readonly getRow: (rowID: string, options?: MicroappClient.CallOptions) => Effect.Effect<A, MicroappError>
   readonly updateRow: (options: UpdateOptions<M>) => Effect.Effect<void, MicroappError>
@@ -391,7 +396,9 @@ export interface Selection<M extends AnyMicroapp> {
  * @since 0.1.0
  * @category models
  */
-export interface RowsOptions<M extends AnyMicroapp> extends Selection<M>, RowStream.ScanOptions, MicroappClient.CallOptions {}
+export interface RowsOptions<M extends AnyMicroapp>
+  extends Selection<M>, RowStream.ScanOptions, MicroappClient.CallOptions
+{}
 
 /**
  * @since 0.1.0
@@ -421,7 +428,11 @@ export interface UpdateOptions<M extends AnyMicroapp> extends Omit<MicroappClien
 export function bind<Fields extends Record<string, AnyField>, SortLabel extends keyof Fields & string>(
   microapp: Microapp<Fields, SortLabel>,
   options: { readonly invalidRows: "raw" }
-): Effect.Effect<Bound<Microapp<Fields, SortLabel>, RowOf<Microapp<Fields, SortLabel>> | Row.InvalidRow>, never, MicroappClient>
+): Effect.Effect<
+  Bound<Microapp<Fields, SortLabel>, RowOf<Microapp<Fields, SortLabel>> | Row.InvalidRow>,
+  never,
+  MicroappClient
+>
 export function bind<Fields extends Record<string, AnyField>, SortLabel extends keyof Fields & string>(
   microapp: Microapp<Fields, SortLabel>,
   options?: { readonly invalidRows?: "fail" | "skip" | undefined }
@@ -429,6 +440,10 @@ export function bind<Fields extends Record<string, AnyField>, SortLabel extends 
 export function bind<Fields extends Record<string, AnyField>, SortLabel extends keyof Fields & string>(
   microapp: Microapp<Fields, SortLabel>,
   options?: { readonly invalidRows?: "fail" | "skip" | "raw" | undefined }
-): Effect.Effect<Bound<Microapp<Fields, SortLabel>, RowOf<Microapp<Fields, SortLabel>> | Row.InvalidRow>, never, MicroappClient> {
+): Effect.Effect<
+  Bound<Microapp<Fields, SortLabel>, RowOf<Microapp<Fields, SortLabel>> | Row.InvalidRow>,
+  never,
+  MicroappClient
+> {
   return Effect.map(MicroappClient, (client) => internal.bind(microapp, client, options))
 }

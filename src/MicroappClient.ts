@@ -4,19 +4,19 @@
  *
  * @since 0.1.0
  */
-import * as HttpClient from "@effect/platform/HttpClient"
+import type * as HttpClient from "@effect/platform/HttpClient"
 import {
   Config,
   ConfigError,
   Context,
-  Duration,
+  type Duration,
   Effect,
   Either,
   Layer,
-  Redacted,
+  type Redacted,
   type Schedule,
-  Schema,
-  Stream,
+  type Schema,
+  type Stream
 } from "effect"
 import type * as BulkUpdate from "./BulkUpdate.js"
 import * as internal from "./internal/client.js"
@@ -89,7 +89,8 @@ export class MicroappClient extends Context.Tag("effect-microapp/MicroappClient"
           // a base URL that would garble every request fails here, naming its variable
           baseUrl: Config.mapOrFail(
             baseUrl ?? Config.string("MICROAPP_BASE_URL"),
-            (url) => Either.mapLeft(internal.normaliseBaseUrl(url), (error) => ConfigError.InvalidData([], error.reason))
+            (url) =>
+              Either.mapLeft(internal.normaliseBaseUrl(url), (error) => ConfigError.InvalidData([], error.reason))
           ),
           authToken: authToken ?? Config.redacted("MICROAPP_AUTH_TOKEN"),
           userId: userId ?? Config.string("MICROAPP_USER_ID")
@@ -108,7 +109,8 @@ export class MicroappClient extends Context.Tag("effect-microapp/MicroappClient"
    */
   static layerLogin = (
     options: MicroappClient.LoginOptions
-  ): Layer.Layer<MicroappClient, MicroappError, HttpClient.HttpClient> => Layer.scoped(MicroappClient, internal.makeLogin(options))
+  ): Layer.Layer<MicroappClient, MicroappError, HttpClient.HttpClient> =>
+    Layer.scoped(MicroappClient, internal.makeLogin(options))
 
   /**
    * Logs in once (`POST /api/login`) and hands back the token, still `Redacted`, and the user id,
@@ -119,8 +121,7 @@ export class MicroappClient extends Context.Tag("effect-microapp/MicroappClient"
    */
   static login = (
     options: MicroappClient.LoginOptions
-  ): Effect.Effect<MicroappClient.Credentials, MicroappError, HttpClient.HttpClient> =>
-    internal.login(options)
+  ): Effect.Effect<MicroappClient.Credentials, MicroappError, HttpClient.HttpClient> => internal.login(options)
 }
 
 /**

@@ -66,7 +66,9 @@ export class InvalidInput extends Schema.TaggedError<InvalidInput>(`${identifier
  * @since 0.1.0
  * @category errors
  */
-export class Unauthorized extends Schema.TaggedError<Unauthorized>(`${identifier}/Unauthorized`)("Unauthorized", RequestFields) {
+export class Unauthorized
+  extends Schema.TaggedError<Unauthorized>(`${identifier}/Unauthorized`)("Unauthorized", RequestFields)
+{
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `not authenticated${suffix(this.serverMessage)}`
@@ -194,11 +196,13 @@ export class Timeout extends Schema.TaggedError<Timeout>(`${identifier}/Timeout`
  * @since 0.1.0
  * @category errors
  */
-export class RequestRejected extends Schema.TaggedError<RequestRejected>(`${identifier}/RequestRejected`)("RequestRejected", {
-  ...RequestFields,
-  /** The envelope's `status` when the server answered one ("error", "fail"). */
-  serverStatus: Schema.optional(Schema.String)
-}) {
+export class RequestRejected
+  extends Schema.TaggedError<RequestRejected>(`${identifier}/RequestRejected`)("RequestRejected", {
+    ...RequestFields,
+    /** The envelope's `status` when the server answered one ("error", "fail"). */
+    serverStatus: Schema.optional(Schema.String)
+  })
+{
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `the server rejected the request${suffix(this.serverMessage)}`
@@ -233,18 +237,20 @@ export class Redirected extends Schema.TaggedError<Redirected>(`${identifier}/Re
  * @since 0.1.0
  * @category errors
  */
-export class UnexpectedResponse extends Schema.TaggedError<UnexpectedResponse>(`${identifier}/UnexpectedResponse`)("UnexpectedResponse", {
-  ...RequestFields,
-  /**
-   * What was wrong: a body that is not JSON (often cut in transit), the envelope, one row, or a
-   * body larger than the client's `maxResponseBytes` (its reading was stopped there).
-   */
-  kind: Schema.Literal("NotJson", "Envelope", "Row", "TooLarge"),
-  reason: Schema.String,
-  rowIndex: Schema.optional(Schema.Number),
-  rowID: Schema.optional(Schema.String),
-  fieldPath: Schema.optional(Schema.String)
-}) {
+export class UnexpectedResponse
+  extends Schema.TaggedError<UnexpectedResponse>(`${identifier}/UnexpectedResponse`)("UnexpectedResponse", {
+    ...RequestFields,
+    /**
+     * What was wrong: a body that is not JSON (often cut in transit), the envelope, one row, or a
+     * body larger than the client's `maxResponseBytes` (its reading was stopped there).
+     */
+    kind: Schema.Literal("NotJson", "Envelope", "Row", "TooLarge"),
+    reason: Schema.String,
+    rowIndex: Schema.optional(Schema.Number),
+    rowID: Schema.optional(Schema.String),
+    fieldPath: Schema.optional(Schema.String)
+  })
+{
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     const row = this.rowIndex === undefined
@@ -262,16 +268,18 @@ export class UnexpectedResponse extends Schema.TaggedError<UnexpectedResponse>(`
  * @since 0.1.0
  * @category errors
  */
-export class ScanInconsistent extends Schema.TaggedError<ScanInconsistent>(`${identifier}/ScanInconsistent`)("ScanInconsistent", {
-  method: Schema.String,
-  path: Schema.String,
-  microAppID: Schema.String,
-  /** The skip at which the scan lost its place. */
-  position: Schema.Number,
-  rowsEmitted: Schema.Number,
-  pages: Schema.Number,
-  reason: Schema.String
-}) {
+export class ScanInconsistent
+  extends Schema.TaggedError<ScanInconsistent>(`${identifier}/ScanInconsistent`)("ScanInconsistent", {
+    method: Schema.String,
+    path: Schema.String,
+    microAppID: Schema.String,
+    /** The skip at which the scan lost its place. */
+    position: Schema.Number,
+    rowsEmitted: Schema.Number,
+    pages: Schema.Number,
+    reason: Schema.String
+  })
+{
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `scan of ${this.microAppID} cannot prove completeness at row ${this.position}: ${this.reason}`

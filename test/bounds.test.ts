@@ -36,14 +36,38 @@ const callOptions: ReadonlyArray<{
   readonly values: FC.Arbitrary<unknown>
   readonly call: (client: MicroappClient.Service, value: never) => Effect.Effect<unknown, unknown>
 }> = [
-  { input: "pageSize", values: outside(1, 10_000), call: (client, pageSize) => Stream.runDrain(client.rows({ microAppID: numbers, pageSize })) },
-  { input: "concurrency", values: outside(1, 32), call: (client, concurrency) => Stream.runDrain(client.rows({ microAppID: numbers, concurrency })) },
-  { input: "maxConcurrency", values: outside(1, 32), call: (client, maxConcurrency) => Stream.runDrain(client.rows({ microAppID: numbers, maxConcurrency })) },
-  { input: "prefetch", values: outside(1, 16), call: (client, prefetch) => Stream.runDrain(client.rows({ microAppID: numbers, prefetch })) },
-  { input: "overlap", values: outside(0, 1_000), call: (client, overlap) => Stream.runDrain(client.rows({ microAppID: numbers, overlap })) },
+  {
+    input: "pageSize",
+    values: outside(1, 10_000),
+    call: (client, pageSize) => Stream.runDrain(client.rows({ microAppID: numbers, pageSize }))
+  },
+  {
+    input: "concurrency",
+    values: outside(1, 32),
+    call: (client, concurrency) => Stream.runDrain(client.rows({ microAppID: numbers, concurrency }))
+  },
+  {
+    input: "maxConcurrency",
+    values: outside(1, 32),
+    call: (client, maxConcurrency) => Stream.runDrain(client.rows({ microAppID: numbers, maxConcurrency }))
+  },
+  {
+    input: "prefetch",
+    values: outside(1, 16),
+    call: (client, prefetch) => Stream.runDrain(client.rows({ microAppID: numbers, prefetch }))
+  },
+  {
+    input: "overlap",
+    values: outside(0, 1_000),
+    call: (client, overlap) => Stream.runDrain(client.rows({ microAppID: numbers, overlap }))
+  },
   { input: "max", values: outside(0, 10_000_000), call: (client, max) => client.collect({ microAppID: numbers, max }) },
   { input: "limit", values: outside(1, 10_000), call: (client, limit) => client.query({ microAppID: numbers, limit }) },
-  { input: "limit", values: outside(1, 10_000), call: (client, limit) => client.queryRaw({ microAppID: numbers, limit }) },
+  {
+    input: "limit",
+    values: outside(1, 10_000),
+    call: (client, limit) => client.queryRaw({ microAppID: numbers, limit })
+  },
   {
     input: "skip",
     values: FC.oneof(
@@ -53,16 +77,36 @@ const callOptions: ReadonlyArray<{
     ),
     call: (client, skip) => client.query({ microAppID: numbers, skip })
   },
-  { input: "timeout", values: durationOutside(1, hour), call: (client, timeout) => client.query({ microAppID: numbers, timeout }) },
-  { input: "timeout", values: durationOutside(1, hour), call: (client, timeout) => client.getRow("66c100000000000000000001", { timeout }) },
+  {
+    input: "timeout",
+    values: durationOutside(1, hour),
+    call: (client, timeout) => client.query({ microAppID: numbers, timeout })
+  },
+  {
+    input: "timeout",
+    values: durationOutside(1, hour),
+    call: (client, timeout) => client.getRow("66c100000000000000000001", { timeout })
+  },
   {
     input: "timeout",
     values: durationOutside(1, hour),
     call: (client, timeout) => client.updateRow({ rowID: "66c100000000000000000001", rowData: { N: 1 }, timeout })
   },
-  { input: "timeout", values: durationOutside(1, hour), call: (client, timeout) => Stream.runDrain(client.rows({ microAppID: numbers, timeout })) },
-  { input: "concurrency", values: outside(1, 32), call: (client, concurrency) => Stream.runDrain(client.updateRows(Stream.empty, { concurrency })) },
-  { input: "maxSends", values: outside(1, 20), call: (client, maxSends) => Stream.runDrain(client.updateRows(Stream.empty, { maxSends })) }
+  {
+    input: "timeout",
+    values: durationOutside(1, hour),
+    call: (client, timeout) => Stream.runDrain(client.rows({ microAppID: numbers, timeout }))
+  },
+  {
+    input: "concurrency",
+    values: outside(1, 32),
+    call: (client, concurrency) => Stream.runDrain(client.updateRows(Stream.empty, { concurrency }))
+  },
+  {
+    input: "maxSends",
+    values: outside(1, 20),
+    call: (client, maxSends) => Stream.runDrain(client.updateRows(Stream.empty, { maxSends }))
+  }
 ]
 
 /** Each setting of the client, and values beyond its bound. */
@@ -75,7 +119,11 @@ const tuningOptions: ReadonlyArray<{
   { input: "pageSize", values: outside(1, 10_000), tuning: (pageSize) => ({ pageSize }) },
   { input: "maxResponseBytes", values: outside(1024, 256 * MiB), tuning: (maxResponseBytes) => ({ maxResponseBytes }) },
   { input: "retry.maxAttempts", values: outside(1, 20), tuning: (maxAttempts) => ({ retry: { maxAttempts } }) },
-  { input: "retry.initialDelay", values: durationOutside(0, 60_000), tuning: (initialDelay) => ({ retry: { initialDelay } }) },
+  {
+    input: "retry.initialDelay",
+    values: durationOutside(0, 60_000),
+    tuning: (initialDelay) => ({ retry: { initialDelay } })
+  },
   { input: "retry.maxDelay", values: durationOutside(0, 600_000), tuning: (maxDelay) => ({ retry: { maxDelay } }) },
   { input: "retry.maxElapsed", values: durationOutside(0, hour), tuning: (maxElapsed) => ({ retry: { maxElapsed } }) },
   {
@@ -83,7 +131,11 @@ const tuningOptions: ReadonlyArray<{
     values: outside(1, 10_000),
     tuning: (requestsPerSecond) => ({ rateLimit: { requestsPerSecond } })
   },
-  { input: "rateLimit.maxInFlight", values: outside(1, 1_024), tuning: (maxInFlight) => ({ rateLimit: { maxInFlight } }) },
+  {
+    input: "rateLimit.maxInFlight",
+    values: outside(1, 1_024),
+    tuning: (maxInFlight) => ({ rateLimit: { maxInFlight } })
+  },
   { input: "rateLimit.maxPause", values: durationOutside(0, hour), tuning: (maxPause) => ({ rateLimit: { maxPause } }) }
 ]
 
@@ -101,13 +153,18 @@ const clientWith = (server: MicroappServer.Service, tuning: MicroappClient.Tunin
 
 describe("every number a call takes has a bound: beyond it, InvalidInput naming it, and nothing sent", () => {
   for (const option of callOptions) {
-    it.effect.prop(`${option.input} (${option.call.toString().match(/client\.(\w+)/)?.[1]})`, [option.values], ([value]) =>
-      Effect.gen(function*() {
-        const client = yield* MicroappClient
-        const error = yield* Effect.flip(option.call(client, value as never))
-        expect(error).toMatchObject({ _tag: "InvalidInput", input: option.input })
-        expect(yield* nothingSent).toBe(0)
-      }).pipe(Effect.provide(emulator)), { fastCheck: { numRuns: 25 } })
+    it.effect.prop(
+      `${option.input} (${option.call.toString().match(/client\.(\w+)/)?.[1]})`,
+      [option.values],
+      ([value]) =>
+        Effect.gen(function*() {
+          const client = yield* MicroappClient
+          const error = yield* Effect.flip(option.call(client, value as never))
+          expect(error).toMatchObject({ _tag: "InvalidInput", input: option.input })
+          expect(yield* nothingSent).toBe(0)
+        }).pipe(Effect.provide(emulator)),
+      { fastCheck: { numRuns: 25 } }
+    )
   }
 })
 
@@ -117,7 +174,10 @@ describe("every setting of the client has a bound: beyond it, every call fails w
       Effect.gen(function*() {
         const server = yield* MicroappServer
         const error = yield* Effect.flip(
-          Effect.provide(Effect.flatMap(MicroappClient, (client) => client.query({ microAppID: numbers })), clientWith(server, option.tuning(value as never)))
+          Effect.provide(
+            Effect.flatMap(MicroappClient, (client) => client.query({ microAppID: numbers })),
+            clientWith(server, option.tuning(value as never))
+          )
         )
         expect(error).toMatchObject({ _tag: "InvalidInput", input: option.input })
         expect(yield* nothingSent).toBe(0)
@@ -130,7 +190,10 @@ describe("every setting of the client has a bound: beyond it, every call fails w
       const options = { baseUrl: server.baseUrl, email: "a@b.c", password: Redacted.make("p"), pageSize: 20_000 }
       const built = yield* Effect.flip(Effect.provide(MicroappClient, MicroappClient.layerLogin(options)))
       expect(built).toMatchObject({ _tag: "InvalidInput", input: "pageSize" })
-      expect(yield* Effect.flip(MicroappClient.login(options))).toMatchObject({ _tag: "InvalidInput", input: "pageSize" })
+      expect(yield* Effect.flip(MicroappClient.login(options))).toMatchObject({
+        _tag: "InvalidInput",
+        input: "pageSize"
+      })
       expect(yield* nothingSent).toBe(0)
     }).pipe(Effect.provide(NodeHttpClient.layerUndici), Effect.provide(emulator)))
 })
@@ -175,7 +238,14 @@ describe("the bounds themselves are accepted", () => {
       const rows = yield* Effect.gen(function*() {
         const client = yield* MicroappClient
         const one = yield* client.query({ microAppID: numbers, limit: 1, skip: 0, timeout: 1_000 })
-        const all = yield* client.collect({ microAppID: numbers, pageSize: 2, concurrency: 1, prefetch: 1, overlap: 0, max: 30 })
+        const all = yield* client.collect({
+          microAppID: numbers,
+          pageSize: 2,
+          concurrency: 1,
+          prefetch: 1,
+          overlap: 0,
+          max: 30
+        })
         return [one.length, all.length]
       }).pipe(Effect.provide(clientWith(server, tuning)))
       expect(rows).toEqual([1, 30])

@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, DateTime, Deferred, Effect, FastCheck, Predicate, Random, Stream } from "effect"
-import { readsBack } from "../src/internal/bulkUpdate.js"
 import { BulkUpdate, InvalidInput, Microapp, MicroappClient } from "../src/index.js"
+import { readsBack } from "../src/internal/bulkUpdate.js"
 import { type FaultKind, MicroappServer, Projects, type RequestRecord } from "../src/testing/index.js"
 import { applyUpdate } from "../src/testing/Table.js"
 import { onTestClock, taskFields, taskID, tasksMicroAppID, tasksTable, withEmulator } from "./support.js"
@@ -18,8 +18,11 @@ const fast = { retry: { initialDelay: "5 millis", maxDelay: "20 millis", maxAtte
 type Input = MicroappClient.UpdateOptions | InvalidInput
 
 const runUpdates = (updates: ReadonlyArray<Input>, options?: BulkUpdate.Options) =>
-  Effect.flatMap(MicroappClient, (client) =>
-    Effect.map(Stream.runCollect(client.updateRows(Stream.fromIterable(updates), options)), Chunk.toReadonlyArray))
+  Effect.flatMap(
+    MicroappClient,
+    (client) =>
+      Effect.map(Stream.runCollect(client.updateRows(Stream.fromIterable(updates), options)), Chunk.toReadonlyArray)
+  )
 
 const retitle = (i: number, title = `task ${i} v2`): MicroappClient.UpdateOptions => ({
   rowID: taskID(i),
@@ -35,18 +38,18 @@ const requestLog = Effect.flatMap(MicroappServer, (server) =>
     log.map((record) => {
       const name = record.path === updatePath ? "update" : record.path === rowPath ? "row" : record.path
       return `${name} ${rowIDOfRecord(record)}`
-    })
-  ))
+    })))
 
 const appliedTo = (rowID: string) =>
   Effect.flatMap(MicroappServer, (server) => Effect.map(server.appliedUpdates, (counts) => counts.get(rowID) ?? 0))
 
 const titleOf = (rowID: string) =>
-  Effect.flatMap(MicroappServer, (server) =>
-    Effect.map(server.state.getRow(rowID), (row) => row._tag === "Some" ? row.value["Title"] : undefined))
+  Effect.flatMap(
+    MicroappServer,
+    (server) => Effect.map(server.state.getRow(rowID), (row) => row._tag === "Some" ? row.value["Title"] : undefined)
+  )
 
-const invalidInput = (reason: string) =>
-  new InvalidInput({ method: "POST", path: updatePath, input: "line", reason })
+const invalidInput = (reason: string) => new InvalidInput({ method: "POST", path: updatePath, input: "line", reason })
 
 /** Compile-time checks: `npm run check` fails if any of these lines type-checks. */
 export const typeChecks = Effect.gen(function*() {
@@ -66,9 +69,11 @@ describe("updateRows: outcomes", () => {
       yield* server.onRequest(() => Effect.flatMap(Random.nextIntBetween(0, 30), (ms) => Effect.sleep(ms)))
       const updates = Array.from({ length: 40 }, (_, i) => retitle(i))
       const outcomes = yield* onTestClock(runUpdates(updates))
-      expect(outcomes).toEqual(updates.map((update, index) =>
-        BulkUpdate.Outcome.Updated({ index, rowID: update.rowID, sends: 1, verifiedByReadBack: false })
-      ))
+      expect(outcomes).toEqual(
+        updates.map((update, index) =>
+          BulkUpdate.Outcome.Updated({ index, rowID: update.rowID, sends: 1, verifiedByReadBack: false })
+        )
+      )
       expect(yield* requestLog).toHaveLength(40)
       const table = yield* server.table(tasksMicroAppID)
       expect(table.slice(0, 40).map((row) => row["Title"])).toEqual(updates.map((update) => update.rowData["Title"]))
@@ -85,7 +90,12 @@ describe("updateRows: outcomes", () => {
         sends: 1,
         error: { _tag: "RequestRejected", serverStatus: "error" }
       })
-      expect(outcomes[1]).toMatchObject({ index: 1, rowID: missing, sends: 1, error: { _tag: "NotFound", status: 404 } })
+      expect(outcomes[1]).toMatchObject({
+        index: 1,
+        rowID: missing,
+        sends: 1,
+        error: { _tag: "NotFound", status: 404 }
+      })
       expect(yield* requestLog).toEqual([`update ${taskID(1)}`, `update ${missing}`])
     }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(3, [1])] }, fast))))
 
@@ -112,10 +122,14 @@ describe("updateRows: outcomes", () => {
     Effect.gen(function*() {
       const server = yield* MicroappServer
       yield* server.configure({ latency: "10 millis" })
-      const outcomes = yield* onTestClock(runUpdates(Array.from({ length: 12 }, (_, i) => retitle(i)), { concurrency: 4 }))
+      const outcomes = yield* onTestClock(
+        runUpdates(Array.from({ length: 12 }, (_, i) => retitle(i)), { concurrency: 4 })
+      )
       expect(outcomes.every((outcome) => outcome._tag === "Updated")).toBe(true)
       expect((yield* server.requests).map((record) => record.inFlight)).toEqual(outcomes.map(() => 1))
-    }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(12)] }, { retry: false, rateLimit: { maxInFlight: 1 } }))))
+    }).pipe(
+      Effect.provide(withEmulator({ tables: [tasksTable(12)] }, { retry: false, rateLimit: { maxInFlight: 1 } }))
+    ))
 
   it.live("failed: sent at most maxSends times, each time after a read-back showed it not applied", () =>
     Effect.gen(function*() {
@@ -148,7 +162,12 @@ describe("updateRows: outcomes", () => {
       const server = yield* MicroappServer
       yield* server.injectFault("http500", { path: updatePath })
       const [outcome] = yield* runUpdates([retitle(0)], { readBack: false })
-      expect(outcome).toMatchObject({ _tag: "Unknown", sends: 1, error: { _tag: "ServerError" }, readBackError: undefined })
+      expect(outcome).toMatchObject({
+        _tag: "Unknown",
+        sends: 1,
+        error: { _tag: "ServerError" },
+        readBackError: undefined
+      })
       expect(yield* requestLog).toEqual([`update ${taskID(0)}`])
     }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(3)] }, fast))))
 
@@ -162,9 +181,23 @@ describe("updateRows: outcomes", () => {
         { rowID: taskID(0), rowData: { Count: Number.NaN } },
         retitle(1)
       ])
-      expect(outcomes.map((outcome) => outcome._tag)).toEqual(["Invalid", "Invalid", "Invalid", "Invalid", "Invalid", "Updated"])
+      expect(outcomes.map((outcome) => outcome._tag)).toEqual([
+        "Invalid",
+        "Invalid",
+        "Invalid",
+        "Invalid",
+        "Invalid",
+        "Updated"
+      ])
       expect(outcomes.map((outcome) => outcome.index)).toEqual([0, 1, 2, 3, 4, 5])
-      expect(outcomes.map((outcome) => outcome.rowID)).toEqual([undefined, " ", taskID(0), taskID(0), taskID(0), taskID(1)])
+      expect(outcomes.map((outcome) => outcome.rowID)).toEqual([
+        undefined,
+        " ",
+        taskID(0),
+        taskID(0),
+        taskID(0),
+        taskID(1)
+      ])
       const reasons = outcomes.flatMap((outcome) => outcome._tag === "Invalid" ? [outcome.error.message] : [])
       expect(reasons[0]).toBe("invalid line: not valid JSON")
       expect(reasons[1]).toContain("rowID")
@@ -309,7 +342,11 @@ describe("updateRows: ambiguous failures are read back", () => {
           updates.map((update) => [update.rowData["Title"], update.rowData["Count"], update.rowData["Tags"]])
         )
 
-        const afterApply: ReadonlySet<FaultKind | undefined> = new Set(["http500AfterApply", "dropAfterApply", "malformedJson"])
+        const afterApply: ReadonlySet<FaultKind | undefined> = new Set([
+          "http500AfterApply",
+          "dropAfterApply",
+          "malformedJson"
+        ])
         for (const outcome of outcomes) {
           const mine = log.filter((record) => rowIDOfRecord(record) === outcome.rowID)
           const sent = mine.filter((record) => record.path === updatePath)
@@ -318,7 +355,8 @@ describe("updateRows: ambiguous failures are read back", () => {
             const next = sent[k + 1]
             if (next === undefined) continue
             const between = mine.filter((record) => record.seq > send.seq && record.seq < next.seq)
-            expect(send.fault === "http429" || between.some((read) => read.path === rowPath && read.status === 200)).toBe(true)
+            expect(send.fault === "http429" || between.some((read) => read.path === rowPath && read.status === 200))
+              .toBe(true)
           }
           const last = sent[sent.length - 1]
           expect(outcome).toMatchObject({
@@ -363,9 +401,13 @@ describe("updateRows: concurrency and order", () => {
       const log = yield* server.requests
       for (const row of [0, 1, 2]) {
         const titles = log.filter((record) => rowIDOfRecord(record) === taskID(row)).map((record) =>
-          Predicate.isRecord(record.body) && Predicate.isRecord(record.body.rowData) ? record.body.rowData.Title : undefined
+          Predicate.isRecord(record.body) && Predicate.isRecord(record.body.rowData)
+            ? record.body.rowData.Title
+            : undefined
         )
-        expect(titles).toEqual(updates.filter((update) => update.rowID === taskID(row)).map((update) => update.rowData["Title"]))
+        expect(titles).toEqual(
+          updates.filter((update) => update.rowID === taskID(row)).map((update) => update.rowData["Title"])
+        )
         expect(yield* titleOf(taskID(row))).toBe(`step ${21 + row}`)
       }
       // other rows did go at the same time
@@ -379,7 +421,11 @@ describe("updateRows: concurrency and order", () => {
       expect(stopped.map((outcome) => outcome._tag)).toEqual(["Updated", "Updated", "Updated", "Refused"])
       expect(yield* requestLog).toHaveLength(4)
       const all = yield* runUpdates(updates, { concurrency: 1 })
-      expect(all.map((outcome) => outcome._tag)).toEqual([...Array(3).fill("Updated"), "Refused", ...Array(6).fill("Updated")])
+      expect(all.map((outcome) => outcome._tag)).toEqual([
+        ...Array(3).fill("Updated"),
+        "Refused",
+        ...Array(6).fill("Updated")
+      ])
     }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(10, [3])] }))))
 
   it.effect("stopOnFailure with several in flight: those under way finish and are reported; the outcomes are a prefix", () =>
@@ -476,16 +522,24 @@ describe("the read-back comparison", () => {
     Owner: reference
   }, { requiredKeys: ["_id"] })
 
-  it.prop("an update the emulator applied reads back as applied, after a trip through JSON", [update, row], ([rowData, before]) => {
-    const after: unknown = JSON.parse(JSON.stringify(applyUpdate(taskFields, before, rowData)))
-    expect(Predicate.isRecord(after) && readsBack({ rowID: taskID(0), rowData }, after)).toBe(true)
-  })
+  it.prop(
+    "an update the emulator applied reads back as applied, after a trip through JSON",
+    [update, row],
+    ([rowData, before]) => {
+      const after: unknown = JSON.parse(JSON.stringify(applyUpdate(taskFields, before, rowData)))
+      expect(Predicate.isRecord(after) && readsBack({ rowID: taskID(0), rowData }, after)).toBe(true)
+    }
+  )
 
-  it.prop("an update with one value the row does not hold reads back as not applied", [update, row], ([rowData, before]) => {
-    const changed = { ...rowData, Title: `${before.Title ?? ""}, changed` }
-    expect(readsBack({ rowID: taskID(0), rowData: changed }, before)).toBe(false)
-    expect(readsBack({ rowID: taskID(0), rowData: changed }, applyUpdate(taskFields, before, changed))).toBe(true)
-  })
+  it.prop(
+    "an update with one value the row does not hold reads back as not applied",
+    [update, row],
+    ([rowData, before]) => {
+      const changed = { ...rowData, Title: `${before.Title ?? ""}, changed` }
+      expect(readsBack({ rowID: taskID(0), rowData: changed }, before)).toBe(false)
+      expect(readsBack({ rowID: taskID(0), rowData: changed }, applyUpdate(taskFields, before, changed))).toBe(true)
+    }
+  )
 
   it("a cross-app value reads back by its target row, whatever the server shows for it", () => {
     const written = { crossAppRowID: taskID(9), value: { label: "Name", value: "Ada" } }
@@ -495,17 +549,39 @@ describe("the read-back comparison", () => {
       additionalValues: { p_email: { label: "Email", value: "ada@example.com" } }
     }
     expect(readsBack({ rowID: taskID(0), rowData: { Owner: written } }, { _id: taskID(0), Owner: stored })).toBe(true)
-    expect(readsBack({ rowID: taskID(0), rowData: { Owner: written } }, { _id: taskID(0), Owner: { ...stored, crossAppRowID: taskID(8) } }))
+    expect(
+      readsBack({ rowID: taskID(0), rowData: { Owner: written } }, {
+        _id: taskID(0),
+        Owner: { ...stored, crossAppRowID: taskID(8) }
+      })
+    )
       .toBe(false)
     expect(readsBack({ rowID: taskID(0), rowData: { Owner: null } }, { _id: taskID(0) })).toBe(true)
     expect(readsBack({ rowID: taskID(0), rowData: { Owner: null } }, { _id: taskID(0), Owner: stored })).toBe(false)
-    expect(readsBack({ rowID: taskID(0), rowData: { Tags: [1, { a: 1, b: 2 }] } }, { _id: taskID(0), Tags: [1, { b: 2, a: 1 }] }))
+    expect(
+      readsBack({ rowID: taskID(0), rowData: { Tags: [1, { a: 1, b: 2 }] } }, {
+        _id: taskID(0),
+        Tags: [1, { b: 2, a: 1 }]
+      })
+    )
       .toBe(true)
     expect(readsBack({ rowID: taskID(0), rowData: { Tags: [1, 2] } }, { _id: taskID(0), Tags: [2, 1] })).toBe(false)
     expect(readsBack({ rowID: taskID(0), rowData: { Count: 5 } }, { _id: taskID(0), Count: "5" })).toBe(false)
-    expect(readsBack({ rowID: taskID(0), rowData: { Title: "x" }, userID: "u2" }, { _id: taskID(0), Title: "x", userID: "u1" }))
+    expect(
+      readsBack({ rowID: taskID(0), rowData: { Title: "x" }, userID: "u2" }, {
+        _id: taskID(0),
+        Title: "x",
+        userID: "u1"
+      })
+    )
       .toBe(false)
-    expect(readsBack({ rowID: taskID(0), rowData: { Title: "x" }, userID: "u2" }, { _id: taskID(0), Title: "x", userID: "u2" }))
+    expect(
+      readsBack({ rowID: taskID(0), rowData: { Title: "x" }, userID: "u2" }, {
+        _id: taskID(0),
+        Title: "x",
+        userID: "u2"
+      })
+    )
       .toBe(true)
     expect(
       readsBack({ rowID: taskID(0), rowData: { Title: "x" }, embeddingRowID: taskID(7) }, {

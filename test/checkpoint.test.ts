@@ -50,7 +50,10 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
   describe("a checkpoint's JSON", () => {
     it.effect("reads back as the same checkpoint: its query and its figures, written the same again", () =>
       Effect.gen(function*() {
-        const { pages } = yield* scanPages({ filters: [{ fieldID: "f_parity", value: "even" }], sort: { field: 1, order: "desc" } })
+        const { pages } = yield* scanPages({
+          filters: [{ fieldID: "f_parity", value: "even" }],
+          sort: { field: 1, order: "desc" }
+        })
         const checkpoint = checkpointAt(pages, 1)
         const text = Checkpoint.toJson(checkpoint)
         const back = yield* Checkpoint.fromJson(text)
@@ -76,7 +79,9 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
       Effect.gen(function*() {
         const { pages } = yield* scanPages()
         const checkpoint = checkpointAt(pages, 2)
-        const Stored = Schema.parseJson(Schema.Struct({ committedBytes: Schema.Number, checkpoint: Checkpoint.Checkpoint }))
+        const Stored = Schema.parseJson(
+          Schema.Struct({ committedBytes: Schema.Number, checkpoint: Checkpoint.Checkpoint })
+        )
         const text = yield* Schema.encode(Stored)({ committedBytes: 123, checkpoint })
         const stored = yield* Schema.decode(Stored)(text)
         expect(stored.committedBytes).toBe(123)
@@ -132,9 +137,24 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
             "version 2 is newer than this library reads (1)"
           ],
           ["an unknown version", edited(checkpoint, [["version"], set(0)]), "checkpoint.version", "unknown version 0"],
-          ["a field missing", edited(checkpoint, [["state", "tail"], set(undefined)]), "checkpoint.state.tail", "is missing"],
-          ["a position below 0", edited(checkpoint, [["state", "position"], set(-1)]), "checkpoint.state.position", "-1"],
-          ["a count that is not a number", edited(checkpoint, [["counters", "pages"], set("3")]), "checkpoint.counters.pages", "\"3\""],
+          [
+            "a field missing",
+            edited(checkpoint, [["state", "tail"], set(undefined)]),
+            "checkpoint.state.tail",
+            "is missing"
+          ],
+          [
+            "a position below 0",
+            edited(checkpoint, [["state", "position"], set(-1)]),
+            "checkpoint.state.position",
+            "-1"
+          ],
+          [
+            "a count that is not a number",
+            edited(checkpoint, [["counters", "pages"], set("3")]),
+            "checkpoint.counters.pages",
+            "\"3\""
+          ],
           [
             "more re-read ids than rows re-read",
             edited(checkpoint, [["state", "tail"], (tail) => Array.isArray(tail) ? [...tail, ...tail] : tail]),
@@ -185,11 +205,19 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
           ],
           [
             "one id changed by hand",
-            edited(checkpoint, [["seen", "packed"], text((packed) => `${packed[0] === "B" ? "C" : "B"}${packed.slice(1)}`)]),
+            edited(checkpoint, [
+              ["seen", "packed"],
+              text((packed) => `${packed[0] === "B" ? "C" : "B"}${packed.slice(1)}`)
+            ]),
             "checkpoint.checksum",
             "does not match the content"
           ],
-          ["the query changed by hand", edited(checkpoint, [["query", "microAppID"], set("x")]), "checkpoint.checksum", "does not match"]
+          [
+            "the query changed by hand",
+            edited(checkpoint, [["query", "microAppID"], set("x")]),
+            "checkpoint.checksum",
+            "does not match"
+          ]
         ]
         for (const [name, text, input, reason] of cases) {
           const error = yield* Effect.flip(Checkpoint.fromJson(text))

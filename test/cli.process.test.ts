@@ -178,7 +178,10 @@ describe("microapp (the built bin, one process at a time)", () => {
       // the first SIGINT is taken (the command waits for the updates under way): one of those after it ends the
       // process, however long the first takes to be handled
       const sendSigint = Effect.sync(() => child.kill("SIGINT"))
-      const ended = yield* Effect.raceFirst(endOf(child), Effect.repeat(sendSigint, Schedule.spaced(Duration.millis(500))))
+      const ended = yield* Effect.raceFirst(
+        endOf(child),
+        Effect.repeat(sendSigint, Schedule.spaced(Duration.millis(500)))
+      )
       expect(ended).toEqual({ code: null, signal: "SIGINT" })
       expect(output.stdout).toBe("")
       // the server was still holding them

@@ -60,7 +60,15 @@ describe("microapp (in process)", () => {
     it.effect("rows --concurrency N: that many requests in flight, never more", () =>
       Effect.gen(function*() {
         const server = yield* MicroappServer
-        const run = yield* cli(["rows", projectsMicroAppID, "--page-size", "10", "--concurrency", "3", ...flags(server)])
+        const run = yield* cli([
+          "rows",
+          projectsMicroAppID,
+          "--page-size",
+          "10",
+          "--concurrency",
+          "3",
+          ...flags(server)
+        ])
         expect(run.code, run.stderr).toBe(0)
         expect(ndjsonRows(run.stdout)).toEqual(yield* server.table(projectsMicroAppID))
         expect(run.stderr).toMatch(/, up to 3 requests in flight\n$/)
@@ -180,7 +188,9 @@ describe("microapp (in process)", () => {
         expect(piped.code).toBe(0)
         expect(piped.stdout).not.toMatch(escape)
         expect(piped.stdout).toContain("USAGE")
-        expect(piped.stdout).not.toMatch(/A user-defined piece of text|An integer\.|A true or false value|One of the following|An existing file/)
+        expect(piped.stdout).not.toMatch(
+          /A user-defined piece of text|An integer\.|A true or false value|One of the following|An existing file/
+        )
         expect(piped.stdout).not.toMatch(/\n\n\n/)
         const terminal = yield* cli([...command, "--help"], { terminal: { stdout: true } })
         expect(terminal.stdout).toMatch(escape)
@@ -463,7 +473,9 @@ describe("microapp (in process)", () => {
       expect(yield* started.raise("SIGINT")).toBe(true)
       expect(yield* started.exit).toBe(0)
       // closed: a request finds nobody listening
-      const refused = yield* Effect.promise(() => fetch(`${url}/api/microappdata`, { method: "POST" }).then(() => false, () => true))
+      const refused = yield* Effect.promise(() =>
+        fetch(`${url}/api/microappdata`, { method: "POST" }).then(() => false, () => true)
+      )
       expect(refused).toBe(true)
     }).pipe(Effect.scoped))
 

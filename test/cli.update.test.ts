@@ -41,20 +41,32 @@ describe("microapp update --from (in process)", () => {
         const server = yield* MicroappServer
         const dir = yield* temporaryDirectory
         const file = path.join(dir, "updates.ndjson")
-        const bad = new Map([[42, "{\"rowID\": \"x\", \"rowData\": "], [250, "{\"rowData\": {\"Title\": \"no row\"}}"], [
-          503,
-          `{"rowID": "${taskID(1)}", "rowData": ["Title"]}`
-        ]])
+        const bad = new Map([
+          [42, "{\"rowID\": \"x\", \"rowData\": "],
+          [250, "{\"rowData\": {\"Title\": \"no row\"}}"],
+          [
+            503,
+            `{"rowID": "${taskID(1)}", "rowData": ["Title"]}`
+          ]
+        ])
         const lines: Array<string> = []
         for (let i = 0; lines.length < 503;) {
           const line = lines.length + 1
-          lines.push(bad.get(line) ?? JSON.stringify({ rowID: taskID(i), rowData: { Title: `task ${i} done`, Count: 1000 + i++ } }))
+          lines.push(
+            bad.get(line) ??
+              JSON.stringify({ rowID: taskID(i), rowData: { Title: `task ${i} done`, Count: 1000 + i++ } })
+          )
         }
         fs.writeFileSync(file, `${lines.join("\n")}\n`)
         yield* server.configure({
           faults: [
             { seed: 21, rate: 0.2, kinds: ["http500AfterApply", "dropAfterApply"], paths: [updatePath] },
-            { seed: 22, rate: 0.1, kinds: ["http500", "http503Html", "http429", "http408", "drop"], retryAfterSeconds: 0 }
+            {
+              seed: 22,
+              rate: 0.1,
+              kinds: ["http500", "http503Html", "http429", "http408", "drop"],
+              retryAfterSeconds: 0
+            }
           ]
         })
         const run = yield* onTestClock(cli(["update", "--from", file, ...flags(server)]))
@@ -66,23 +78,30 @@ describe("microapp update --from (in process)", () => {
         expect(outcomes.map((outcome) => outcome.line)).toEqual(lines.map((_, i) => i + 1))
         const invalid = outcomes.filter((outcome) => outcome.outcome === "invalid")
         expect(invalid.map((outcome) => outcome.line)).toEqual([...bad.keys()])
-        expect(invalid.every((outcome) => outcome.error !== undefined && outcome.error.startsWith("invalid "))).toBe(true)
+        expect(invalid.every((outcome) => outcome.error !== undefined && outcome.error.startsWith("invalid "))).toBe(
+          true
+        )
         const updated = outcomes.filter((outcome) => outcome.outcome === "updated")
         expect(updated).toHaveLength(500)
         expect(updated.every((outcome) => outcome.error === undefined)).toBe(true)
         expect(updated.map((outcome) => outcome.rowID)).toEqual(Array.from({ length: 500 }, (_, i) => taskID(i)))
 
         const table = yield* server.table(tasksMicroAppID)
-        expect(table.map((row) => [row["Title"], row["Count"]])).toEqual(table.map((_, i) => [`task ${i} done`, 1000 + i]))
+        expect(table.map((row) => [row["Title"], row["Count"]])).toEqual(
+          table.map((_, i) => [`task ${i} done`, 1000 + i])
+        )
         const counts = yield* appliedCounts
         expect(table.map((row) => counts.get(String(row["_id"])))).toEqual(table.map(() => 1))
         // the faults did happen, and some updates were known applied only by reading them back
         expect(log.filter((record) => record.fault === "http500AfterApply" || record.fault === "dropAfterApply").length)
           .toBeGreaterThan(50)
-        const summary = /^done: 503 lines, 500 updated \((\d+) after read-back\), 0 refused, 0 failed, 0 unknown, 3 invalid, [\d.]+ s\n/
-          .exec(run.stderr)
+        const summary =
+          /^done: 503 lines, 500 updated \((\d+) after read-back\), 0 refused, 0 failed, 0 unknown, 3 invalid, [\d.]+ s\n/
+            .exec(run.stderr)
         expect(Number(summary?.[1])).toBeGreaterThan(50)
-        expect(run.stderr).toMatch(/\nerror: 3 of 503 lines not updated, 3 of them invalid \(see their outcome lines\)\n$/)
+        expect(run.stderr).toMatch(
+          /\nerror: 3 of 503 lines not updated, 3 of them invalid \(see their outcome lines\)\n$/
+        )
       }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(500)] }))),
     120_000
   )
@@ -102,8 +121,12 @@ describe("microapp update --from (in process)", () => {
       expect(outcomesOf(run.stdout)).toEqual(
         Array.from({ length: 30 }, (_, i) => ({ line: i + 1, rowID: taskID(i), outcome: "updated" }))
       )
-      expect(run.stderr).toMatch(/^done: 30 lines, 30 updated \(0 after read-back\), 0 refused, 0 failed, 0 unknown, 0 invalid/)
-      expect((yield* server.table(tasksMicroAppID)).map((row) => row["Count"])).toEqual(Array.from({ length: 30 }, (_, i) => i + 100))
+      expect(run.stderr).toMatch(
+        /^done: 30 lines, 30 updated \(0 after read-back\), 0 refused, 0 failed, 0 unknown, 0 invalid/
+      )
+      expect((yield* server.table(tasksMicroAppID)).map((row) => row["Count"])).toEqual(
+        Array.from({ length: 30 }, (_, i) => i + 100)
+      )
     }).pipe(Effect.provide(MicroappServer.layer({ tables: [tasksTable(30)] }))))
 
   it.live("blank lines are skipped and counted; --report FILE takes the lines instead of stdout; a refusal is exit 5", () =>
@@ -118,7 +141,9 @@ describe("microapp update --from (in process)", () => {
         JSON.stringify({ rowID: taskID(1), rowData: { Title: "b" }, ignoreActionRules: true, userID: null }),
         JSON.stringify({ rowID: taskID(2), rowData: { Title: "c" }, embeddingRowID: taskID(0) })
       ].join("\r\n")
-      const run = yield* cli(["update", "--from", "-", "--report", report, "--quiet", ...flags(server)], { stdin: input })
+      const run = yield* cli(["update", "--from", "-", "--report", report, "--quiet", ...flags(server)], {
+        stdin: input
+      })
       expect(run.code, run.stderr).toBe(5)
       expect(run.stdout).toBe("")
       expect(run.stderr).toBe("error: 1 of 3 lines not updated, 0 of them invalid (see their outcome lines)\n")
@@ -173,7 +198,10 @@ describe("microapp update --from (in process)", () => {
       for (
         const [args, message] of [
           [["update", taskID(0), "--from", "-"], "--from takes its rows from FILE"],
-          [["update", "--report", "r.ndjson", taskID(0), "--data", "{}"], "--report, --concurrency and --quiet go with --from"],
+          [
+            ["update", "--report", "r.ndjson", taskID(0), "--data", "{}"],
+            "--report, --concurrency and --quiet go with --from"
+          ],
           [["update"], "update needs a rowID, or --from FILE"]
         ] as const
       ) {
@@ -190,8 +218,19 @@ describe("microapp update --from (in process)", () => {
       const dir = yield* temporaryDirectory
       const missing = path.join(dir, "missing.ndjson")
       const directory = yield* cli(["update", "--from", dir, ...flags(server)])
-      expect(directory).toEqual({ code: 2, stdout: "", stderr: `error: cannot read --from ${dir}: it is a directory\n` })
-      const absent = yield* cli(["update", "--from", missing, "--report", path.join(dir, "report.ndjson"), ...flags(server)])
+      expect(directory).toEqual({
+        code: 2,
+        stdout: "",
+        stderr: `error: cannot read --from ${dir}: it is a directory\n`
+      })
+      const absent = yield* cli([
+        "update",
+        "--from",
+        missing,
+        "--report",
+        path.join(dir, "report.ndjson"),
+        ...flags(server)
+      ])
       expectFailure(absent, 2, [server.credentials.authToken])
       expect(absent.stderr).toMatch(new RegExp(`^error: cannot read --from ${missing}: .*ENOENT`))
       // the report is not created for input that was never read

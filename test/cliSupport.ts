@@ -146,8 +146,10 @@ export const startCli = (args: ReadonlyArray<string>, options: InProcessOptions 
 
 /** Runs `microapp ARGS` in this process to its end. */
 export const cli = (args: ReadonlyArray<string>, options: InProcessOptions = {}): Effect.Effect<Run> =>
-  Effect.scoped(Effect.flatMap(startCli(args, options), (started) =>
-    Effect.all({ code: started.exit, stdout: started.stdout, stderr: started.stderr })))
+  Effect.scoped(
+    Effect.flatMap(startCli(args, options), (started) =>
+      Effect.all({ code: started.exit, stdout: started.stdout, stderr: started.stderr }))
+  )
 
 /** A stdin the test writes to while the command runs. */
 export const openStdin = Effect.map(Mailbox.make<Uint8Array, Error>(), (mailbox) => ({
@@ -329,14 +331,26 @@ export const slowScanToFile = Effect.gen(function*() {
   yield* server.configure({ latency: Duration.millis(100) })
   const dir = yield* temporaryDirectory
   const output = path.join(dir, "out.ndjson")
-  const args = ["rows", projectsMicroAppID, "--page-size", "5", "--concurrency", "1", "--output", output, ...flags(server)]
+  const args = [
+    "rows",
+    projectsMicroAppID,
+    "--page-size",
+    "5",
+    "--concurrency",
+    "1",
+    "--output",
+    output,
+    ...flags(server)
+  ]
   const running = eventually(Effect.sync(() => fs.readdirSync(dir)), (files) => files.length > 0)
   return { dir, args, running }
 })
 
 /** `update --from -` of tasks, for a stdin left open as a pipe that may bring more lines. */
-export const openUpdateArgs = (server: MicroappServer.Service, extra: ReadonlyArray<string>) =>
-  ["update", "--from", "-", "--concurrency", "3", ...extra, ...flags(server)]
+export const openUpdateArgs = (
+  server: MicroappServer.Service,
+  extra: ReadonlyArray<string>
+) => ["update", "--from", "-", "--concurrency", "3", ...extra, ...flags(server)]
 
 /** `update --from FILE` into `head -1`: one outcome line, exit 141; every update sent was applied and counted. */
 export const expectUpdatesCutShort = (run: Run) =>
@@ -368,7 +382,9 @@ export const expectStoppedBySigint = (report: string, output: Omit<Run, "code">,
     expect(outcomes).toEqual(outcomes.map((_, i) => ({ line: i + 1, rowID: taskID(i), outcome: "updated" })))
     expect([...counts.keys()].sort()).toEqual(outcomes.map((outcome) => outcome.rowID))
     expect(output.stdout).toBe("")
-    expect(output.stderr).toMatch(/^stopped \(interrupted by SIGINT\): \d+ lines, [^\n]+\nerror: interrupted by SIGINT\n$/)
+    expect(output.stderr).toMatch(
+      /^stopped \(interrupted by SIGINT\): \d+ lines, [^\n]+\nerror: interrupted by SIGINT\n$/
+    )
   })
 
 const PlainAnswer = Schema.parseJson(Schema.Struct({

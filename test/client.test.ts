@@ -9,8 +9,7 @@ const projects = projectsMicroAppID
 const rowsPath = "/api/microappdata"
 
 /** The error a failing effect ends with, as a value. */
-const failure = <A>(effect: Effect.Effect<A, MicroappError, MicroappClient | MicroappServer>) =>
-  Effect.flip(effect)
+const failure = <A>(effect: Effect.Effect<A, MicroappError, MicroappClient | MicroappServer>) => Effect.flip(effect)
 
 describe("query", () => {
   it.live("always sends an explicit limit, skip as a numeric string", () =>
@@ -220,16 +219,26 @@ describe("updateRow", () => {
 })
 
 describe("invalid input is refused before anything is sent", () => {
-  const cases: ReadonlyArray<readonly [string, (client: MicroappClient.Service) => Effect.Effect<unknown, MicroappError>, string]> = [
+  const cases: ReadonlyArray<
+    readonly [string, (client: MicroappClient.Service) => Effect.Effect<unknown, MicroappError>, string]
+  > = [
     ["empty microAppID", (c) => c.query({ microAppID: " " }), "microAppID"],
     ["negative skip", (c) => c.query({ microAppID: projects, skip: -1 }), "skip"],
     ["fractional limit", (c) => c.query({ microAppID: projects, limit: 2.5 }), "limit"],
     ["zero limit", (c) => c.query({ microAppID: projects, limit: 0 }), "limit"],
     ["sort field 0", (c) => c.query({ microAppID: projects, sort: { field: 0 } }), "sort.field"],
     ["sort field not a number", (c) => c.query({ microAppID: projects, sort: { field: "Name" } }), "sort.field"],
-    ["empty filter fieldID", (c) => c.query({ microAppID: projects, filters: [{ fieldID: "", value: "x" }] }), "filters.0.fieldID"],
+    [
+      "empty filter fieldID",
+      (c) => c.query({ microAppID: projects, filters: [{ fieldID: "", value: "x" }] }),
+      "filters.0.fieldID"
+    ],
     ["empty rowID", (c) => c.getRow(""), "rowID"],
-    ["rowData not an object", (c) => c.updateRow({ rowID: "a", rowData: [] as unknown as Record<string, unknown> }), "rowData"],
+    [
+      "rowData not an object",
+      (c) => c.updateRow({ rowID: "a", rowData: [] as unknown as Record<string, unknown> }),
+      "rowData"
+    ],
     ["empty rowData", (c) => c.updateRow({ rowID: "a", rowData: {} }), "rowData"],
     ["an undefined value", (c) => c.updateRow({ rowID: "a", rowData: { Name: undefined } }), "rowData.Name"],
     ["NaN", (c) => c.updateRow({ rowID: "a", rowData: { Budget: Number.NaN } }), "rowData.Budget"],
@@ -361,7 +370,12 @@ describe("errors from real responses", () => {
       expect(error).toMatchObject({ _tag: "Transport", notSent: true })
     }).pipe(
       Effect.provide(
-        MicroappClient.layer({ baseUrl: "http://127.0.0.1:1", authToken: Redacted.make("t"), userId: "u", retry: false })
+        MicroappClient.layer({
+          baseUrl: "http://127.0.0.1:1",
+          authToken: Redacted.make("t"),
+          userId: "u",
+          retry: false
+        })
           .pipe(Layer.provide(NodeHttpClient.layerUndici))
       )
     ))
@@ -490,7 +504,9 @@ describe("layers", () => {
       expect(String(credentials.authToken)).not.toContain(Redacted.value(credentials.authToken))
       const rows = yield* Effect.flatMap(MicroappClient, (client) => client.query({ microAppID: projects })).pipe(
         Effect.provide(
-          MicroappClient.layer({ baseUrl: server.baseUrl, ...credentials }).pipe(Layer.provide(NodeHttpClient.layerUndici))
+          MicroappClient.layer({ baseUrl: server.baseUrl, ...credentials }).pipe(
+            Layer.provide(NodeHttpClient.layerUndici)
+          )
         )
       )
       expect(rows).toHaveLength(2)

@@ -64,7 +64,12 @@ describe("adaptive concurrency", () => {
     ([pages, noise]) => {
       let seed = pages
       const jitter = () => 1 + noise * (((seed = (seed * 16807) % 2147483647) / 2147483647) - 0.5)
-      const { levels, refusals } = run(Concurrency.auto(8), { ...distant, refuses: (level) => level > 2 }, pages, jitter)
+      const { levels, refusals } = run(
+        Concurrency.auto(8),
+        { ...distant, refuses: (level) => level > 2 },
+        pages,
+        jitter
+      )
       // each refusal is followed by a halving, and the level that drew it is not tried again for
       // 8 rounds of at least 4 pages, then 16, 32...
       expect(refusals).toBeLessThanOrEqual(1 + Math.ceil(Math.log2(1 + pages / 32)))

@@ -1,7 +1,20 @@
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Duration, Effect, Either, Exit, Fiber, Layer, Option, Schema, Scope, TestClock, TestServices } from "effect"
+import {
+  Chunk,
+  Duration,
+  Effect,
+  Either,
+  Exit,
+  Fiber,
+  Layer,
+  Option,
+  Schema,
+  Scope,
+  TestClock,
+  TestServices
+} from "effect"
 import type { FaultKind, Row } from "../src/testing/index.js"
 import {
   demoCredentials,
@@ -293,12 +306,16 @@ describe("microappdata", () => {
       const natural = ids(yield* server.table(projectsMicroAppID))
       const position = (row: Row) => natural.indexOf(row["_id"])
       const byPriority = yield* query({ searchFilter: [{ field: "4", order: 1 }] })
-      expect(isSortedBy(byPriority, (a, b) => Number(a["Priority"]) - Number(b["Priority"]) || position(a) - position(b)))
+      expect(
+        isSortedBy(byPriority, (a, b) => Number(a["Priority"]) - Number(b["Priority"]) || position(a) - position(b))
+      )
         .toBe(true)
       const twoKeys = yield* query({ searchFilter: [{ field: "4", order: -1 }, { field: "2", order: 1 }] })
       expect(
-        isSortedBy(twoKeys, (a, b) =>
-          Number(b["Priority"]) - Number(a["Priority"]) || Number(a["Budget"]) - Number(b["Budget"]))
+        isSortedBy(
+          twoKeys,
+          (a, b) => Number(b["Priority"]) - Number(a["Priority"]) || Number(a["Budget"]) - Number(b["Budget"])
+        )
       ).toBe(true)
     }).pipe(withServer()))
 
@@ -589,17 +606,21 @@ describe("request log", () => {
       const natural = ids(yield* server.table(projectsMicroAppID))
       yield* server.onRequest((record) =>
         record.seq === 2
-          ? Effect.forEach([1, 2, 3, 4, 5], (n) => server.insertRow(projectsMicroAppID, { Name: `New ${n}` }, { index: 0 }))
+          ? Effect.forEach([1, 2, 3, 4, 5], (n) =>
+            server.insertRow(projectsMicroAppID, { Name: `New ${n}` }, { index: 0 }))
           : Effect.void
       )
-      const pages = yield* Effect.forEach([0, 10, 20], (skip) => query({ searchFilter: [{ skip: String(skip), limit: 10 }] }))
+      const pages = yield* Effect.forEach([0, 10, 20], (skip) =>
+        query({ searchFilter: [{ skip: String(skip), limit: 10 }] }))
       expect(ids(pages[0] ?? [])).toEqual(natural.slice(0, 10))
       expect(ids(pages[1] ?? [])).toEqual(natural.slice(10, 20))
       // Five rows arrived in front before the third request was answered: it repeats rows 15..19.
       expect(ids(pages[2] ?? [])).toEqual(natural.slice(15, 25))
       yield* server.clearHook
       const after = yield* query({ searchFilter: [{ limit: 5 }] })
-      expect(after.map((row) => row["Name"])).toEqual(["New 5", "New 4", "New 3", "New 2", "New 1"])
+      expect(after.map((row) =>
+        row["Name"]
+      )).toEqual(["New 5", "New 4", "New 3", "New 2", "New 1"])
     }).pipe(withServer()))
 })
 
@@ -645,9 +666,11 @@ describe("faults", () => {
 
   it.effect("throttle: requests beyond maxInFlight in flight get a 429 with Retry-After, the others an answer", () =>
     Effect.gen(function*() {
-      const replies = yield* onTestClock(Effect.all(Array.from({ length: 5 }, () => send("/api/microappdata", projects)), {
-        concurrency: 5
-      }))
+      const replies = yield* onTestClock(
+        Effect.all(Array.from({ length: 5 }, () => send("/api/microappdata", projects)), {
+          concurrency: 5
+        })
+      )
       const statuses = replies.map((reply) => reply.status).sort()
       expect(statuses).toEqual([200, 200, 429, 429, 429])
       expect(replies.filter((reply) => reply.status === 429).map((reply) => reply.retryAfter)).toEqual(["2", "2", "2"])
@@ -730,7 +753,9 @@ describe("faults", () => {
     Effect.gen(function*() {
       yield* Effect.forEach(Array.from({ length: 40 }, (_, i) => i), (skip) =>
         send("/api/microappdata", { microAppID: projectsMicroAppID, searchFilter: [{ skip, limit: 1 }] }))
-      return (yield* requests).map((record) => record.fault ?? "none")
+      return (yield* requests).map((record) =>
+        record.fault ?? "none"
+      )
     }).pipe(withServer({ faults: { seed, rate: 0.4, kinds: planKinds }, demoRows: 50 }))
 
   it.live("a seeded plan gives the same faults for the same seed and request sequence", () =>
@@ -793,8 +818,14 @@ describe("lifecycle", () => {
 // --- faults after applying, several plans, apply counts ------------------------------------------
 
 describe("writes under faults", () => {
-  const unlockedRow = Effect.flatMap(MicroappServer, (server) =>
-    Effect.map(server.table(projectsMicroAppID), (rows) => String(rows.find((row) => row["isLocked"] !== true)?.["_id"])))
+  const unlockedRow = Effect.flatMap(
+    MicroappServer,
+    (server) =>
+      Effect.map(
+        server.table(projectsMicroAppID),
+        (rows) => String(rows.find((row) => row["isLocked"] !== true)?.["_id"])
+      )
+  )
 
   it.live("http500AfterApply applies the update, then answers 500; appliedUpdates counts it", () =>
     Effect.gen(function*() {

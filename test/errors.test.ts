@@ -91,10 +91,11 @@ describe("error identity", () => {
 
   it.effect("catchTag still picks errors by _tag", () =>
     Effect.gen(function*() {
-      const caught = yield* Effect.fail<MicroappError>(new RateLimited({ method: "POST", path: "/p", status: 429 })).pipe(
-        Effect.catchTag("RateLimited", (error) => Effect.succeed(`waited on ${error.status}`)),
-        Effect.catchTag("Timeout", () => Effect.succeed("timed out"))
-      )
+      const caught = yield* Effect.fail<MicroappError>(new RateLimited({ method: "POST", path: "/p", status: 429 }))
+        .pipe(
+          Effect.catchTag("RateLimited", (error) => Effect.succeed(`waited on ${error.status}`)),
+          Effect.catchTag("Timeout", () => Effect.succeed("timed out"))
+        )
       expect(caught).toBe("waited on 429")
       const other = yield* Effect.flip(Effect.fail(new Timeout({ method: "POST", path: "/p", timeoutMillis: 5 })))
       expect(other.message).toBe("no response within 5 ms")

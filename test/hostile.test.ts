@@ -1,7 +1,7 @@
+import { NodeHttpClient } from "@effect/platform-node"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import {
   ConfigError,
@@ -68,8 +68,17 @@ describe("redirects are never followed", () => {
               }))
             )
             const error = yield* Effect.flip(Effect.provide(effect, clientOf(redirecting.baseUrl, layer)))
-            expect(error).toMatchObject({ _tag: "Redirected", status, method: "POST", path, attempts: 1, location: elsewhere.baseUrl })
-            expect(error.message).toBe(`the server redirected the request to ${elsewhere.baseUrl}; redirects are not followed`)
+            expect(error).toMatchObject({
+              _tag: "Redirected",
+              status,
+              method: "POST",
+              path,
+              attempts: 1,
+              location: elsewhere.baseUrl
+            })
+            expect(error.message).toBe(
+              `the server redirected the request to ${elsewhere.baseUrl}; redirects are not followed`
+            )
             expect(JSON.stringify(error)).not.toContain(secretToken)
             expect(yield* elsewhere.seen).toEqual([])
             // sent once, with its credentials, to its own origin only: a redirect is not retried
@@ -147,7 +156,9 @@ describe("bodies are read up to a bound", () => {
         const server = yield* hostileServer((_, self) =>
           Effect.succeed(HttpServerResponse.stream(self.endless(head, item), { contentType: "application/json" }))
         )
-        const error = yield* Effect.flip(Effect.provide(read, clientOf(server.baseUrl, layer, { maxResponseBytes: 1024 * 1024 })))
+        const error = yield* Effect.flip(
+          Effect.provide(read, clientOf(server.baseUrl, layer, { maxResponseBytes: 1024 * 1024 }))
+        )
         expect(error).toMatchObject({ _tag: "UnexpectedResponse", kind: "TooLarge", status: 200, attempts: 1 })
         expect(error.message).toContain("maxResponseBytes (1048576 bytes)")
         // the request was aborted: the server stops writing, having written about the bound and
@@ -166,7 +177,9 @@ describe("bodies are read up to a bound", () => {
             contentLength: 100 * 1024 * 1024
           }))
         )
-        const error = yield* Effect.flip(Effect.provide(read, clientOf(server.baseUrl, layer, { maxResponseBytes: 1024 * 1024 })))
+        const error = yield* Effect.flip(
+          Effect.provide(read, clientOf(server.baseUrl, layer, { maxResponseBytes: 1024 * 1024 }))
+        )
         expect(error).toMatchObject({ _tag: "UnexpectedResponse", kind: "TooLarge", status: 200 })
         expect(yield* whenSteady(server.written)).toBeLessThan(24 * 1024 * 1024)
       }).pipe(Effect.scoped))
@@ -174,7 +187,9 @@ describe("bodies are read up to a bound", () => {
     it.live(`${transport}: a body longer than its declared length is not read past it`, () =>
       Effect.gen(function*() {
         const server = yield* hostileServer((_, self) =>
-          Effect.succeed(HttpServerResponse.stream(self.endless(head, item), { contentType: "application/json", contentLength: 200 }))
+          Effect.succeed(
+            HttpServerResponse.stream(self.endless(head, item), { contentType: "application/json", contentLength: 200 })
+          )
         )
         const error = yield* Effect.flip(Effect.provide(read, clientOf(server.baseUrl, layer, { retry: false })))
         // the answer is the declared 200 bytes: a cut JSON document
@@ -185,7 +200,9 @@ describe("bodies are read up to a bound", () => {
     it.live(`${transport}: a refusal with an endless body is still the refusal it says`, () =>
       Effect.gen(function*() {
         const server = yield* hostileServer((_, self) =>
-          Effect.succeed(HttpServerResponse.stream(self.endless("<html>", "<p>error</p>"), { status: 500, contentType: "text/html" }))
+          Effect.succeed(
+            HttpServerResponse.stream(self.endless("<html>", "<p>error</p>"), { status: 500, contentType: "text/html" })
+          )
         )
         const error = yield* Effect.flip(Effect.provide(read, clientOf(server.baseUrl, layer, { retry: false })))
         expect(error).toMatchObject({ _tag: "ServerError", status: 500 })
@@ -274,7 +291,11 @@ describe("query keeps its promise", () => {
         Effect.provide(Logger.replace(
           Logger.defaultLogger,
           Logger.make(({ annotations, logLevel, message }) => {
-            logged.push({ level: logLevel.label, message, annotations: Object.fromEntries(HashMap.toEntries(annotations)) })
+            logged.push({
+              level: logLevel.label,
+              message,
+              annotations: Object.fromEntries(HashMap.toEntries(annotations))
+            })
           })
         ))
       )
@@ -331,7 +352,10 @@ describe("base URLs that would garble every request are refused", () => {
           _tag: "InvalidInput",
           input: "baseUrl"
         })
-        expect(yield* Effect.flip(MicroappClient.login(options))).toMatchObject({ _tag: "InvalidInput", input: "baseUrl" })
+        expect(yield* Effect.flip(MicroappClient.login(options))).toMatchObject({
+          _tag: "InvalidInput",
+          input: "baseUrl"
+        })
         expect(yield* server.requests).toEqual([])
       }).pipe(Effect.provide(undici), Effect.provide(withEmulator({ demoRows: 5 }))))
 
@@ -372,7 +396,8 @@ describe("Retry-After with sense: a client-wide pause lasts at most rateLimit.ma
 
   const cases = [
     {
-      name: "a 429 asking for 31,700 years fails its call with the server's figure; later calls go out once 60 s (the default) have passed",
+      name:
+        "a 429 asking for 31,700 years fails its call with the server's figure; later calls go out once 60 s (the default) have passed",
       fault: "http429",
       retryAfterSeconds: 1_000_000_000_000,
       error: { _tag: "RateLimited", status: 429, retryAfterMillis: 1e15 },
@@ -461,8 +486,14 @@ describe("credentials stay out of spans and printed requests", () => {
         HttpClient.HttpClient,
         Effect.map(HttpClient.HttpClient, HttpClient.tapRequest((request) => Effect.log(request)))
       ).pipe(Layer.provide(undici))
-      const printer = Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => printed.push(Inspectable.format(message))))
-      yield* Effect.provide(read, clientOf(server.baseUrl, logging)).pipe(Effect.withTracer(recording), Effect.provide(printer))
+      const printer = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ message }) => printed.push(Inspectable.format(message)))
+      )
+      yield* Effect.provide(read, clientOf(server.baseUrl, logging)).pipe(
+        Effect.withTracer(recording),
+        Effect.provide(printer)
+      )
       const request = spans.find((span) => span.attributes.has("http.request.header.x-user-id"))
       expect(request?.attributes.get("http.request.header.x-user-id")).toBe("<redacted>")
       expect(request?.attributes.get("http.request.header.x-auth-token")).toBe("<redacted>")

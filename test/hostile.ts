@@ -2,12 +2,12 @@
  * Servers that misbehave on purpose, on an ephemeral port: each answers with the app it is given
  * and records every request it saw (method, path, headers), and the bytes of the bodies it wrote.
  */
+import { NodeHttpClient } from "@effect/platform-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import type * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { NodeHttpClient } from "@effect/platform-node"
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Effect, Layer, Redacted, Ref, type Scope, Stream } from "effect"
 import * as Http from "node:http"
 import { MicroappClient } from "../src/index.js"
@@ -58,7 +58,10 @@ export const hostileServer = (
     yield* server.serve(
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
-        yield* Ref.update(seen, (log) => [...log, { method: request.method, path: request.url, headers: request.headers }])
+        yield* Ref.update(
+          seen,
+          (log) => [...log, { method: request.method, path: request.url, headers: request.headers }]
+        )
         return yield* answer(request, hostile)
       }).pipe(Effect.interruptible)
     )

@@ -84,7 +84,9 @@ describe("the contents of a set, for a checkpoint", () => {
     set.add("not-an-object-id")
     const contents = set.contents()
     if (contents?._tag !== "Exact") return expect(contents?._tag).toBe("Exact")
-    expect(contents.packed()).toBe(btoa(String.fromCharCode(0x64, 0xb7, 0xc0, 0xf1, 0xa2, 0xd3, 0xe4, 0xf5, 0xa6, 0xb7, 0xc8, 0xda)))
+    expect(contents.packed()).toBe(
+      btoa(String.fromCharCode(0x64, 0xb7, 0xc0, 0xf1, 0xa2, 0xd3, 0xe4, 0xf5, 0xa6, 0xb7, 0xc8, 0xda))
+    )
     expect(contents.others()).toEqual(["not-an-object-id"])
   })
 
@@ -110,7 +112,10 @@ describe("the contents of a set, for a checkpoint", () => {
     const packedTwice = btoa(String.fromCharCode(...Array.from({ length: 24 }, (_, i) => i % 12)))
     const cases: ReadonlyArray<readonly [IdSet.Contents, string]> = [
       [twice, "holds id \"x\" twice"],
-      [{ _tag: "Exact", packed: () => packedTwice, others: () => [], size: 2 }, "holds packed id 000102030405060708090a0b twice"],
+      [
+        { _tag: "Exact", packed: () => packedTwice, others: () => [], size: 2 },
+        "holds packed id 000102030405060708090a0b twice"
+      ],
       [{ _tag: "Exact", packed: () => "", others: () => [id], size: 1 }, "among the ids of other shapes"],
       [{ _tag: "Exact", packed: () => "AAAA AAAAAAAAAAA", others: () => [], size: 1 }, "not base64"],
       [{ _tag: "Exact", packed: () => "AAAAAAAA", others: () => [], size: 1 }, "not base64 of 12 bytes an id"],

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
-import * as InFlight from "../src/internal/inFlight.js"
 import { MicroappClient } from "../src/index.js"
+import * as InFlight from "../src/internal/inFlight.js"
 import { MicroappServer } from "../src/testing/index.js"
 import { numbersTable, withEmulator } from "./support.js"
 
@@ -18,7 +18,10 @@ describe("the client-wide limit of requests in flight: its decisions", () => {
     const cut = InFlight.afterRefusal(InFlight.initial(64), { epoch: 0, inFlight: 20 })
     expect(cut).toMatchObject({ allowed: 10, tolerated: 19, epoch: 1 })
     // never below one request
-    expect(InFlight.afterRefusal(InFlight.initial(64), { epoch: 0, inFlight: 1 })).toMatchObject({ allowed: 1, tolerated: 1 })
+    expect(InFlight.afterRefusal(InFlight.initial(64), { epoch: 0, inFlight: 1 })).toMatchObject({
+      allowed: 1,
+      tolerated: 1
+    })
   })
 
   it("one cut per burst: the other 429s of requests sent before the cut change nothing", () => {
@@ -104,9 +107,11 @@ describe("overload: 20 scans at once on one client, against a server that allows
       const client = yield* MicroappClient
       const results = yield* Effect.all(
         Array.from({ length: 20 }, () =>
-          Effect.either(Stream.runCollect(client.rows({ microAppID: numbers })).pipe(
-            Effect.map((rows) => Array.from(rows, (row) => row._id))
-          ))),
+          Effect.either(
+            Stream.runCollect(client.rows({ microAppID: numbers })).pipe(
+              Effect.map((rows) => Array.from(rows, (row) => row._id))
+            )
+          )),
         { concurrency: "unbounded" }
       )
       const failures = results.flatMap((result) => result._tag === "Left" ? [result.left._tag] : [])

@@ -61,7 +61,10 @@ const internalExports = (): ReadonlySet<string> =>
 const publicModuleWords = (): ReadonlySet<string> =>
   new Set(
     fs.readdirSync(path.join(root, "src")).filter((file) => file.endsWith(".ts")).flatMap((file) =>
-      Array.from(fs.readFileSync(path.join(root, "src", file), "utf8").matchAll(/[A-Za-z_$][\w$]*/g), (match) => match[0])
+      Array.from(
+        fs.readFileSync(path.join(root, "src", file), "utf8").matchAll(/[A-Za-z_$][\w$]*/g),
+        (match) => match[0]
+      )
     )
   )
 
@@ -129,7 +132,11 @@ describe("the package", () => {
 
   it("a user of the client installs effect and @effect/platform, nothing of the CLI's or the emulator's", () => {
     expect(packageJson.dependencies ?? {}).toEqual({})
-    expect(Object.keys(packageJson.peerDependencies).sort()).toEqual(["@effect/platform", "@effect/platform-node", "effect"])
+    expect(Object.keys(packageJson.peerDependencies).sort()).toEqual([
+      "@effect/platform",
+      "@effect/platform-node",
+      "effect"
+    ])
     expect(packageJson.peerDependenciesMeta).toEqual({ "@effect/platform-node": { optional: true } })
   })
 
@@ -140,7 +147,10 @@ describe("the package", () => {
   })
 
   it("packs LICENSE, README.md and dist, builds before it packs, and says where it comes from", () => {
-    const packed = spawnSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: root, encoding: "utf8" })
+    const packed = spawnSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], {
+      cwd: root,
+      encoding: "utf8"
+    })
     const files: Array<string> = JSON.parse(packed.stdout)[0].files.map((file: { path: string }) => file.path)
     expect(files.filter((file) => !file.startsWith("dist/")).sort()).toEqual(["LICENSE", "README.md", "package.json"])
     expect(files).toContain("dist/cli/bin.js")
@@ -155,7 +165,9 @@ describe("the package", () => {
     const importsOf = (dir: string) =>
       fs.readdirSync(path.join(root, "src", dir), { recursive: true, encoding: "utf8" })
         .filter((file) => file.endsWith(".ts"))
-        .flatMap((file) => specifiers(path.join(root, "src", dir, file)).map((specifier) => ({ file: path.join(dir, file), specifier })))
+        .flatMap((file) =>
+          specifiers(path.join(root, "src", dir, file)).map((specifier) => ({ file: path.join(dir, file), specifier }))
+        )
     const library = importsOf("").filter(({ file }) => !file.startsWith("cli") && !file.startsWith("testing"))
     expect(library.length).toBeGreaterThan(20)
     expect(library.filter(({ specifier }) => /\/(cli|testing)\//.test(specifier))).toEqual([])

@@ -2,8 +2,8 @@ import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Duration, Effect, Fiber, Layer, List, Logger, LogLevel, Redacted, Stream, TestClock } from "effect"
 import { MicroappClient } from "../src/index.js"
-import { demoCredentials, type FaultKind, MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import { makeRateGate } from "../src/internal/retry.js"
+import { demoCredentials, type FaultKind, MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import {
   advanceUntil,
   awaitLog,
@@ -157,7 +157,10 @@ describe("reads retry transient failures", () => {
       const server = yield* MicroappServer
       const client = yield* MicroappClient
       yield* server.injectFault("http429", { retryAfterSeconds: 10 })
-      expect(yield* Effect.flip(client.query({ microAppID: projects }))).toMatchObject({ _tag: "RateLimited", status: 429 })
+      expect(yield* Effect.flip(client.query({ microAppID: projects }))).toMatchObject({
+        _tag: "RateLimited",
+        status: 429
+      })
       expect(yield* Effect.flip(client.query({ microAppID: projects }))).toMatchObject({
         _tag: "RateLimited",
         retryAfterMillis: 10_000
@@ -183,7 +186,12 @@ describe("reads retry transient failures", () => {
       const fiber = yield* Effect.fork(Effect.flip(client.query({ microAppID: projects })))
       yield* advanceUntilRequests(3, "10 seconds")
       const error = yield* Fiber.join(fiber)
-      expect(error).toMatchObject({ _tag: "ServerError", status: 500, attempts: 3, serverMessage: "Internal server error" })
+      expect(error).toMatchObject({
+        _tag: "ServerError",
+        status: 500,
+        attempts: 3,
+        serverMessage: "Internal server error"
+      })
     }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, { retry: { maxAttempts: 3, initialDelay: "100 millis" } }))))
 
   it.effect("retry: false sends once", () =>
@@ -271,7 +279,9 @@ describe("timeouts", () => {
       expect(yield* Fiber.join(fiber)).toHaveLength(2)
       const [hung] = yield* server.requests
       expect(hung?.outcome).toBe("hung")
-    }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, { timeout: "1 second", retry: { initialDelay: "100 millis" } }))))
+    }).pipe(
+      Effect.provide(withEmulator({ demoRows: 10 }, { timeout: "1 second", retry: { initialDelay: "100 millis" } }))
+    ))
 
   it.effect("interrupting a scan while it waits to retry stops it: no request follows", () =>
     Effect.gen(function*() {
@@ -363,7 +373,16 @@ describe("writes are never done twice by accident", () => {
 })
 
 describe("a full scan through injected faults", () => {
-  const kinds: ReadonlyArray<FaultKind> = ["http500", "http503Html", "http503", "http429", "http408", "drop", "hang", "malformedJson"]
+  const kinds: ReadonlyArray<FaultKind> = [
+    "http500",
+    "http503Html",
+    "http503",
+    "http429",
+    "http408",
+    "drop",
+    "hang",
+    "malformedJson"
+  ]
 
   it.effect("returns exactly the table, in order, and never comes back inside a Retry-After window", () =>
     Effect.gen(function*() {
@@ -394,7 +413,16 @@ describe("a full scan through injected faults", () => {
 })
 
 describe("the fault matrix: each kind of fault on 20% of a scan's requests", () => {
-  const kinds: ReadonlyArray<FaultKind> = ["http500", "http503Html", "http503", "http429", "http408", "drop", "hang", "malformedJson"]
+  const kinds: ReadonlyArray<FaultKind> = [
+    "http500",
+    "http503Html",
+    "http503",
+    "http429",
+    "http408",
+    "drop",
+    "hang",
+    "malformedJson"
+  ]
   for (const kind of kinds) {
     it.effect(`${kind}: every row, once, in order`, () =>
       Effect.gen(function*() {
@@ -458,14 +486,16 @@ describe("layerLogin", () => {
   it.effect("concurrent 401s after the token expired cause exactly one login, and every call succeeds", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const results = yield* onTestClock(Effect.gen(function*() {
-        const client = yield* MicroappClient
-        yield* server.expireTokens
-        return yield* Effect.all(
-          Array.from({ length: 6 }, () => client.query({ microAppID: projects, limit: 1 })),
-          { concurrency: "unbounded" }
-        )
-      }).pipe(Effect.provide(loginLayer(server))))
+      const results = yield* onTestClock(
+        Effect.gen(function*() {
+          const client = yield* MicroappClient
+          yield* server.expireTokens
+          return yield* Effect.all(
+            Array.from({ length: 6 }, () => client.query({ microAppID: projects, limit: 1 })),
+            { concurrency: "unbounded" }
+          )
+        }).pipe(Effect.provide(loginLayer(server)))
+      )
       expect(results.map((rows) => rows.length)).toEqual([1, 1, 1, 1, 1, 1])
       const logins = (yield* server.requests).filter((record) => record.path === "/api/login")
       expect(logins).toHaveLength(2)

@@ -70,7 +70,13 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
             before += page.rows.length
             const rest = yield* rowsOf({ ...tuning, resume: yield* stored(page) })
             expect(ids(rest.rows)).toEqual(allIds.slice(before))
-            expect(rest.summary).toMatchObject({ rows: size, complete: true, exhaustive: true, resumed: 1, duplicatesDropped: 0 })
+            expect(rest.summary).toMatchObject({
+              rows: size,
+              complete: true,
+              exhaustive: true,
+              resumed: 1,
+              duplicatesDropped: 0
+            })
           }
         }))
     }
@@ -83,7 +89,14 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
         expect(lengths(byPages)).toEqual([300, 300, 300, 100])
         const byRows = (yield* pagesOf({ concurrency: 1, checkpointEvery: { rows: 150 } })).pages
         expect(lengths(byRows)).toEqual([200, 200, 200, 200, 200, 0])
-        expect(byRows.map((page) => page.checkpoint.summary.complete)).toEqual([false, false, false, false, false, true])
+        expect(byRows.map((page) => page.checkpoint.summary.complete)).toEqual([
+          false,
+          false,
+          false,
+          false,
+          false,
+          true
+        ])
         const either = (yield* pagesOf({ concurrency: 1, checkpointEvery: { pages: 2, rows: 50 } })).pages
         expect(lengths(either)).toEqual([...Array.from({ length: 10 }, () => 100), 0])
         // from a page of several windows, the rows after it
@@ -96,7 +109,11 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
         const client = yield* MicroappClient
         const refused = (checkpointEvery: RowStream.CheckpointEvery) =>
           Effect.flip(client.scan({ microAppID: numbers, checkpointEvery }))
-        expect(yield* refused({})).toMatchObject({ _tag: "InvalidInput", input: "checkpointEvery", reason: "must name pages or rows" })
+        expect(yield* refused({})).toMatchObject({
+          _tag: "InvalidInput",
+          input: "checkpointEvery",
+          reason: "must name pages or rows"
+        })
         expect(yield* refused({ pages: 0 })).toMatchObject({ input: "checkpointEvery.pages" })
         expect(yield* refused({ rows: 1.5 })).toMatchObject({ input: "checkpointEvery.rows" })
         expect(yield* refused({ rows: 1_000_001 })).toMatchObject({ input: "checkpointEvery.rows" })
@@ -126,7 +143,9 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
         // the only re-read row deleted before the second window: completeness unproven, and the scan went on
         // (found by its window, which re-reads row 99 alone: a request number could be another scan's)
         yield* server.onRequest((record) =>
-          JSON.stringify(record.body).includes("\"skip\":\"99\"") ? Effect.asVoid(server.removeRow(allIds[99] ?? "")) : Effect.void
+          JSON.stringify(record.body).includes("\"skip\":\"99\"")
+            ? Effect.asVoid(server.removeRow(allIds[99] ?? ""))
+            : Effect.void
         )
         const unproven = yield* summaryOf(yield* client.scan({ ...options, overlap: 0, onInconsistent: "continue" }))
         yield* server.clearHook
@@ -139,7 +158,9 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
         const client = yield* MicroappClient
         const { pages } = yield* pagesOf()
         const Numbered = Schema.Struct({ _id: Schema.String, N: Schema.Number })
-        const rest = yield* Stream.runCollect(client.withSchema(Numbered).rows({ microAppID: numbers, pageSize: 100, resume: yield* stored(pages[7]) }))
+        const rest = yield* Stream.runCollect(
+          client.withSchema(Numbered).rows({ microAppID: numbers, pageSize: 100, resume: yield* stored(pages[7]) })
+        )
         expect(Array.from(rest, (row) => row.N)).toEqual(Array.from({ length: 200 }, (_, i) => 800 + i))
       }))
   })
@@ -161,7 +182,9 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
         )
         const scanSpans = () => spans.filter((span) => span.name === "MicroappClient.scan")
         const client = yield* MicroappClient
-        yield* Stream.runDrain(client.rows({ microAppID: numbers, pageSize: 100, concurrency: 2 })).pipe(Effect.withTracer(recording))
+        yield* Stream.runDrain(client.rows({ microAppID: numbers, pageSize: 100, concurrency: 2 })).pipe(
+          Effect.withTracer(recording)
+        )
         const [whole] = scanSpans()
         expect(scanSpans()).toHaveLength(1)
         if (whole === undefined) return
@@ -192,7 +215,9 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
 
         // stopped early: the span ends then, with the figures so far
         spans.length = 0
-        const taken = yield* Stream.runCollect(Stream.take(client.rows({ microAppID: numbers, pageSize: 100, concurrency: 1 }), 150)).pipe(
+        const taken = yield* Stream.runCollect(
+          Stream.take(client.rows({ microAppID: numbers, pageSize: 100, concurrency: 1 }), 150)
+        ).pipe(
           Effect.withTracer(recording)
         )
         expect(taken.length).toBe(150)
@@ -222,7 +247,9 @@ describe("typed readers", () => {
       expect(collected.map((row) => row._id)).toEqual(Array.from(rest, (row) => row._id))
       const refused = yield* Effect.flip(projects.scan({ ...options, filters: { Status: "Done" }, resume }))
       expect(refused).toMatchObject({ _tag: "InvalidInput", input: "resume" })
-      expect(refused.reason).toContain("filters (the checkpoint's: f_status = \"Open\"; this scan's: f_status = \"Done\")")
+      expect(refused.reason).toContain(
+        "filters (the checkpoint's: f_status = \"Open\"; this scan's: f_status = \"Done\")"
+      )
     }).pipe(Effect.provide(withEmulator())))
 })
 
@@ -231,7 +258,9 @@ describe("typed readers", () => {
  * the end) can still reach a shared server, and take a fault or a count meant for this test.
  */
 const alone = <A, E>(effect: Effect.Effect<A, E, MicroappClient | MicroappServer>) =>
-effect.pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, size)] }, { retry: { initialDelay: "1 millis" } })))
+  effect.pipe(
+    Effect.provide(withEmulator({ tables: [numbersTable(numbers, size)] }, { retry: { initialDelay: "1 millis" } }))
+  )
 
 describe("resume", () => {
   it.live("a checkpoint of another query is refused before any request, naming what differs", () =>
@@ -243,10 +272,16 @@ describe("resume", () => {
       const resume = yield* stored(pages[2])
       yield* reset
       const others: ReadonlyArray<readonly [Partial<MicroappClient.RowsOptions>, string]> = [
-        [{ microAppID: "000000000000000000000r02" }, "microAppID (the checkpoint's: 000000000000000000000r01; this scan's: 000000000000000000000r02)"],
+        [
+          { microAppID: "000000000000000000000r02" },
+          "microAppID (the checkpoint's: 000000000000000000000r01; this scan's: 000000000000000000000r02)"
+        ],
         [{ filters: [] }, "filters (the checkpoint's: f_parity = \"even\"; this scan's: none)"],
         [{ filters: [{ fieldID: "f_parity", value: "odd" }] }, "filters"],
-        [{ sort: { field: 1, order: "desc" } }, "sort (the checkpoint's: sort field 1 asc; this scan's: sort field 1 desc)"],
+        [
+          { sort: { field: 1, order: "desc" } },
+          "sort (the checkpoint's: sort field 1 asc; this scan's: sort field 1 desc)"
+        ],
         [{ sort: [] }, "sort"],
         [{ pageSize: 200 }, "pageSize (the checkpoint's: 100; this scan's: 200)"],
         [{ overlap: 5 }, "overlap"],
@@ -257,7 +292,9 @@ describe("resume", () => {
         expect(refused).toMatchObject({ _tag: "InvalidInput", input: "resume" })
         expect(refused.reason).toContain("the checkpoint is of another query")
         expect(refused.reason).toContain(reason)
-        const viaRows = yield* Effect.flip(Stream.runDrain(client.rows({ microAppID: numbers, ...options, ...change, resume })))
+        const viaRows = yield* Effect.flip(
+          Stream.runDrain(client.rows({ microAppID: numbers, ...options, ...change, resume }))
+        )
         expect(viaRows).toMatchObject({ _tag: "InvalidInput", input: "resume" })
       }
       // a parsed JSON object is not a checkpoint
@@ -281,7 +318,10 @@ describe("resume", () => {
       // so may the order of the filters (all must match, in any order), and a filter value's type (sent as a string)
       const two = [{ fieldID: "f_parity", value: "even" }, { fieldID: "f_n", value: 4 }] as const
       const [only] = (yield* pagesOf({ filters: two })).pages
-      const reordered = yield* rowsOf({ filters: [{ fieldID: "f_n", value: "4" }, two[0]], resume: yield* stored(only) })
+      const reordered = yield* rowsOf({
+        filters: [{ fieldID: "f_n", value: "4" }, two[0]],
+        resume: yield* stored(only)
+      })
       expect(reordered.summary).toMatchObject({ rows: 1, complete: true, resumed: 1 })
     })))
 
@@ -307,17 +347,28 @@ describe("resume", () => {
       const deletedBehind = allIds.slice(10, 15)
       const deletedAhead = [allIds[500] ?? "", allIds[600] ?? ""]
       for (const id of [...deletedBehind, ...deletedAhead]) yield* server.removeRow(id)
-      const appended = yield* Effect.forEach([0, 1, 2, 3], (n) => server.insertRow(numbers, { N: 2000 + n, Parity: "new" }))
+      const appended = yield* Effect.forEach(
+        [0, 1, 2, 3],
+        (n) => server.insertRow(numbers, { N: 2000 + n, Parity: "new" })
+      )
 
       // the second run, from the first's checkpoint: 300 rows more, then a crash
       const [second] = yield* firstPages({ ...options, resume: afterFirst }, 3)
       const afterSecond = yield* stored(second.at(-1))
       // the first window after the gap re-reads the rows passed last, found 5 rows further back: 5 more rows in it
-      expect(afterSecond.summary).toMatchObject({ rows: 605, vanishedBehind: 5, appearedBehind: 0, resumed: 1, retries: 1 })
+      expect(afterSecond.summary).toMatchObject({
+        rows: 605,
+        vanishedBehind: 5,
+        appearedBehind: 0,
+        resumed: 1,
+        retries: 1
+      })
       expect([...first, ...second].flatMap((page) => page.rows)).toHaveLength(605)
       // while stopped again: 3 rows inserted at the front, behind the position
-      const insertedBehind = yield* Effect.forEach([0, 1, 2], (n) =>
-        server.insertRow(numbers, { N: -1 - n, Parity: "new" }, { index: 0 }))
+      const insertedBehind = yield* Effect.forEach(
+        [0, 1, 2],
+        (n) => server.insertRow(numbers, { N: -1 - n, Parity: "new" }, { index: 0 })
+      )
 
       // the last run, to the end
       const last = yield* rowsOf({ resume: afterSecond, concurrency: 2 })
@@ -368,4 +419,3 @@ describe("resume", () => {
       expect(ids(rest)).toEqual(allIds.slice(500))
     })))
 })
-

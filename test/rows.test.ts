@@ -1,5 +1,16 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Exit, FastCheck as FC, Fiber, ManagedRuntime, Option, Schedule, Stream, TestClock } from "effect"
+import {
+  Chunk,
+  Effect,
+  Exit,
+  FastCheck as FC,
+  Fiber,
+  ManagedRuntime,
+  Option,
+  Schedule,
+  Stream,
+  TestClock
+} from "effect"
 import { MicroappClient, type Row, type RowStream } from "../src/index.js"
 import { MicroappServer } from "../src/testing/index.js"
 import { awaitLog, bodiesTo, numbersTable, onTestClock, quiet, withEmulator } from "./support.js"
@@ -24,8 +35,10 @@ const beforeRequest = (seq: number, effect: Effect.Effect<unknown>) => atRequest
 
 /** Runs each effect once, before the request with its sequence number is answered. */
 const atRequests = (effects: Readonly<Record<number, Effect.Effect<unknown>>>) =>
-  Effect.flatMap(MicroappServer, (server) =>
-    server.onRequest((record) => Effect.asVoid(effects[record.seq] ?? Effect.void)))
+  Effect.flatMap(
+    MicroappServer,
+    (server) => server.onRequest((record) => Effect.asVoid(effects[record.seq] ?? Effect.void))
+  )
 
 /** The window a rows request asked for, as numbers; undefined for a request without one. */
 const windowOf = (body: unknown): { readonly skip: number; readonly limit: number } | undefined => {
@@ -75,28 +88,33 @@ describe("rows: the whole result, whatever the page size and server cap", () => 
   const emulator = ManagedRuntime.make(withEmulator({ tables: [numbersTable(numbers, 0)] }))
   afterAll(() => emulator.dispose())
 
-  it.live.prop("rows yields exactly the server's ordered result, once each", [scenario], ([s]) =>
-    Effect.gen(function*() {
-      const server = yield* MicroappServer
-      const table = numbersTable(numbers, s.size).rows
-      yield* server.setRows(numbers, table)
-      yield* server.configure({ maxLimit: s.clamp })
-      yield* server.clearRequests
-      const parity = s.filter === "none" ? undefined : s.filter
-      const { rows, summary } = yield* scanAll({
-        pageSize: s.pageSize,
-        concurrency: s.concurrency,
-        ...(parity === undefined ? {} : { filters: [{ fieldID: "f_parity", value: parity }] }),
-        ...(s.sort === "natural" ? {} : { sort: { field: 1, order: s.sort === "asc" ? "asc" : "desc" } })
-      })
-      const matching = table.filter((row) => parity === undefined || row.Parity === parity)
-      const expected = s.sort === "desc" ? [...matching].reverse() : matching
-      expect(ids(rows)).toEqual(expected.map((row) => row._id))
-      expect(summary).toMatchObject({ complete: true, duplicatesDropped: 0, rows: expected.length })
-      // never the server's default cap: every request names its limit
-      const bodies = yield* bodiesTo(rowsPath)
-      expect(bodies.every((body) => JSON.stringify(body).includes("\"limit\""))).toBe(true)
-    }).pipe(Effect.provide(emulator)), { fastCheck: { numRuns: 60 } })
+  it.live.prop(
+    "rows yields exactly the server's ordered result, once each",
+    [scenario],
+    ([s]) =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const table = numbersTable(numbers, s.size).rows
+        yield* server.setRows(numbers, table)
+        yield* server.configure({ maxLimit: s.clamp })
+        yield* server.clearRequests
+        const parity = s.filter === "none" ? undefined : s.filter
+        const { rows, summary } = yield* scanAll({
+          pageSize: s.pageSize,
+          concurrency: s.concurrency,
+          ...(parity === undefined ? {} : { filters: [{ fieldID: "f_parity", value: parity }] }),
+          ...(s.sort === "natural" ? {} : { sort: { field: 1, order: s.sort === "asc" ? "asc" : "desc" } })
+        })
+        const matching = table.filter((row) => parity === undefined || row.Parity === parity)
+        const expected = s.sort === "desc" ? [...matching].reverse() : matching
+        expect(ids(rows)).toEqual(expected.map((row) => row._id))
+        expect(summary).toMatchObject({ complete: true, duplicatesDropped: 0, rows: expected.length })
+        // never the server's default cap: every request names its limit
+        const bodies = yield* bodiesTo(rowsPath)
+        expect(bodies.every((body) => JSON.stringify(body).includes("\"limit\""))).toBe(true)
+      }).pipe(Effect.provide(emulator)),
+    { fastCheck: { numRuns: 60 } }
+  )
 })
 
 describe("rows: edge cases", () => {
@@ -251,8 +269,14 @@ describe("rows: a table that changes during the scan", () => {
       // 200 rows inserted at the front, seen by request 6 alone: no re-read row is in its window
       const burst: Array<string> = []
       yield* atRequests({
-        6: Effect.forEach(Array.from({ length: 200 }), (_, i) =>
-          Effect.map(server.insertRow(numbers, { N: -1 - i, Parity: "burst" }, { index: 0 }), (row) => burst.push(String(row._id)))),
+        6: Effect.forEach(
+          Array.from({ length: 200 }),
+          (_, i) =>
+            Effect.map(
+              server.insertRow(numbers, { N: -1 - i, Parity: "burst" }, { index: 0 }),
+              (row) => burst.push(String(row._id))
+            )
+        ),
         7: Effect.forEach(burst, (id) => server.removeRow(id))
       })
       const { rows, summary } = yield* scanAll({ pageSize: 50, concurrency: 8 })
@@ -296,7 +320,10 @@ describe("rows: duplicates dropped by the recent ids only", () => {
 describe("rows: a sorted table re-sorted while it is read", () => {
   // N = 10 x i, so that rows can be put between others; sort field 1 is N, ascending
   const size = 1000
-  const table = { ...numbersTable(numbers, size), rows: numbersTable(numbers, size).rows.map((row) => ({ ...row, N: row.N * 10 })) }
+  const table = {
+    ...numbersTable(numbers, size),
+    rows: numbersTable(numbers, size).rows.map((row) => ({ ...row, N: row.N * 10 }))
+  }
   const all = table.rows.map((row) => row._id)
   const at = (n: number) => all[n] ?? ""
   const sorted = (options: Omit<MicroappClient.RowsOptions, "microAppID">) =>
@@ -350,7 +377,10 @@ describe("rows: a sorted table re-sorted while it is read", () => {
         const server = yield* MicroappServer
         const ahead: Array<string> = []
         const insert = (ns: ReadonlyArray<number>, into: Array<string> = []) =>
-          Effect.forEach(ns, (N) => Effect.map(server.insertRow(numbers, { N, Parity: "new" }), (row) => into.push(String(row._id))))
+          Effect.forEach(
+            ns,
+            (N) => Effect.map(server.insertRow(numbers, { N, Parity: "new" }), (row) => into.push(String(row._id)))
+          )
         const remove = (ns: ReadonlyArray<number>) => Effect.forEach(ns, (n) => server.removeRow(at(n)))
         yield* atRequests({
           // behind: 3 rows in among rows 100 to 103, once a window holding those rows is
@@ -406,7 +436,9 @@ describe("rows: prefetch, concurrency and interruption", () => {
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const client = yield* MicroappClient
-      const taken = yield* onTestClock(Stream.runCollect(Stream.take(client.rows({ microAppID: numbers, pageSize: 100 }), 150)))
+      const taken = yield* onTestClock(
+        Stream.runCollect(Stream.take(client.rows({ microAppID: numbers, pageSize: 100 }), 150))
+      )
       expect(Chunk.size(taken)).toBe(150)
       yield* quiet
       const after = (yield* server.requests).length
@@ -475,36 +507,44 @@ describe("rows: adaptive concurrency, the default", () => {
       expect(summary.concurrencyReached).toBe(2)
       expect(yield* mostInFlight).toBe(2)
     }).pipe(
-      Effect.provide(withEmulator({ tables: [table], latency: "20 millis" }, { retry: false, rateLimit: { maxInFlight: 2 } }))
+      Effect.provide(
+        withEmulator({ tables: [table], latency: "20 millis" }, { retry: false, rateLimit: { maxInFlight: 2 } })
+      )
     ))
 })
 
 describe("rows: adaptive concurrency against a server that refuses load", () => {
   const table = numbersTable(numbers, 20_000)
 
-  it.effect("more than 2 requests in flight draw a 429 (Retry-After: 1): the exact table, no request in the pause, few refusals", () =>
-    Effect.gen(function*() {
-      const server = yield* MicroappServer
-      const { rows, summary } = yield* onTestClock(scanAll({}))
-      expect(ids(rows)).toEqual(table.rows.map((row) => row._id))
-      expect(summary.complete).toBe(true)
-      const log = yield* server.requests
-      const refusals = log.filter((record) => record.status === 429)
-      expect(refusals.length).toBeLessThanOrEqual(20)
-      // each refusal was retried after its pause, and each retry was for a refusal
-      expect(summary.retries).toBe(refusals.length)
-      // no request sent once the client knew of a pause, until it ended: a request that passed the
-      // gate before the 429 reached the client may still arrive some milliseconds later, as long as
-      // the client and this server share one busy event loop; a client that ignored the pause
-      // would send all through the second
-      for (const refusal of refusals) {
-        const from = (refusal.finishedAt ?? refusal.at) + 100
-        const until = refusal.retryAfterUntil ?? from
-        expect(log.filter((record) => record.at > from && record.at < until)).toEqual([])
-      }
-    }).pipe(
-      Effect.provide(withEmulator({ tables: [table], latency: "5 millis", throttle: { maxInFlight: 2, retryAfterSeconds: 1 } }, {}))
-    ), 60_000)
+  it.effect(
+    "more than 2 requests in flight draw a 429 (Retry-After: 1): the exact table, no request in the pause, few refusals",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const { rows, summary } = yield* onTestClock(scanAll({}))
+        expect(ids(rows)).toEqual(table.rows.map((row) => row._id))
+        expect(summary.complete).toBe(true)
+        const log = yield* server.requests
+        const refusals = log.filter((record) => record.status === 429)
+        expect(refusals.length).toBeLessThanOrEqual(20)
+        // each refusal was retried after its pause, and each retry was for a refusal
+        expect(summary.retries).toBe(refusals.length)
+        // no request sent once the client knew of a pause, until it ended: a request that passed the
+        // gate before the 429 reached the client may still arrive some milliseconds later, as long as
+        // the client and this server share one busy event loop; a client that ignored the pause
+        // would send all through the second
+        for (const refusal of refusals) {
+          const from = (refusal.finishedAt ?? refusal.at) + 100
+          const until = refusal.retryAfterUntil ?? from
+          expect(log.filter((record) => record.at > from && record.at < until)).toEqual([])
+        }
+      }).pipe(
+        Effect.provide(
+          withEmulator({ tables: [table], latency: "5 millis", throttle: { maxInFlight: 2, retryAfterSeconds: 1 } }, {})
+        )
+      ),
+    60_000
+  )
 })
 
 describe("collect", () => {

@@ -125,7 +125,12 @@ const simulate = (s: Scenario, crash: Crashes = noCrashes): Outcome => {
     rowOf.set(id, made)
     return made
   }
-  let state = Engine.initial({ pageSize: s.pageSize, overlap: s.overlap, onInconsistent: s.onInconsistent, dedupe: s.dedupe }, true)
+  let state = Engine.initial({
+    pageSize: s.pageSize,
+    overlap: s.overlap,
+    onInconsistent: s.onInconsistent,
+    dedupe: s.dedupe
+  }, true)
   const inflight: Array<{ readonly window: Engine.Window; answer?: Array<string>; size: number; at: number }> = []
   const emitted: Array<string> = []
   const drifts: Outcome["drifts"] = []
@@ -191,8 +196,26 @@ const simulate = (s: Scenario, crash: Crashes = noCrashes): Outcome => {
       if (!wasBehind && isBehind) interval.appeared++
     }
   }
-  const outcome = (verdict: Outcome["verdict"], finalSize: number, anchorWasThere?: boolean, reason?: string): Outcome => ({
-    emitted, verdict, state, original, stable, kept, resumed, gapChanges, reason, everSeen, finalSize, drifts, totals, blind,
+  const outcome = (
+    verdict: Outcome["verdict"],
+    finalSize: number,
+    anchorWasThere?: boolean,
+    reason?: string
+  ): Outcome => ({
+    emitted,
+    verdict,
+    state,
+    original,
+    stable,
+    kept,
+    resumed,
+    gapChanges,
+    reason,
+    everSeen,
+    finalSize,
+    drifts,
+    totals,
+    blind,
     anchorWasThere
   })
 
@@ -205,7 +228,10 @@ const simulate = (s: Scenario, crash: Crashes = noCrashes): Outcome => {
     if (entry === undefined || rng.next() < s.churn) {
       change()
     } else {
-      entry.answer = table.slice(entry.window.start, entry.window.start + Math.min(entry.window.limit, s.cap ?? Infinity))
+      entry.answer = table.slice(
+        entry.window.start,
+        entry.window.start + Math.min(entry.window.limit, s.cap ?? Infinity)
+      )
       entry.size = table.length
       entry.at = step
     }
@@ -363,9 +389,14 @@ const expectGuarantees = (s: Scenario, outcome: Outcome): void => {
 }
 
 describe("the paging engine against a model of a changing table", () => {
-  it.prop("each row at most once; untouched rows exactly once, in order; drift counted as the model did", [scenario], ([s]) => {
-    expectGuarantees(s, simulate(s))
-  }, { fastCheck: { numRuns: 3000, examples: [[regression]] } })
+  it.prop(
+    "each row at most once; untouched rows exactly once, in order; drift counted as the model did",
+    [scenario],
+    ([s]) => {
+      expectGuarantees(s, simulate(s))
+    },
+    { fastCheck: { numRuns: 3000, examples: [[regression]] } }
+  )
 
   it.prop(
     "stopped after random pages, through the checkpoint's JSON, with changes in the gap: the same guarantees over all the rows emitted",

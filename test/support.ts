@@ -1,5 +1,17 @@
 import { NodeHttpClient } from "@effect/platform-node"
-import { Chunk, Clock, Duration, Effect, Fiber, Layer, Predicate, Redacted, Schema, TestClock, TestServices } from "effect"
+import {
+  Chunk,
+  Clock,
+  Duration,
+  Effect,
+  Fiber,
+  Layer,
+  Predicate,
+  Redacted,
+  Schema,
+  TestClock,
+  TestServices
+} from "effect"
 import * as DiagnosticsChannel from "node:diagnostics_channel"
 import { MicroappClient } from "../src/index.js"
 import {
@@ -38,7 +50,10 @@ export const awaitLog = (predicate: (log: ReadonlyArray<RequestRecord>) => boole
           yield* Effect.sleep("1 millis")
         }
       }).pipe(
-        Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("the request log never reached the expected state") }),
+        Effect.timeoutFail({
+          duration: "10 seconds",
+          onTimeout: () => new Error("the request log never reached the expected state")
+        }),
         Effect.orDie
       )
     ))

@@ -8,7 +8,7 @@
 import { type CliApp, Command, HelpDoc, ValidationError } from "@effect/cli"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
-import { Cause, Config, Console, Effect, Logger, LogLevel, Option, Schema } from "effect"
+import { Cause, Config, type Console, Effect, Logger, LogLevel, Option, Schema } from "effect"
 import { format } from "node:util"
 import { demo } from "./commands/demo.js"
 import { login } from "./commands/login.js"
@@ -148,7 +148,9 @@ export const main = (argv: ReadonlyArray<string>): Effect.Effect<ExitCode, never
     const version = yield* readVersion
     const run = Command.run(microapp, { name: "microapp", version })
     return yield* run(argv).pipe(
-      Effect.withConsole(cliConsole(yield* Effect.console, stdio.stdout, stdio.isTerminal.stdout && (yield* wantsColour))),
+      Effect.withConsole(
+        cliConsole(yield* Effect.console, stdio.stdout, stdio.isTerminal.stdout && (yield* wantsColour))
+      ),
       Effect.as(ExitCode.ok),
       Effect.catchAll((error: CliError | ValidationError.ValidationError) =>
         ValidationError.isValidationError(error)
@@ -161,6 +163,8 @@ export const main = (argv: ReadonlyArray<string>): Effect.Effect<ExitCode, never
     Effect.catchAllCause((cause) =>
       Effect.as(stderrLine(`error: unexpected failure: ${describeDefect(cause)}`), ExitCode.failure)
     ),
-    Effect.provide(Logger.replaceEffect(Logger.defaultLogger, Effect.map(Stdio, (stdio) => stderrLogger(stdio.stderr)))),
+    Effect.provide(
+      Logger.replaceEffect(Logger.defaultLogger, Effect.map(Stdio, (stdio) => stderrLogger(stdio.stderr)))
+    ),
     Logger.withMinimumLogLevel(LogLevel.Warning)
   )

@@ -41,7 +41,9 @@ const failedOn = (what: string) => (error: { readonly message: string }) =>
 const fileDestination = (file: FileSystem.File, name: string): Destination => ({
   // a zero-length write is refused by writeAll, and there is nothing to write
   write: (text) =>
-    text.length === 0 ? Effect.void : Effect.mapError(file.writeAll(encoder.encode(text)), failedOn(`cannot write ${name}`))
+    text.length === 0
+      ? Effect.void
+      : Effect.mapError(file.writeAll(encoder.encode(text)), failedOn(`cannot write ${name}`))
 })
 
 /**

@@ -105,14 +105,15 @@ export const updateSummaryLine = (
  * @since 0.1.0
  * @category progress
  */
-export const withProgress = (line: Effect.Effect<string>, enabled: boolean) =>
-<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R | Stdio> =>
-  enabled
-    ? Effect.scoped(Effect.gen(function*() {
-      const { stderr } = yield* Stdio
-      yield* Effect.addFinalizer(() => Effect.ignore(stderr.write(clearLine)))
-      const draw = Effect.flatMap(line, (current) => Effect.ignore(stderr.write(`${clearLine}${current}`)))
-      yield* Effect.forkScoped(Effect.repeat(draw, Schedule.spaced(Duration.millis(250))))
-      return yield* effect
-    }))
-    : effect
+export const withProgress =
+  (line: Effect.Effect<string>, enabled: boolean) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R | Stdio> =>
+    enabled
+      ? Effect.scoped(Effect.gen(function*() {
+        const { stderr } = yield* Stdio
+        yield* Effect.addFinalizer(() => Effect.ignore(stderr.write(clearLine)))
+        const draw = Effect.flatMap(line, (current) => Effect.ignore(stderr.write(`${clearLine}${current}`)))
+        yield* Effect.forkScoped(Effect.repeat(draw, Schedule.spaced(Duration.millis(250))))
+        return yield* effect
+      }))
+      : effect

@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import { MicroappServer, peopleMicroAppID, projectsMicroAppID } from "../testing/index.js"
 import { CommandFailed } from "./exitCodes.js"
 import { shellQuote } from "./shell.js"
-import { type Signals, signalListener, Stdio, type WriteError } from "./stdio.js"
+import { signalListener, type Signals, Stdio, type WriteError } from "./stdio.js"
 
 /** What a ServeError carries: its message is empty, its cause says what happened (EADDRINUSE...). */
 const causeOf = (error: { readonly cause: unknown }): string =>

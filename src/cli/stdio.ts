@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Context, Deferred, Effect, Logger, Scope, Stream } from "effect"
+import { Context, Deferred, Effect, Logger, type Scope, Stream } from "effect"
 import { type CommandFailed, Interrupted, type ReaderClosed, UsageError } from "./exitCodes.js"
 
 /**

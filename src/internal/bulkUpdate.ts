@@ -2,14 +2,14 @@
  * The engine behind `updateRows`: bounded concurrency, one outcome per update in input order,
  * updates of one row applied in input order, and ambiguous failures resolved by reading back.
  */
-import { Deferred, Effect, identity, Option, Predicate, Schema, Stream } from "effect"
+import { Deferred, Effect, identity, type Option, Predicate, Schema, Stream } from "effect"
 import { defaults, type Options, Outcome } from "../BulkUpdate.js"
 import type { MicroappClient } from "../MicroappClient.js"
 import type { InvalidInput, MicroappError } from "../MicroappError.js"
 import { bounds, wholeNumberIn } from "./bounds.js"
+import { validate } from "./bounds.js"
 import type { Endpoint } from "./endpoints.js"
 import { isRetryable } from "./errors.js"
-import { validate } from "./bounds.js"
 
 /** The calls the engine makes: the client's own, so every request passes its gate, limits and retries. */
 export interface Calls {
@@ -183,14 +183,20 @@ export const makeUpdateRows = (calls: Calls) => {
       // that start after a stop keeps the outcomes a prefix of the input
       const run = (step: Step<I>): Effect.Effect<Option.Option<Outcome>> =>
         Effect.suspend(() =>
-          stopped ? Effect.succeedNone : Effect.asSome(Effect.tap(outcomeOf(step), (outcome) =>
-            settings.stopOnFailure && outcome._tag !== "Updated" ? halt : Effect.void))
+          stopped ?
+            Effect.succeedNone :
+            Effect.asSome(
+              Effect.tap(outcomeOf(step), (outcome) =>
+                settings.stopOnFailure && outcome._tag !== "Updated" ? halt : Effect.void)
+            )
         ).pipe(Effect.ensuring("turn" in step ? endTurn(step.turn) : Effect.void))
 
       return updates.pipe(
         // after a stop, a read under way is abandoned and no more input is read than the chunk at hand
         Stream.interruptWhen(Deferred.await(halted)),
-        Stream.takeWhile(() => !stopped),
+        Stream.takeWhile(() =>
+          !stopped
+        ),
         Stream.zipWithIndex,
         // turns are taken in input order, before the update can start
         Stream.mapEffect(([input, index]): Effect.Effect<Step<I>> =>

@@ -11,7 +11,7 @@ import { endpoints } from "./endpoints.js"
 import * as IdSet from "./IdSet.js"
 import * as Engine from "./scanEngine.js"
 import { type Figures, summarise } from "./summary.js"
-import * as Wire from "./wire.js"
+import type * as Wire from "./wire.js"
 
 export const TypeId: CheckpointTypeId = Symbol.for("effect-microapp/Checkpoint") as CheckpointTypeId
 
@@ -166,7 +166,9 @@ const withChecksum = (body: Body): Json => ({ ...body, checksum: checksumOf(cano
 
 /** The checkpoint's JSON text: the canonical text of its body, with the checksum of that text last. */
 export const toJson = (checkpoint: Checkpoint): string => {
-  if (!(checkpoint instanceof CheckpointImpl)) throw new TypeError("Checkpoint.toJson: not a checkpoint of this library")
+  if (!(checkpoint instanceof CheckpointImpl)) {
+    throw new TypeError("Checkpoint.toJson: not a checkpoint of this library")
+  }
   const text = canonical(bodyOf(checkpoint))
   return `${text.slice(0, -1)},"checksum":"${checksumOf(text)}"}`
 }
@@ -184,7 +186,10 @@ const problemOf = (body: Body): Problem | undefined => {
     return [["state", "tail"], `holds ${state.tail.length} ids, more than the ${state.reread} rows re-read`]
   }
   if (state.tail.length > state.position) {
-    return [["state", "tail"], `holds ${state.tail.length} ids, more than the ${state.position} rows before the position`]
+    return [
+      ["state", "tail"],
+      `holds ${state.tail.length} ids, more than the ${state.position} rows before the position`
+    ]
   }
   if (state.tail.length > state.largestPage) {
     return [["state", "tail"], `holds ${state.tail.length} ids, more than the largest page (${state.largestPage})`]
@@ -193,7 +198,10 @@ const problemOf = (body: Body): Problem | undefined => {
     return [["state", "shortPage"], `${state.shortPage} is larger than the largest page (${state.largestPage})`]
   }
   if (state.probe !== null && state.probe.rowsSeen > state.largestPage) {
-    return [["state", "probe", "rowsSeen"], `${state.probe.rowsSeen} is larger than the largest page (${state.largestPage})`]
+    return [
+      ["state", "probe", "rowsSeen"],
+      `${state.probe.rowsSeen} is larger than the largest page (${state.largestPage})`
+    ]
   }
   if (state.stalled >= Engine.stallLimit) {
     return [["state", "stalled"], `${state.stalled} windows without progress: a scan gives up at ${Engine.stallLimit}`]
@@ -205,11 +213,15 @@ const problemOf = (body: Body): Problem | undefined => {
   if (counters.emitted - counters.rows > counters.invalidRows) {
     return [
       ["counters", "invalidRows"],
-      `${counters.emitted - counters.rows} rows emitted were not handed on, but only ${counters.invalidRows} were invalid`
+      `${
+        counters.emitted - counters.rows
+      } rows emitted were not handed on, but only ${counters.invalidRows} were invalid`
     ]
   }
   if ("packed" in seen) {
-    if (query.dedupe !== "exact") return [["seen"], `holds every id emitted, but the query's dedupe is "${query.dedupe}"`]
+    if (query.dedupe !== "exact") {
+      return [["seen"], `holds every id emitted, but the query's dedupe is "${query.dedupe}"`]
+    }
     if (IdSet.decodeBase64(seen.packed) === undefined || seen.packed.length % 16 !== 0) {
       return [["seen", "packed"], "is not base64 of 12 bytes an id (its length must be a multiple of 16)"]
     }
@@ -220,7 +232,9 @@ const problemOf = (body: Body): Problem | undefined => {
     const packable = seen.others.find(IdSet.isPacked)
     if (packable !== undefined) return [["seen", "others"], `holds "${packable}", which belongs in packed`]
   } else {
-    if (query.dedupe !== "recent") return [["seen"], `holds recent ids only, but the query's dedupe is "${query.dedupe}"`]
+    if (query.dedupe !== "recent") {
+      return [["seen"], `holds recent ids only, but the query's dedupe is "${query.dedupe}"`]
+    }
     const capacity = Engine.recentCapacity(query)
     if (seen.recent.length > Math.min(capacity, counters.emitted)) {
       return [
@@ -305,7 +319,9 @@ export const fromJson = (text: string): Effect.Effect<Checkpoint, InvalidInput> 
       return Effect.fail(invalidCheckpoint("checkpoint", `is not JSON (truncated, or not a checkpoint)${detail}`))
     }
     if (!Predicate.isRecord(json) || !("version" in json)) {
-      return Effect.fail(invalidCheckpoint("checkpoint", "is not a checkpoint: a JSON object with a version is expected"))
+      return Effect.fail(
+        invalidCheckpoint("checkpoint", "is not a checkpoint: a JSON object with a version is expected")
+      )
     }
     return Either.match(decodeJson(json), {
       onLeft: (error) => {
@@ -325,7 +341,9 @@ export const queryOf = (
   microAppID: selection.microAppID,
   filters: selection.filters
     .map((filter) => ({ fieldID: filter.fieldID, value: String(filter.value) }))
-    .sort((a, b) => a.fieldID < b.fieldID ? -1 : a.fieldID > b.fieldID ? 1 : a.value < b.value ? -1 : a.value > b.value ? 1 : 0),
+    .sort((a, b) =>
+      a.fieldID < b.fieldID ? -1 : a.fieldID > b.fieldID ? 1 : a.value < b.value ? -1 : a.value > b.value ? 1 : 0
+    ),
   sort: selection.sort,
   pageSize: settings.pageSize,
   overlap: settings.overlap,
@@ -333,7 +351,9 @@ export const queryOf = (
 })
 
 const showFilters = (filters: QueryJson["filters"]) =>
-  filters.length === 0 ? "none" : filters.map((filter) => `${filter.fieldID} = ${JSON.stringify(filter.value)}`).join(" and ")
+  filters.length === 0
+    ? "none"
+    : filters.map((filter) => `${filter.fieldID} = ${JSON.stringify(filter.value)}`).join(" and ")
 
 const showSort = (sort: QueryJson["sort"]) =>
   sort.length === 0 ? "natural order" : sort.map((key) => `sort field ${key.field} ${key.order}`).join(", then ")
@@ -354,10 +374,15 @@ const differences = (was: QueryJson, now: QueryJson): Array<string> => {
 }
 
 /** The checkpoint `resume` names, checked against the query of the scan that resumes from it. */
-export const resumeFrom = (resume: Checkpoint | undefined, query: QueryJson): Either.Either<CheckpointImpl | undefined, InvalidInput> => {
+export const resumeFrom = (
+  resume: Checkpoint | undefined,
+  query: QueryJson
+): Either.Either<CheckpointImpl | undefined, InvalidInput> => {
   if (resume === undefined) return Either.right(undefined)
   if (!(resume instanceof CheckpointImpl)) {
-    return Either.left(invalidCheckpoint("resume", "must be a Checkpoint: from a page of `pages`, or from `Checkpoint.fromJson`"))
+    return Either.left(
+      invalidCheckpoint("resume", "must be a Checkpoint: from a page of `pages`, or from `Checkpoint.fromJson`")
+    )
   }
   const differ = differences(resume.query, query)
   return differ.length === 0

@@ -3,17 +3,8 @@
  * the rate gate, the learned in-flight limit), the session, and each call over them.
  */
 import * as HttpClient from "@effect/platform/HttpClient"
+import { Duration, Effect, Either, RateLimiter, Redacted, Schema, Stream, SynchronizedRef } from "effect"
 import type * as Scope from "effect/Scope"
-import {
-  Duration,
-  Effect,
-  Either,
-  RateLimiter,
-  Redacted,
-  Schema,
-  Stream,
-  SynchronizedRef
-} from "effect"
 import type * as BulkUpdate from "../BulkUpdate.js"
 import type { InvalidRowPolicy, MicroappClient } from "../MicroappClient.js"
 import { InvalidInput, type MicroappError, NotFound, TooManyRows } from "../MicroappError.js"
@@ -21,6 +12,7 @@ import * as Query from "../Query.js"
 import { type InvalidRow, Row, RowMetadata } from "../Row.js"
 import * as RowStream from "../RowStream.js"
 import { bounds, durationIn, RequestTimeout, wholeNumberIn } from "./bounds.js"
+import { validate } from "./bounds.js"
 import { makeUpdateRows } from "./bulkUpdate.js"
 import { queryOf } from "./checkpoint.js"
 import { decodeEnvelope, makeRowDecoder, type RowDecoder } from "./decode.js"
@@ -29,8 +21,15 @@ import * as InFlight from "./inFlight.js"
 import { type Credentials, makeRequester, type Requester } from "./request.js"
 import { defaultMaxPause, makeRateGate } from "./retry.js"
 import * as Scan from "./scan.js"
-import { validate } from "./bounds.js"
-import { type CheckedSelection, checkSelection, CurrentRowBody, LoginBody, RowsBody, StatusEnvelope, toRequestBody } from "./wire.js"
+import {
+  type CheckedSelection,
+  checkSelection,
+  CurrentRowBody,
+  LoginBody,
+  RowsBody,
+  StatusEnvelope,
+  toRequestBody
+} from "./wire.js"
 /**
  * Checks and normalises the base URL once. A query string or a fragment would end up inside every
  * request's path, and userinfo would be dropped: each is refused. The URL itself is never quoted
@@ -38,7 +37,8 @@ import { type CheckedSelection, checkSelection, CurrentRowBody, LoginBody, RowsB
  */
 export const normaliseBaseUrl = (baseUrl: string): Either.Either<string, InvalidInput> => {
   const trimmed = baseUrl.trim().replace(/\/+$/, "")
-  const refuse = (reason: string) => Either.left(new InvalidInput({ method: "POST", path: "", input: "baseUrl", reason }))
+  const refuse = (reason: string) =>
+    Either.left(new InvalidInput({ method: "POST", path: "", input: "baseUrl", reason }))
   let url: URL
   try {
     url = new URL(trimmed)
@@ -166,7 +166,10 @@ export const makeSender = Effect.fnUntraced(function*(tuning: MicroappClient.Tun
 })
 
 /** `POST /api/login`: the token, kept `Redacted`, and the user id. */
-export const logIn = (requester: Requester, options: { readonly email: string; readonly password: Redacted.Redacted<string> }) =>
+export const logIn = (
+  requester: Requester,
+  options: { readonly email: string; readonly password: Redacted.Redacted<string> }
+) =>
   Effect.gen(function*() {
     const reply = yield* requester.sendJson(
       endpoints.login,
@@ -240,13 +243,17 @@ const makeWith = Effect.fnUntraced(function*<E>(
       })
       const query = queryOf(selection, settings)
       const checkpoints = yield* Scan.checkpointing(options, query)
-      return Scan.make<A>({
-        microAppID: selection.microAppID,
-        path: endpoints.rows.path,
-        query,
-        fetch: (window) => fetchPage(selection, window, options.timeout),
-        decode: (rows, indexes, attempts) => decoder(rows, indexes, { endpoint: endpoints.rows, attempt: attempts })
-      }, settings, checkpoints)
+      return Scan.make<A>(
+        {
+          microAppID: selection.microAppID,
+          path: endpoints.rows.path,
+          query,
+          fetch: (window) => fetchPage(selection, window, options.timeout),
+          decode: (rows, indexes, attempts) => decoder(rows, indexes, { endpoint: endpoints.rows, attempt: attempts })
+        },
+        settings,
+        checkpoints
+      )
     })
 
     const rows = (options: MicroappClient.RowsOptions) => Stream.unwrap(Effect.map(scan(options), (scan) => scan.rows))
@@ -265,9 +272,10 @@ const makeWith = Effect.fnUntraced(function*<E>(
       // a server that sends more than asked is cut to the promise: at most `limit` rows
       const kept = page.rows.length > limit ? page.rows.slice(0, limit) : page.rows
       if (kept !== page.rows) {
-        yield* Effect.logWarning("the server sent more rows than the limit asked for: the rows past it are dropped").pipe(
-          Effect.annotateLogs({ limit, sent: page.rows.length })
-        )
+        yield* Effect.logWarning("the server sent more rows than the limit asked for: the rows past it are dropped")
+          .pipe(
+            Effect.annotateLogs({ limit, sent: page.rows.length })
+          )
       }
       const decoded = yield* toEffect(decoder(kept, undefined, { endpoint: endpoints.rows, attempt: page.attempts }))
       yield* Effect.forEach(decoded.invalid, (error) => Effect.logWarning(error.message), { discard: true })
@@ -283,7 +291,8 @@ const makeWith = Effect.fnUntraced(function*<E>(
       const reply = yield* post(endpoints.row, { rowID: id }, options?.timeout, { rowID: id })
       const info = { endpoint: endpoints.row, attempt: reply.attempts }
       // a success envelope without the row means the same as a 404
-      const notFound = () => new NotFound({ method: "POST", path: endpoints.row.path, rowID: id, attempts: reply.attempts })
+      const notFound = () =>
+        new NotFound({ method: "POST", path: endpoints.row.path, rowID: id, attempts: reply.attempts })
       yield* Effect.annotateCurrentSpan({ attempt: reply.attempts })
       const body = yield* decodeCurrentRow(reply.json, 200, info)
       const current = body.body?.currentRow
@@ -329,7 +338,10 @@ const makeWith = Effect.fnUntraced(function*<E>(
     options: BulkUpdate.Options = {}
   ) => runUpdates(updates, options, Effect.succeed)
 
-  function withSchema<A, I>(schema: Schema.Schema<A, I>, options: { readonly invalidRows: "raw" }): MicroappClient.Reader<A | InvalidRow>
+  function withSchema<A, I>(
+    schema: Schema.Schema<A, I>,
+    options: { readonly invalidRows: "raw" }
+  ): MicroappClient.Reader<A | InvalidRow>
   function withSchema<A, I>(
     schema: Schema.Schema<A, I>,
     options?: { readonly invalidRows?: "fail" | "skip" | undefined }

@@ -6,10 +6,10 @@ import { Effect, Either, ParseResult, Schema } from "effect"
 import type { InvalidRowPolicy } from "../MicroappClient.js"
 import { type MicroappError, RequestRejected, UnexpectedResponse } from "../MicroappError.js"
 import { InvalidRow } from "../Row.js"
-import { idOf } from "./IdSet.js"
-import { StatusEnvelope } from "./wire.js"
 import { type AttemptInfo, where } from "./errors.js"
 import { makeDecoder, undecided } from "./fastDecode.js"
+import { idOf } from "./IdSet.js"
+import { StatusEnvelope } from "./wire.js"
 
 const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
   path.map((key) => typeof key === "number" ? `[${key}]` : `.${String(key)}`).join("").replace(/^\./, "")
@@ -84,7 +84,10 @@ export type RowDecoder<A> = (
 /** A row decoder compiled once; under "raw" an invalid row is handed on as `InvalidRow`. */
 export function makeRowDecoder<A, I>(schema: Schema.Schema<A, I>, policy: "fail" | "skip"): RowDecoder<A>
 export function makeRowDecoder<A, I>(schema: Schema.Schema<A, I>, policy: InvalidRowPolicy): RowDecoder<A | InvalidRow>
-export function makeRowDecoder<A, I>(schema: Schema.Schema<A, I>, policy: InvalidRowPolicy): RowDecoder<A | InvalidRow> {
+export function makeRowDecoder<A, I>(
+  schema: Schema.Schema<A, I>,
+  policy: InvalidRowPolicy
+): RowDecoder<A | InvalidRow> {
   const { decode, fast } = makeDecoder(schema, { errors: "first" })
   return (rows, indexes, info) => {
     const out: Array<A | InvalidRow> = []

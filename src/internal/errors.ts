@@ -19,7 +19,6 @@ import {
 } from "../MicroappError.js"
 import type { Endpoint } from "./endpoints.js"
 
-
 /** Identifies one attempt of one call in the errors it produces. */
 export interface AttemptInfo {
   readonly endpoint: Endpoint

@@ -14,8 +14,7 @@ type Compiled = (input: unknown) => unknown
 
 const identity: Compiled = (input) => input
 
-const typeOf = (type: "string" | "number" | "boolean"): Compiled => (input) =>
-  typeof input === type ? input : undecided
+const typeOf = (type: "string" | "number" | "boolean"): Compiled => (input) => typeof input === type ? input : undecided
 
 const kind = { string: 1, number: 2, boolean: 4, undefined: 8, null: 16, object: 32, array: 64, other: 128 } as const
 const anyKind = 255
@@ -252,4 +251,3 @@ export const makeDecoder = <A, I>(
     }
   }
 }
-

@@ -17,8 +17,10 @@ const mapFields = <B>(fields: Readonly<Record<string, AnyField>>, f: (field: Any
 export const rowSchema = <Fields extends Record<string, AnyField>>(
   fields: Fields
 ): Schema.Schema<RowType<Fields>, Readonly<Record<string, unknown>>> => {
-  const properties = mapFields(fields, (field) =>
-    field.required ? field.schema : Schema.optionalWith(field.schema, { nullable: true }))
+  const properties = mapFields(
+    fields,
+    (field) => field.required ? field.schema : Schema.optionalWith(field.schema, { nullable: true })
+  )
   const schema = Schema.Struct(
     { ...properties, ...Row.RowMetadata.fields },
     Schema.Record({ key: Schema.String, value: Schema.Unknown })
@@ -67,7 +69,10 @@ const updatePath = endpoints.update.path
 /** Edits (insert, delete, change, swap of neighbours) between two labels, to suggest the one meant. */
 const distance = (a: string, b: string): number => {
   const width = b.length + 1
-  const table = Array.from({ length: (a.length + 1) * width }, (_, k) => k < width ? k : k % width === 0 ? k / width : 0)
+  const table = Array.from(
+    { length: (a.length + 1) * width },
+    (_, k) => k < width ? k : k % width === 0 ? k / width : 0
+  )
   const at = (i: number, j: number): number => table[i * width + j] ?? 0
   for (let i = 1; i <= a.length; i++) {
     for (let j = 1; j <= b.length; j++) {
@@ -92,7 +97,9 @@ const encodeUpdate = (microapp: AnyMicroapp) => {
   const encoders = mapFields(microapp.fields, (field) => Schema.encodeUnknown(Schema.NullOr(field.schema)))
   return (rowData: unknown): Effect.Effect<Record<string, unknown>, InvalidInput> =>
     Effect.gen(function*() {
-      if (!Predicate.isRecord(rowData)) return yield* invalid(updatePath, "rowData", "must be an object of values by label")
+      if (!Predicate.isRecord(rowData)) {
+        return yield* invalid(updatePath, "rowData", "must be an object of values by label")
+      }
       const encoded: Record<string, unknown> = {}
       for (const [label, value] of Object.entries(rowData)) {
         const encode = Object.hasOwn(encoders, label) ? encoders[label] : undefined
@@ -138,7 +145,8 @@ export const bind = <Fields extends Record<string, AnyField>, SortLabel extends 
     definition: microapp,
     rows: (options) => Stream.unwrap(Effect.map(selected(options), reader.rows)),
     scan: (options) => Effect.flatMap(selected(options), reader.scan),
-    collect: (options) => Effect.flatMap(selected(options), (selection) => reader.collect({ ...selection, max: options.max })),
+    collect: (options) =>
+      Effect.flatMap(selected(options), (selection) => reader.collect({ ...selection, max: options.max })),
     query: (options) => Effect.flatMap(selected(options), reader.query),
     getRow: reader.getRow,
     updateRow: (options) => Effect.flatMap(prepare(options), client.updateRow),

@@ -63,11 +63,14 @@ const errorBodyBytes = 64 * 1024
  * caller provided; other transports (undici, node:http) never follow them.
  */
 const withoutRedirects = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.flatMap(Effect.serviceOption(FetchHttpClient.RequestInit), (init) =>
-    Effect.provideService(effect, FetchHttpClient.RequestInit, {
-      ...Option.getOrUndefined(init),
-      redirect: "manual"
-    }))
+  Effect.flatMap(
+    Effect.serviceOption(FetchHttpClient.RequestInit),
+    (init) =>
+      Effect.provideService(effect, FetchHttpClient.RequestInit, {
+        ...Option.getOrUndefined(init),
+        redirect: "manual"
+      })
+  )
 
 const decodeTimeout = Schema.decodeUnknownEither(Bounds.RequestTimeout)
 
@@ -113,8 +116,11 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
         (error) => Errors.fromBodyError(error, info)
       )
     const exchange = Effect.gen(function*() {
-      const response = yield* Effect.mapError(withoutRedirects(scoped.execute(request)), (error) =>
-        error._tag === "RequestError" ? Errors.fromRequestError(error, info) : Errors.fromBodyError(error, info))
+      const response = yield* Effect.mapError(
+        withoutRedirects(scoped.execute(request)),
+        (error) =>
+          error._tag === "RequestError" ? Errors.fromRequestError(error, info) : Errors.fromBodyError(error, info)
+      )
       const status = response.status
       // nothing of it is read: the end of the attempt aborts the request
       if (Errors.isRedirect(status)) return yield* Errors.redirected(status, response.headers["location"], url, info)
@@ -190,8 +196,11 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
     return Effect.flatMap(Clock.currentTimeMillis, (start) => {
       const deadline = start + budget
       if (schedule === undefined) return attempt(1, deadline)
-      return Effect.flatMap(Ref.make(0), (attempts) =>
-        Effect.retry(Effect.flatMap(Ref.updateAndGet(attempts, (n) => n + 1), (n) => attempt(n, deadline)), schedule))
+      return Effect.flatMap(
+        Ref.make(0),
+        (attempts) =>
+          Effect.retry(Effect.flatMap(Ref.updateAndGet(attempts, (n) => n + 1), (n) => attempt(n, deadline)), schedule)
+      )
     })
   }
 

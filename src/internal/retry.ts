@@ -83,26 +83,27 @@ export interface RateGate {
   readonly holdFor: (millis: number) => Effect.Effect<void>
 }
 
-export const makeRateGate = (maxPause: Duration.Duration): Effect.Effect<RateGate> => Effect.map(Ref.make(0), (until) => {
-  const longest = Duration.toMillis(maxPause)
-  const pass = (deadline: number): Effect.Effect<void, number> =>
-    Effect.flatMap(
-      Effect.zip(Ref.get(until), Clock.currentTimeMillis),
-      // the gate may move while we sleep (another 429), so look again after waking; whole
-      // milliseconds, since a wait below the clock's nanosecond is no wait, and would have this spin
-      ([openAt, now]) =>
-        openAt <= now
-          ? Effect.void
-          : openAt > deadline
-          ? Effect.fail(openAt - now)
-          : Effect.zipRight(Effect.sleep(Duration.millis(Math.ceil(openAt - now))), pass(deadline))
-    )
-  return {
-    pass,
-    holdFor: (millis) =>
+export const makeRateGate = (maxPause: Duration.Duration): Effect.Effect<RateGate> =>
+  Effect.map(Ref.make(0), (until) => {
+    const longest = Duration.toMillis(maxPause)
+    const pass = (deadline: number): Effect.Effect<void, number> =>
       Effect.flatMap(
-        Clock.currentTimeMillis,
-        (now) => Ref.update(until, (openAt) => Math.max(openAt, now + Math.min(millis, longest)))
+        Effect.zip(Ref.get(until), Clock.currentTimeMillis),
+        // the gate may move while we sleep (another 429), so look again after waking; whole
+        // milliseconds, since a wait below the clock's nanosecond is no wait, and would have this spin
+        ([openAt, now]) =>
+          openAt <= now
+            ? Effect.void
+            : openAt > deadline
+            ? Effect.fail(openAt - now)
+            : Effect.zipRight(Effect.sleep(Duration.millis(Math.ceil(openAt - now))), pass(deadline))
       )
-  }
-})
+    return {
+      pass,
+      holdFor: (millis) =>
+        Effect.flatMap(
+          Clock.currentTimeMillis,
+          (now) => Ref.update(until, (openAt) => Math.max(openAt, now + Math.min(millis, longest)))
+        )
+    }
+  })

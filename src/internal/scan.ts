@@ -7,13 +7,13 @@ import { Chunk, Clock, Effect, Either, Fiber, Queue, Ref, Schema, Stream, Take, 
 import { InvalidInput, type MicroappError, ScanInconsistent, type UnexpectedResponse } from "../MicroappError.js"
 import * as Query from "../Query.js"
 import * as RowStream from "../RowStream.js"
+import { validate } from "./bounds.js"
 import { CheckpointImpl, type QueryJson, resumeFrom } from "./checkpoint.js"
 import * as Concurrency from "./concurrency.js"
 import type { DecodedRows } from "./decode.js"
 import { endpoints } from "./endpoints.js"
 import * as Engine from "./scanEngine.js"
 import { type Figures, noFigures, summarise } from "./summary.js"
-import { validate } from "./bounds.js"
 
 /** One answer of the server, undecoded, and how many attempts it took. */
 export interface RawPage {
@@ -46,8 +46,14 @@ export interface Settings {
   readonly dedupe: "exact" | "recent"
 }
 
-export const settings = (options: RowStream.ScanOptions, limits: { readonly maxInFlight?: number | undefined }): Settings => {
-  const maxConcurrency = Math.min(options.maxConcurrency ?? RowStream.defaults.maxConcurrency, limits.maxInFlight ?? Infinity)
+export const settings = (
+  options: RowStream.ScanOptions,
+  limits: { readonly maxInFlight?: number | undefined }
+): Settings => {
+  const maxConcurrency = Math.min(
+    options.maxConcurrency ?? RowStream.defaults.maxConcurrency,
+    limits.maxInFlight ?? Infinity
+  )
   return {
     pageSize: options.pageSize ?? RowStream.defaults.pageSize,
     concurrency: options.concurrency ?? RowStream.defaults.concurrency,
@@ -70,18 +76,27 @@ const CheckpointEvery = Schema.Struct({
   rows: Schema.optional(Query.Limit.pipe(Schema.lessThanOrEqualTo(1_000_000)))
 }).pipe(Schema.filter((every) => every.pages !== undefined || every.rows !== undefined || "must name pages or rows"))
 
-const validateCheckpointEvery = validate(Schema.Struct({ checkpointEvery: Schema.optional(CheckpointEvery) }), endpoints.rows)
+const validateCheckpointEvery = validate(
+  Schema.Struct({ checkpointEvery: Schema.optional(CheckpointEvery) }),
+  endpoints.rows
+)
 
 /**
  * The checkpointing options, checked: `resume` must be a checkpoint of `query` (refused before
  * any request otherwise), `checkpointEvery` must name a bounded number of pages or rows.
  */
-export const checkpointing = (options: RowStream.ScanOptions, query: QueryJson): Effect.Effect<Checkpointing, InvalidInput> =>
-  Effect.flatMap(validateCheckpointEvery(options), ({ checkpointEvery }) =>
-    Either.match(resumeFrom(options.resume, query), {
-      onLeft: Effect.fail,
-      onRight: (resume) => Effect.succeed({ resume, every: checkpointEvery ?? RowStream.defaults.checkpointEvery })
-    }))
+export const checkpointing = (
+  options: RowStream.ScanOptions,
+  query: QueryJson
+): Effect.Effect<Checkpointing, InvalidInput> =>
+  Effect.flatMap(
+    validateCheckpointEvery(options),
+    ({ checkpointEvery }) =>
+      Either.match(resumeFrom(options.resume, query), {
+        onLeft: Effect.fail,
+        onRight: (resume) => Effect.succeed({ resume, every: checkpointEvery ?? RowStream.defaults.checkpointEvery })
+      })
+  )
 
 /** Resumes after the event loop's next check phase (where `setImmediate` callbacks run). */
 const nextTurn = Effect.async<void>((resume) => {
@@ -190,10 +205,19 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
   const start = (journal: boolean) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) =>
       Either.match(
-        resume === undefined ? Either.right(Engine.initial(settings, journal)) : Engine.resume(settings, resume.engine, journal),
+        resume === undefined
+          ? Either.right(Engine.initial(settings, journal))
+          : Engine.resume(settings, resume.engine, journal),
         {
           onLeft: (reason) =>
-            Effect.fail(new InvalidInput({ method: "POST", path: source.path, input: "resume", reason: `the checkpoint ${reason}` })),
+            Effect.fail(
+              new InvalidInput({
+                method: "POST",
+                path: source.path,
+                input: "resume",
+                reason: `the checkpoint ${reason}`
+              })
+            ),
           onRight: (engine) => {
             const carried = resume?.figures ?? noFigures
             return Effect.succeed<Run>({
@@ -220,12 +244,15 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
     const inflight: Array<InFlight> = []
 
     const fetch = (window: Engine.Window, slot: InFlight["slot"]) =>
-      Effect.flatMap(Clock.currentTimeMillis, (sentAt) =>
-        Effect.flatMap(source.fetch({ skip: window.start, limit: window.limit }), (page) =>
-          Effect.map(Clock.currentTimeMillis, (now) => {
-            slot.page = page
-            slot.millis = now - sentAt
-          })))
+      Effect.flatMap(
+        Clock.currentTimeMillis,
+        (sentAt) =>
+          Effect.flatMap(source.fetch({ skip: window.start, limit: window.limit }), (page) =>
+            Effect.map(Clock.currentTimeMillis, (now) => {
+              slot.page = page
+              slot.millis = now - sentAt
+            }))
+      )
 
     const fill = Effect.suspend(() =>
       Effect.forEach(
@@ -244,7 +271,11 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
 
     const dropAhead = Effect.suspend(() => Fiber.interruptAll(inflight.splice(0).map((entry) => entry.fiber)))
 
-    const emit = (taken: { readonly rows: Array<unknown>; readonly indexes: Array<number> }, attempts: number, end: boolean) =>
+    const emit = (
+      taken: { readonly rows: Array<unknown>; readonly indexes: Array<number> },
+      attempts: number,
+      end: boolean
+    ) =>
       Effect.suspend(() => {
         if (taken.rows.length === 0) return end ? deliver([], false, true) : Effect.void
         return Either.match(source.decode(taken.rows, taken.indexes, attempts), {
@@ -328,11 +359,15 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
   ): Stream.Stream<O, MicroappError> =>
     Stream.unwrapScoped(
       Effect.gen(function*() {
-        const span = yield* Effect.makeSpanScoped("MicroappClient.scan", { attributes: { microAppID: source.microAppID } })
+        const span = yield* Effect.makeSpanScoped("MicroappClient.scan", {
+          attributes: { microAppID: source.microAppID }
+        })
         const run = yield* start(journal)
         yield* Ref.set(latest, run)
         // finalizers run last first: this one after the run below has stopped, before the span ends
-        yield* Effect.addFinalizer(() => Effect.map(Clock.currentTimeMillis, (now) => annotate(span, summaryOf(run, now))))
+        yield* Effect.addFinalizer(() =>
+          Effect.map(Clock.currentTimeMillis, (now) => annotate(span, summaryOf(run, now)))
+        )
         const queue = yield* Queue.bounded<Parcel<O>>(settings.prefetch)
         yield* Effect.forkScoped(
           drive(run, deliverTo(run, queue)).pipe(
@@ -348,8 +383,11 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
       })
     )
 
-  const rows = runStream<A>(false, (_, queue) => (rows) =>
-    Effect.forEach(chunksOf(rows), (chunk) => Queue.offer(queue, new Parcel(Take.chunk(chunk))), { discard: true }))
+  const rows = runStream<A>(
+    false,
+    (_, queue) => (rows) =>
+      Effect.forEach(chunksOf(rows), (chunk) => Queue.offer(queue, new Parcel(Take.chunk(chunk))), { discard: true })
+  )
 
   /** Gathers the rows of windows into pages, each with the checkpoint of the state after its rows. */
   const gather = (run: Run, queue: Queue.Enqueue<Parcel<RowStream.Page<A>>>): Deliver<A> => {
@@ -377,9 +415,14 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
 
   const pages = runStream(true, gather)
 
-  const summary = Effect.flatMap(Ref.get(latest), (run) =>
-    Effect.map(Clock.currentTimeMillis, (now) =>
-      run === undefined ? summarise(Engine.counters(), noFigures, settings.dedupe) : summaryOf(run, now)))
+  const summary = Effect.flatMap(
+    Ref.get(latest),
+    (run) =>
+      Effect.map(
+        Clock.currentTimeMillis,
+        (now) => run === undefined ? summarise(Engine.counters(), noFigures, settings.dedupe) : summaryOf(run, now)
+      )
+  )
 
   return { rows, pages, summary }
 }

@@ -225,7 +225,10 @@ const learnCap = (state: State, cap: number): void => {
 const none = { rows: [], indexes: [] }
 
 /** Nothing to emit but `taken`; the windows ahead are dropped and planned again from the position. */
-const replan = (state: State, taken: { readonly rows: Array<unknown>; readonly indexes: Array<number> } = none): Verdict => {
+const replan = (
+  state: State,
+  taken: { readonly rows: Array<unknown>; readonly indexes: Array<number> } = none
+): Verdict => {
   state.planned = state.position
   return { _tag: "Continue", ...taken, dropAhead: true }
 }
@@ -303,7 +306,10 @@ const inconsistent = (state: State, window: Window): Verdict => ({
     `more than ${state.tail.length - 1} rows before the position were deleted or moved, or many were inserted`
 })
 
-const end = (state: State, taken: { readonly rows: Array<unknown>; readonly indexes: Array<number> } = none): Verdict => {
+const end = (
+  state: State,
+  taken: { readonly rows: Array<unknown>; readonly indexes: Array<number> } = none
+): Verdict => {
   state.counters.complete = true
   return { _tag: "End", rows: taken.rows, indexes: taken.indexes }
 }
@@ -314,7 +320,12 @@ const end = (state: State, taken: { readonly rows: Array<unknown>; readonly inde
  * to sort out. From the position: a new row there means the server caps pages (or one was
  * appended meanwhile: the two look alike, and the scan takes the safe reading).
  */
-const judgeProbe = (state: State, window: Window, ids: ReadonlyArray<string | undefined>, rowsSeen: number): Verdict => {
+const judgeProbe = (
+  state: State,
+  window: Window,
+  ids: ReadonlyArray<string | undefined>,
+  rowsSeen: number
+): Verdict => {
   state.probe = undefined
   if (window.start < state.position) {
     const reread = state.position - window.start

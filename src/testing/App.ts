@@ -229,8 +229,7 @@ const makeRoutes = (state: MicroappState) => {
 
 // --- faults --------------------------------------------------------------------------------------
 
-const serviceUnavailableHtml =
-  "<html><head><title>503 Service Temporarily Unavailable</title></head>" +
+const serviceUnavailableHtml = "<html><head><title>503 Service Temporarily Unavailable</title></head>" +
   "<body><center><h1>503 Service Temporarily Unavailable</h1></center></body></html>"
 
 // A proper prefix of a JSON object is never valid JSON, so cutting the answer in half breaks it.

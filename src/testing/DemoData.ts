@@ -133,12 +133,48 @@ const projectIdPrefix = "64d0"
 const baseSubmitted = Date.UTC(2023, 0, 2, 9, 0, 0)
 const offsets: readonly [number, ...Array<number>] = [660, 600, 0, -300, 330]
 const firstNames = [
-  "Ada", "Ben", "Chloe", "Dev", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jonas",
-  "Kiri", "Liam", "Maya", "Noah", "Olga", "Priya", "Quinn", "Rosa", "Sami", "Tess"
+  "Ada",
+  "Ben",
+  "Chloe",
+  "Dev",
+  "Elena",
+  "Farid",
+  "Grace",
+  "Hiro",
+  "Ines",
+  "Jonas",
+  "Kiri",
+  "Liam",
+  "Maya",
+  "Noah",
+  "Olga",
+  "Priya",
+  "Quinn",
+  "Rosa",
+  "Sami",
+  "Tess"
 ] as const
 const lastNames = [
-  "Nguyen", "Smith", "Okafor", "Rossi", "Kowalski", "Tanaka", "Silva", "Murphy", "Haddad", "Berg",
-  "Walker", "Moreau", "Khan", "Jensen", "Costa", "Novak", "Park", "Reyes", "Schmidt", "Wu"
+  "Nguyen",
+  "Smith",
+  "Okafor",
+  "Rossi",
+  "Kowalski",
+  "Tanaka",
+  "Silva",
+  "Murphy",
+  "Haddad",
+  "Berg",
+  "Walker",
+  "Moreau",
+  "Khan",
+  "Jensen",
+  "Costa",
+  "Novak",
+  "Park",
+  "Reyes",
+  "Schmidt",
+  "Wu"
 ] as const
 const teams: readonly [string, ...Array<string>] = ["Platform", "Data", "Field Ops", "Design", "Sales"]
 const statuses: readonly [string, ...Array<string>] = ["Open", "In progress", "Done"]
@@ -156,12 +192,60 @@ interface Place {
 }
 
 const places: readonly [Place, ...Array<Place>] = [
-  { country: "Australia", city: "Sydney", region: "NSW", postCode: "2000", street: "George Street", lng: 151.2070, lat: -33.8688 },
-  { country: "Australia", city: "Melbourne", region: "VIC", postCode: "3000", street: "Collins Street", lng: 144.9631, lat: -37.8136 },
-  { country: "Australia", city: "Brisbane", region: "QLD", postCode: "4000", street: "Queen Street", lng: 153.0251, lat: -27.4698 },
-  { country: "New Zealand", city: "Auckland", region: "Auckland", postCode: "1010", street: "Queen Street", lng: 174.7633, lat: -36.8485 },
-  { country: "United Kingdom", city: "London", region: "England", postCode: "EC1A 1BB", street: "King Street", lng: -0.1276, lat: 51.5072 },
-  { country: "United States", city: "Austin", region: "TX", postCode: "78701", street: "Congress Avenue", lng: -97.7431, lat: 30.2672 }
+  {
+    country: "Australia",
+    city: "Sydney",
+    region: "NSW",
+    postCode: "2000",
+    street: "George Street",
+    lng: 151.2070,
+    lat: -33.8688
+  },
+  {
+    country: "Australia",
+    city: "Melbourne",
+    region: "VIC",
+    postCode: "3000",
+    street: "Collins Street",
+    lng: 144.9631,
+    lat: -37.8136
+  },
+  {
+    country: "Australia",
+    city: "Brisbane",
+    region: "QLD",
+    postCode: "4000",
+    street: "Queen Street",
+    lng: 153.0251,
+    lat: -27.4698
+  },
+  {
+    country: "New Zealand",
+    city: "Auckland",
+    region: "Auckland",
+    postCode: "1010",
+    street: "Queen Street",
+    lng: 174.7633,
+    lat: -36.8485
+  },
+  {
+    country: "United Kingdom",
+    city: "London",
+    region: "England",
+    postCode: "EC1A 1BB",
+    street: "King Street",
+    lng: -0.1276,
+    lat: 51.5072
+  },
+  {
+    country: "United States",
+    city: "Austin",
+    region: "TX",
+    postCode: "78701",
+    street: "Congress Avenue",
+    lng: -97.7431,
+    lat: 30.2672
+  }
 ]
 
 const pad = (value: number, width: number): string => String(value).padStart(width, "0")
@@ -302,7 +386,9 @@ export interface DemoTablesOptions {
  */
 export const demoTables = (options: DemoTablesOptions = {}): ReadonlyArray<TableDefinition> => {
   const people = makePeopleRows()
-  const projectRowsOptions: ProjectRowsOptions = options.seed === undefined ? { people } : { people, seed: options.seed }
+  const projectRowsOptions: ProjectRowsOptions = options.seed === undefined
+    ? { people }
+    : { people, seed: options.seed }
   return [
     {
       microAppID: peopleMicroAppID,

@@ -155,9 +155,7 @@ export const makeFaultState = (initial: FaultPlans | undefined): FaultState => {
   }
 
   const takeScripted = (path: string): Fault | undefined => {
-    const index = queue.findIndex((entry) =>
-      entry.path === undefined ? path !== loginPath : entry.path === path
-    )
+    const index = queue.findIndex((entry) => entry.path === undefined ? path !== loginPath : entry.path === path)
     const entry = queue[index]
     if (entry === undefined) return undefined
     entry.remaining -= 1

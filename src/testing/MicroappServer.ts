@@ -4,13 +4,13 @@
  *
  * @since 0.1.0
  */
-import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import type { Scope } from "effect"
 import type * as HttpClient from "@effect/platform/HttpClient"
+import type * as HttpServerError from "@effect/platform/HttpServerError"
+import type { Scope } from "effect"
 import { Context, Effect, Layer, Redacted } from "effect"
-import { MicroappClient } from "../MicroappClient.js"
 import * as Http from "node:http"
+import { MicroappClient } from "../MicroappClient.js"
 import { makeApp } from "./App.js"
 import type { Credentials } from "./DemoData.js"
 import type { FaultKind, InjectOptions } from "./Fault.js"
@@ -147,8 +147,9 @@ export class MicroappServer extends Context.Tag("effect-microapp/testing/Microap
    *
    * @since 0.1.0
    */
-  static readonly layer = (options: MicroappServer.Options = {}): Layer.Layer<MicroappServer, HttpServerError.ServeError> =>
-    Layer.scoped(MicroappServer, make(options))
+  static readonly layer = (
+    options: MicroappServer.Options = {}
+  ): Layer.Layer<MicroappServer, HttpServerError.ServeError> => Layer.scoped(MicroappServer, make(options))
 
   /**
    * The emulator and a `MicroappClient` of it, logged in as its first user; the transport is

@@ -278,8 +278,16 @@ export const make = (options: Options = {}): Effect.Effect<MicroappState> =>
 
     const completeLoaded = (row: Row, index: number): Row =>
       typeof row["_id"] === "string"
-        ? completeRow(row, { _id: row["_id"], userID: firstUser.userId, submitted: loadedSubmittedBase + index * 60_000 })
-        : completeRow(row, { _id: nextRowId(), userID: firstUser.userId, submitted: loadedSubmittedBase + index * 60_000 })
+        ? completeRow(row, {
+          _id: row["_id"],
+          userID: firstUser.userId,
+          submitted: loadedSubmittedBase + index * 60_000
+        })
+        : completeRow(row, {
+          _id: nextRowId(),
+          userID: firstUser.userId,
+          submitted: loadedSubmittedBase + index * 60_000
+        })
 
     const load = (table: TableState, rows: ReadonlyArray<Row>): Option.Option<string> => {
       for (const row of table.rows) rowTable.delete(String(row["_id"]))
@@ -327,8 +335,9 @@ export const make = (options: Options = {}): Effect.Effect<MicroappState> =>
     }
 
     const newRow = (table: TableState, rowData: Row, userID: string): Effect.Effect<Row> =>
-      Effect.map(Clock.currentTimeMillis, (now) =>
-        buildRow(table.fields, rowData, { _id: nextRowId(), userID, submitted: now })
+      Effect.map(
+        Clock.currentTimeMillis,
+        (now) => buildRow(table.fields, rowData, { _id: nextRowId(), userID, submitted: now })
       )
 
     const state: MicroappState = {
@@ -406,8 +415,7 @@ export const make = (options: Options = {}): Effect.Effect<MicroappState> =>
 
       authenticate: (authToken, userId) =>
         Effect.sync(() => (tokens.get(authToken) === userId ? Option.some(userId) : Option.none())),
-      canWrite: (userId) =>
-        Effect.sync(() => users.find((user) => user.userId === userId)?.readOnly !== true),
+      canWrite: (userId) => Effect.sync(() => users.find((user) => user.userId === userId)?.readOnly !== true),
       login: (email, password) =>
         Effect.sync(() => {
           const user = users.find((candidate) => candidate.email === email && candidate.password === password)

@@ -72,7 +72,9 @@ const main = async (): Promise<Report> => {
       if (verdict._tag !== "Continue") break
     }
     const millis = performance.now() - start
-    if (state.counters.emitted !== rows || !state.counters.complete) throw new Error("the engine did not read the table")
+    if (state.counters.emitted !== rows || !state.counters.complete) {
+      throw new Error("the engine did not read the table")
+    }
     return { config, state, millis }
   }
 
@@ -105,7 +107,9 @@ const main = async (): Promise<Report> => {
   const bytes = new TextEncoder().encode(written.result).length
   const read = timed(() => Effect.runSync(fromJson(written.result)))
   const back = read.result
-  if (!(back instanceof CheckpointImpl) || back.summary.rows !== rows) throw new Error("the checkpoint did not read back")
+  if (!(back instanceof CheckpointImpl) || back.summary.rows !== rows) {
+    throw new Error("the checkpoint did not read back")
+  }
   const resumed = timed(() => Either.getOrThrow(Engine.resume(config, back.engine)))
   if (resumed.result.seen.size() !== rows) throw new Error("the id set was not rebuilt")
   const recentBytes = toJson(checkpointOf("recent").checkpoint).length
@@ -123,7 +127,9 @@ const main = async (): Promise<Report> => {
     `| \`Checkpoint.fromJson\` (checks and checksum included) | ${read.millis.toFixed(0)} ms |`,
     `| Resume: the id set rebuilt from it | ${resumed.millis.toFixed(0)} ms |`,
     `| Engine alone, as \`rows\` drives it | ${nanosPerRow(false).toFixed(0)} ns a row |`,
-    `| Engine alone, as \`pages\` drives it (journal, a checkpoint every page) | ${nanosPerRow(true).toFixed(0)} ns a row |`,
+    `| Engine alone, as \`pages\` drives it (journal, a checkpoint every page) | ${
+      nanosPerRow(true).toFixed(0)
+    } ns a row |`,
     `| Over HTTP, ${formatInt(httpRows)} rows, default options: \`rows\` | ${http.rows.toFixed(0)} ms |`,
     `| Over HTTP, same: \`pages\`, a checkpoint every page | ${http.pages.toFixed(0)} ms |`
   ].join("\n")
@@ -144,9 +150,9 @@ const main = async (): Promise<Report> => {
       },
       {
         figure: "What `pages` pays for its checkpoints",
-        measured: `engine alone ${journalCost.toFixed(0)} ns a row; over HTTP, ${formatInt(httpRows)} rows: pages/rows time ${
-          (http.pages / http.rows).toFixed(2)
-        } (\`rows\` keeps nothing for checkpoints)`,
+        measured: `engine alone ${journalCost.toFixed(0)} ns a row; over HTTP, ${
+          formatInt(httpRows)
+        } rows: pages/rows time ${(http.pages / http.rows).toFixed(2)} (\`rows\` keeps nothing for checkpoints)`,
         goal: "",
         met: undefined
       }

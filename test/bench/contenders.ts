@@ -2,8 +2,8 @@
  * Contender A, this client's `rows` (every row Schema-decoded); B and C, written by hand, are in
  * `plain.ts`.
  */
-import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { Effect, Layer, ManagedRuntime, Redacted, Stream } from "effect"
 import { MicroappClient } from "../../src/index.js"
 import { authToken, microAppID, type Tally, tally, userId } from "./plain.js"

@@ -2,8 +2,8 @@
  * Figure 4, decode cost per row: the demo Projects row through the client's row decoder, beside
  * what Schema itself costs for the same `Row` (decode, `is`, `validate`) and what `JSON.parse` costs.
  */
-import { isDeepStrictEqual } from "node:util"
 import { Either, Schema } from "effect"
+import { isDeepStrictEqual } from "node:util"
 import { makeRowDecoder } from "../../src/internal/decode.js"
 import { Row } from "../../src/Row.js"
 import { makeProjectRows } from "../../src/testing/DemoData.js"

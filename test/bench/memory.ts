@@ -6,8 +6,8 @@
  * what counts is the difference.
  */
 import {
-  finish,
   type Finding,
+  finish,
   formatInt,
   mb,
   options,
@@ -74,7 +74,9 @@ const main = async (): Promise<Report> => {
   let loop: Run | undefined
   let auto: Run | undefined
   try {
-    a = await scanOnce(`A \`rows()\`, page ${formatInt(pageSize)}, concurrency 1`, spec("A", server.baseUrl, rows), [limit])
+    a = await scanOnce(`A \`rows()\`, page ${formatInt(pageSize)}, concurrency 1`, spec("A", server.baseUrl, rows), [
+      limit
+    ])
     loop = await scanOnce("B fetch loop, A's modules loaded", spec("B-loaded", server.baseUrl, rows), [limit])
     auto = await scanOnce(
       `A \`rows()\`, page ${formatInt(pageSize)}, default options`,

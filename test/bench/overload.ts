@@ -103,8 +103,11 @@ const main = async (): Promise<Report> => {
     title: "overload",
     findings: [
       {
-        figure: `Overload, ${scans} scans at once against a server allowing ${maxInFlight} in flight: scans not exact, failures`,
-        measured: `${inexact} not exact, ${failures.length} failed${failures.length === 0 ? "" : ` (${failures.join(", ")})`}`,
+        figure:
+          `Overload, ${scans} scans at once against a server allowing ${maxInFlight} in flight: scans not exact, failures`,
+        measured: `${inexact} not exact, ${failures.length} failed${
+          failures.length === 0 ? "" : ` (${failures.join(", ")})`
+        }`,
         goal: "0, 0",
         met: inexact === 0 && failures.length === 0
       },

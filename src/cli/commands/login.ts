@@ -4,8 +4,8 @@
  * @since 0.1.0
  */
 import { Command, Options, Prompt } from "@effect/cli"
-import * as Terminal from "@effect/platform/Terminal"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import * as Terminal from "@effect/platform/Terminal"
 import { Duration, Effect, Redacted } from "effect"
 import { MicroappClient } from "../../MicroappClient.js"
 import { Interrupted, UsageError } from "../exitCodes.js"
@@ -23,8 +23,10 @@ const passwordFromPrompt = Effect.gen(function*() {
     return yield* new UsageError({ message: "no terminal to ask for the password: pipe it in with --password-stdin" })
   }
   return yield* Prompt.run(Prompt.hidden({ message: "Password" })).pipe(
-    Effect.updateService(Terminal.Terminal, (terminal) =>
-      Terminal.Terminal.of({ ...terminal, display: (text) => Effect.orDie(stdio.stderr.write(text)) })),
+    Effect.updateService(
+      Terminal.Terminal,
+      (terminal) => Terminal.Terminal.of({ ...terminal, display: (text) => Effect.orDie(stdio.stderr.write(text)) })
+    ),
     Effect.catchTag("QuitException", () => new Interrupted({ signal: "Ctrl-C" }))
   )
 })

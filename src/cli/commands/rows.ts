@@ -87,7 +87,9 @@ export const rows = Command.make(
         onSome: (file) => atomicFile(file, (destination) => writeRows(args.format, scan.rows, destination))
       })
       const closingLine = (stoppedBy?: ReaderClosed) =>
-        args.quiet ? Effect.void : Effect.flatMap(scan.summary, (summary) => stderrLine(summaryLine(summary, stoppedBy)))
+        args.quiet
+          ? Effect.void
+          : Effect.flatMap(scan.summary, (summary) => stderrLine(summaryLine(summary, stoppedBy)))
       // the scan stops with the write that finds the reader gone, and the summary says so
       yield* withProgress(Effect.map(scan.summary, progressLine), showProgress)(write).pipe(
         Effect.tapErrorTag("ReaderClosed", closingLine)

@@ -7,6 +7,7 @@
 import * as FileSystem from "@effect/platform/FileSystem"
 import { Clock, Deferred, Effect, Option, Predicate, Queue, Ref, Schema, type Scope, Stream } from "effect"
 import * as BulkUpdate from "../../BulkUpdate.js"
+import { validate } from "../../internal/bounds.js"
 import { endpoints } from "../../internal/endpoints.js"
 import { MicroappClient } from "../../MicroappClient.js"
 import { describe, InvalidInput } from "../../MicroappError.js"
@@ -14,7 +15,6 @@ import { NotAllUpdated, UsageError } from "../exitCodes.js"
 import { progressiveFile } from "../output.js"
 import { type EarlyStop, updateProgressLine, updateSummaryLine, withProgress } from "../progress.js"
 import { type Destination, signalListener, stderrLine, Stdio } from "../stdio.js"
-import { validate } from "../../internal/bounds.js"
 
 /** One input line; `null` stands for absent in the optional keys, as the service reads it. */
 const Line = Schema.Struct({
@@ -170,7 +170,8 @@ export const updateFrom = (options: UpdateFromOptions) =>
 
     // a signal or a reader that has gone stops it gracefully: no more updates start, those under way finish
     const stopped = yield* Deferred.make<EarlyStop>()
-    const onSignal = Effect.flatMap(Effect.flip(signal), (interrupted) => Deferred.succeed(stopped, interrupted))
+    const onSignal = Effect.flatMap(Effect.flip(signal), (interrupted) =>
+      Deferred.succeed(stopped, interrupted))
     const stop = Effect.race(onSignal, Deferred.await(stopped))
     const stoppedBy = Effect.whenEffect(Deferred.await(stopped), Deferred.isDone(stopped))
     const report = (destination: Destination) =>
@@ -181,14 +182,17 @@ export const updateFrom = (options: UpdateFromOptions) =>
               // once the reader has gone, the outcomes still to come are counted with nowhere to be written
               Effect.catchTag(destination.write(outcomeLine(source, outcome)), "ReaderClosed", (closed) =>
                 Deferred.succeed(stopped, closed)),
-              Ref.update(summary, (counts) => BulkUpdate.addOutcome(counts, outcome))
+              Ref.update(summary, (counts) =>
+                BulkUpdate.addOutcome(counts, outcome))
             ))
         )
       )
 
     const write = Option.match(options.report, {
-      onNone: () => report(stdio.stdout),
-      onSome: (file) => Effect.scoped(Effect.flatMap(progressiveFile(file), report))
+      onNone: () =>
+        report(stdio.stdout),
+      onSome: (file) =>
+        Effect.scoped(Effect.flatMap(progressiveFile(file), report))
     })
     const showProgress = !options.quiet && stdio.isTerminal.stderr
     const progress = Effect.zipWith(Ref.get(summary), elapsed, updateProgressLine)
