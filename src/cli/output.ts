@@ -6,6 +6,7 @@
  *
  * @since 0.1.0
  */
+import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import { Chunk, Effect, Exit, Random, Schema, type Scope, Stream } from "effect"
@@ -34,11 +35,31 @@ export type JsonRow = { readonly [key: string]: unknown }
 
 const encoder = new TextEncoder()
 
-const failedOn = (what: string) => (error: { readonly message: string }) =>
-  new CommandFailed({ message: `${what}: ${error.message}` })
+/**
+ * A file operation's failure as `what: why`. A system error's why is its kind in words, without
+ * the path it names, which may be a temporary file's rather than the one the user gave.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export const failedOn = (what: string) => (error: PlatformError | { readonly message: string }) =>
+  new CommandFailed({
+    message: `${what}: ${
+      !("_tag" in error && error._tag === "SystemError")
+        ? error.message
+        : error.reason === "Unknown" && error.description !== undefined
+        ? error.description.split(", ")[0] // Node's "ECODE: what, syscall 'path'"
+        : error.reason.replace(/(?<=.)([A-Z])/g, " $1").toLowerCase()
+    }`
+  })
 
-/** A file open for writing as a `Destination`. */
-const fileDestination = (file: FileSystem.File, name: string): Destination => ({
+/**
+ * A file open for writing as a `Destination`.
+ *
+ * @since 0.1.0
+ * @category destinations
+ */
+export const fileDestination = (file: FileSystem.File, name: string): Destination => ({
   // a zero-length write is refused by writeAll, and there is nothing to write
   write: (text) =>
     text.length === 0
@@ -106,7 +127,13 @@ export const writeNdjson = <E, R>(
 ): Effect.Effect<void, E | WriteError, R> =>
   Stream.runForEachChunk(rows, (chunk) => destination.write(ndjsonLines(chunk)))
 
-const ndjsonLines = (chunk: Chunk.Chunk<JsonRow>): string => {
+/**
+ * Rows as NDJSON lines, each ending in LF.
+ *
+ * @since 0.1.0
+ * @category formats
+ */
+export const ndjsonLines = (chunk: Iterable<JsonRow>): string => {
   let text = ""
   for (const row of chunk) text += `${JSON.stringify(row)}\n`
   return text
@@ -167,6 +194,64 @@ const SpooledRow = Schema.parseJson(Schema.Record({ key: Schema.String, value: S
 const decodeSpooled = Schema.decodeUnknown(SpooledRow)
 
 /**
+ * Appends `rows` to the spool, a file of NDJSON lines, and collects every key seen.
+ *
+ * @since 0.1.0
+ * @category csv
+ */
+export const spoolRows = <E, R>(
+  rows: Stream.Stream<JsonRow, E, R>,
+  spool: Destination,
+  keys: Set<string>
+): Effect.Effect<void, E | WriteError, R> =>
+  Stream.runForEachChunk(rows, (chunk) => {
+    for (const row of chunk) for (const key of Object.keys(row)) keys.add(key)
+    return spool.write(ndjsonLines(chunk))
+  })
+
+const spooledRows = (spool: string) =>
+  Stream.unwrap(Effect.map(FileSystem.FileSystem, (fs) =>
+    fs.stream(spool).pipe(
+      Stream.mapError(failedOn("cannot read a temporary file")),
+      Stream.decodeText(),
+      Stream.splitLines,
+      Stream.filter((line) => line !== ""),
+      Stream.mapEffect((line) => Effect.mapError(decodeSpooled(line), failedOn("cannot read a temporary file")))
+    )))
+
+/**
+ * The keys of a spool's rows, `_id` first, then in the order they first appear.
+ *
+ * @since 0.1.0
+ * @category csv
+ */
+export const spooledKeys = (spool: string): Effect.Effect<Set<string>, CommandFailed, FileSystem.FileSystem> =>
+  Stream.runFold(spooledRows(spool), new Set<string>(["_id"]), (keys, row) => {
+    for (const key of Object.keys(row)) keys.add(key)
+    return keys
+  })
+
+/**
+ * The spool's rows as CSV under `header`, header first.
+ *
+ * @since 0.1.0
+ * @category csv
+ */
+export const writeCsvFromSpool = (
+  spool: string,
+  header: ReadonlyArray<string>,
+  destination: Destination
+): Effect.Effect<void, WriteError, FileSystem.FileSystem> =>
+  Effect.zipRight(
+    destination.write(csvRecord(header)),
+    Stream.runForEachChunk(spooledRows(spool), (chunk) => {
+      let text = ""
+      for (const row of chunk) text += csvRecord(header.map((key) => csvCell(row[key])))
+      return destination.write(text)
+    })
+  )
+
+/**
  * CSV with a header of every key seen, `_id` first, then in the order keys first appear. The rows
  * go to a temporary NDJSON file while the keys are collected, then header and rows are written to
  * `destination`: nothing reaches it before the scan has ended.
@@ -187,26 +272,9 @@ export const writeCsv = <E, R>(
     const keys = new Set<string>(["_id"])
     yield* Effect.scoped(Effect.gen(function*() {
       const file = yield* Effect.mapError(fs.open(spool, { flag: "w" }), failedOn("cannot write a temporary file"))
-      const spoolDestination = fileDestination(file, "a temporary file")
-      yield* Stream.runForEachChunk(rows, (chunk) => {
-        for (const row of chunk) for (const key of Object.keys(row)) keys.add(key)
-        return spoolDestination.write(ndjsonLines(chunk))
-      })
+      yield* spoolRows(rows, fileDestination(file, "a temporary file"), keys)
     }))
-    const header = Array.from(keys)
-    yield* destination.write(csvRecord(header))
-    yield* fs.stream(spool).pipe(
-      Stream.mapError(failedOn("cannot read a temporary file")),
-      Stream.decodeText(),
-      Stream.splitLines,
-      Stream.filter((line) => line !== ""),
-      Stream.mapEffect((line) => Effect.mapError(decodeSpooled(line), failedOn("cannot read a temporary file"))),
-      Stream.runForEachChunk((chunk) => {
-        let text = ""
-        for (const row of chunk) text += csvRecord(header.map((key) => csvCell(row[key])))
-        return destination.write(text)
-      })
-    )
+    yield* writeCsvFromSpool(spool, Array.from(keys), destination)
   }))
 
 /**

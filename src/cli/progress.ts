@@ -64,7 +64,8 @@ export const summaryLine = (summary: ScanSummary, stoppedBy?: EarlyStop): string
     `up to ${plural(summary.concurrencyReached, "request", "requests")} in flight`,
     ...(summary.retries === 0 ? [] : [plural(summary.retries, "retry", "retries")]),
     ...(summary.inconsistencies === 0 ? [] : [plural(summary.inconsistencies, "inconsistency", "inconsistencies")]),
-    ...(summary.invalidRows === 0 ? [] : [plural(summary.invalidRows, "invalid row", "invalid rows")])
+    ...(summary.invalidRows === 0 ? [] : [plural(summary.invalidRows, "invalid row", "invalid rows")]),
+    ...(summary.resumed === 0 ? [] : [`resumed ${summary.resumed === 1 ? "once" : `${summary.resumed} times`}`])
   ]
   return `${ending(stoppedBy)}: ${parts.join(", ")}`
 }

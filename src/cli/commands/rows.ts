@@ -7,6 +7,7 @@ import { Args, Command, Options } from "@effect/cli"
 import { Effect, Either, Option } from "effect"
 import { MicroappClient } from "../../MicroappClient.js"
 import type { Filter, Sort } from "../../Query.js"
+import { writeCheckpointed } from "../checkpointed.js"
 import { type ReaderClosed, UsageError } from "../exitCodes.js"
 import { atomicFile, formats, writeRows } from "../output.js"
 import { progressLine, summaryLine, withProgress } from "../progress.js"
@@ -55,7 +56,22 @@ export const rows = Command.make(
     output: Options.file("output").pipe(
       Options.withPseudoName("FILE"),
       Options.optional,
-      described("Write to FILE, which appears only once complete (never half-written); default stdout")
+      described(
+        "Write to FILE, which appears only once complete (never half-written); default stdout. " +
+          "With --checkpoint, FILE grows page by page instead"
+      )
+    ),
+    checkpoint: Options.file("checkpoint").pipe(
+      Options.withPseudoName("CKPT"),
+      Options.optional,
+      described(
+        "Resumable: after each page is on disk, CKPT records the scan's position and FILE's length; run " +
+          "the same command again after a crash and it goes on from there, every row once. Needs --output"
+      )
+    ),
+    checkpointEvery: wholeNumber("checkpoint-every", 1).pipe(
+      Options.optional,
+      described("With --checkpoint, commit once at least N rows are written, not after every page")
     ),
     quiet: Options.boolean("quiet").pipe(described("No progress line and no summary on stderr")),
     ...connection
@@ -72,16 +88,44 @@ export const rows = Command.make(
       })
       const client = yield* MicroappClient
       const stdio = yield* Stdio
-      const scan = yield* client.scan({
+      const options = {
         microAppID: args.microAppID,
         filters,
         sort,
         ...Option.match(args.pageSize, { onNone: () => ({}), onSome: (pageSize) => ({ pageSize }) }),
-        ...Option.match(args.concurrency, { onNone: () => ({}), onSome: (concurrency) => ({ concurrency }) })
-      })
+        ...Option.match(args.concurrency, { onNone: () => ({}), onSome: (concurrency) => ({ concurrency }) }),
+        ...Option.match(args.checkpointEvery, {
+          onNone: () => ({}),
+          onSome: (rows) => ({ checkpointEvery: { rows } })
+        })
+      }
       // a progress line among rows printed on the same terminal would garble them
       const rowsOnTerminal = Option.isNone(args.output) && stdio.isTerminal.stdout
       const showProgress = !args.quiet && !rowsOnTerminal && stdio.isTerminal.stderr
+      if (Option.isSome(args.checkpoint)) {
+        if (Option.isNone(args.output)) {
+          return yield* new UsageError({
+            message: "--checkpoint needs --output FILE: standard output cannot be cut back on resume"
+          })
+        }
+        const output = args.output.value
+        const done = yield* writeCheckpointed(
+          options,
+          args.format,
+          output,
+          args.checkpoint.value,
+          (summary) => withProgress(Effect.map(summary, progressLine), showProgress)
+        )
+        if (args.quiet) return
+        return yield* Option.match(done, {
+          onNone: () => stderrLine(`${output} is already complete: nothing to do`),
+          onSome: (summary) => stderrLine(summaryLine(summary))
+        })
+      }
+      if (Option.isSome(args.checkpointEvery)) {
+        return yield* new UsageError({ message: "--checkpoint-every needs --checkpoint" })
+      }
+      const scan = yield* client.scan(options)
       const write = Option.match(args.output, {
         onNone: () => writeRows(args.format, scan.rows, stdio.stdout),
         onSome: (file) => atomicFile(file, (destination) => writeRows(args.format, scan.rows, destination))
