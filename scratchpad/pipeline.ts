@@ -8,7 +8,7 @@ import { Checkpoint, MicroappClient, type Row } from "../src/index.js"
 /** Where the rows and the checkpoint go: any store with transactions. */
 export interface Sink<E, R> {
   readonly loadCheckpoint: Effect.Effect<Option.Option<string>, E, R>
-  readonly upsert: (rows: ReadonlyArray<Row.Row>) => Effect.Effect<void, E, R>
+  readonly insert: (rows: ReadonlyArray<Row.Row>) => Effect.Effect<void, E, R> // rows it never had
   readonly saveCheckpoint: (json: string) => Effect.Effect<void, E, R>
   readonly withTransaction: <A, E2, R2>(effect: Effect.Effect<A, E2, R2>) => Effect.Effect<A, E | E2, R | R2>
 }
@@ -23,7 +23,7 @@ export const mirror = <E, R>(microAppID: string, sink: Sink<E, R>) =>
     yield* Stream.runForEach(scan.pages, (page) =>
       // the rows and the checkpoint after them, together or not at all
       sink.withTransaction(
-        Effect.zipRight(sink.upsert(page.rows), sink.saveCheckpoint(Checkpoint.toJson(page.checkpoint)))
+        Effect.zipRight(sink.insert(page.rows), sink.saveCheckpoint(Checkpoint.toJson(page.checkpoint)))
       ))
     const summary = yield* scan.summary // the whole scan's figures, over every run
     if (!summary.exhaustive) yield* Effect.logWarning("rows may have been missed: read again", summary)

@@ -4,8 +4,8 @@
  * else is tested in process, in `cli.test.ts`.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Random, Schedule } from "effect"
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
+import { Duration, Effect, Fiber, Schedule } from "effect"
+import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { beforeAll } from "vitest"
@@ -29,11 +29,11 @@ import {
   pipedUpdate,
   pipedUpdates,
   root,
-  type Run,
   slowScanToFile,
   temporaryDirectory,
   untilRequests
 } from "./cliSupport.js"
+import { cleanEnv, drift, endOf, killedFiveTimes, outputOf, runToEnd, scanFaults } from "./processSupport.js"
 import { tasksTable } from "./support.js"
 
 const bin = path.join(root, "dist", "cli", "bin.js")
@@ -43,30 +43,8 @@ beforeAll(() => {
   if (!fs.existsSync(bin)) throw new Error(`${bin} is missing: the global setup should have built it`)
 })
 
-/** The environment of the child, without the developer's own MICROAPP_* variables. */
-const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("MICROAPP_")))
-
 const start = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>> = {}) =>
   spawn(process.execPath, [bin, ...args], { env: { ...cleanEnv, ...env }, stdio: "pipe" })
-
-/** What a child wrote so far, kept as it comes. */
-const outputOf = (child: ChildProcessWithoutNullStreams) => {
-  const output = { stdout: "", stderr: "" }
-  child.stdout.setEncoding("utf8").on("data", (text: string) => (output.stdout += text))
-  child.stderr.setEncoding("utf8").on("data", (text: string) => (output.stderr += text))
-  return output
-}
-
-/** Runs a child process to its end, `stdin` its whole input. */
-const runToEnd = (spawnChild: () => ChildProcessWithoutNullStreams, stdin = "") =>
-  Effect.async<Run>((resume) => {
-    const child = spawnChild()
-    const output = outputOf(child)
-    child.on("error", (error) => resume(Effect.die(error)))
-    child.on("close", (code) => resume(Effect.succeed({ code, ...output })))
-    child.stdin.end(stdin)
-    return Effect.sync(() => child.kill("SIGKILL"))
-  })
 
 /** Runs the CLI to its end. */
 const cli = (args: ReadonlyArray<string>) => runToEnd(() => start(args))
@@ -84,15 +62,6 @@ const cliWords = (args: ReadonlyArray<string>): string => [process.execPath, bin
  */
 const cliInto = (reader: string, args: ReadonlyArray<string>, env: Readonly<Record<string, string>>) =>
   shell(`${cliWords(args)} | ${reader}; exit "\${PIPESTATUS[0]}"`, env)
-
-/** Waits for a child to end: its exit code, or the signal that ended it. */
-const endOf = (child: ChildProcessWithoutNullStreams) =>
-  Effect.async<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>((resume) => {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      return resume(Effect.succeed({ code: child.exitCode, signal: child.signalCode }))
-    }
-    child.on("close", (code, signal) => resume(Effect.succeed({ code, signal })))
-  })
 
 /** A child that is killed if the test ends first. */
 const startScoped = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>> = {}) =>
@@ -220,27 +189,6 @@ describe("microapp (the built bin, one process at a time)", () => {
     }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 30 }))))
 
   describe("rows --output FILE --checkpoint CKPT, killed with SIGKILL five times at random moments, then run to its end", () => {
-    const faults = { seed: 7, rate: 0.08, kinds: ["http500", "http503", "drop", "malformedJson", "http408"] } as const
-
-    /**
-     * Runs `args` five times, each run killed after a random number (0-6) of the emulator's
-     * answers plus 0-40 ms (before its first request, in the middle of a page or of a commit),
-     * then once more to its end; that end.
-     */
-    const killedFiveTimes = (server: MicroappServer.Service, args: ReadonlyArray<string>) =>
-      Effect.gen(function*() {
-        for (let kill = 0; kill < 5; kill++) {
-          const seen = (yield* server.requests).length
-          const child = start(args)
-          child.stdin.end()
-          yield* untilRequests(server, seen + (yield* Random.nextIntBetween(0, 7)))
-          yield* Effect.sleep(Duration.millis(yield* Random.nextIntBetween(0, 41)))
-          child.kill("SIGKILL")
-          expect(yield* endOf(child), "a run ended before it was killed").toEqual({ code: null, signal: "SIGKILL" })
-        }
-        return yield* cli(args)
-      })
-
     it.live(
       "a table that stands still, under faults: FILE is byte for byte what one uninterrupted run writes",
       () =>
@@ -262,9 +210,10 @@ describe("microapp (the built bin, one process at a time)", () => {
           ]
           const reference = path.join(dir, "reference.json")
           expect((yield* cli(args(reference))).code).toBe(0)
-          yield* server.configure({ latency: Duration.millis(40), faults })
+          yield* server.configure({ latency: Duration.millis(40), faults: scanFaults })
           const file = path.join(dir, "out.json")
-          const last = yield* killedFiveTimes(server, [...args(file), "--checkpoint", path.join(dir, "out.ckpt")])
+          const last = yield* killedFiveTimes(server, () =>
+            start([...args(file), "--checkpoint", path.join(dir, "out.ckpt")]))
           expect(last.code, last.stderr).toBe(0)
           // the runs went on from each other: the rows of the whole scan, over the runs after the first commit
           expect(last.stderr).toMatch(/^done: 800 rows, .*, resumed (once|\d+ times)\n$/)
@@ -281,32 +230,23 @@ describe("microapp (the built bin, one process at a time)", () => {
           const dir = yield* temporaryDirectory
           const original = (yield* server.table(projectsMicroAppID)).map((row) => String(row._id))
           const removed = new Set<string>()
-          const drift = Effect.gen(function*() {
-            const table = yield* server.table(projectsMicroAppID)
-            const index = yield* Random.nextIntBetween(0, table.length)
-            const victim = table[yield* Random.nextIntBetween(0, table.length)]
-            yield* server.insertRow(projectsMicroAppID, { Name: "inserted while scanning" }, { index })
-            if (victim !== undefined && (yield* Random.nextBoolean)) {
-              removed.add(String(victim._id))
-              yield* server.removeRow(String(victim._id))
-            }
-          }).pipe(Effect.repeat(Schedule.spaced(Duration.millis(250))), Effect.fork)
-          yield* server.configure({ latency: Duration.millis(40), faults })
-          const drifting = yield* drift
+          yield* server.configure({ latency: Duration.millis(40), faults: scanFaults })
+          const drifting = yield* Effect.fork(drift(server, projectsMicroAppID, removed))
           const file = path.join(dir, "out.ndjson")
-          const last = yield* killedFiveTimes(server, [
-            "rows",
-            projectsMicroAppID,
-            "--page-size",
-            "20",
-            "--concurrency",
-            "1",
-            "--output",
-            file,
-            "--checkpoint",
-            path.join(dir, "out.ckpt"),
-            ...flags(server)
-          ])
+          const last = yield* killedFiveTimes(server, () =>
+            start([
+              "rows",
+              projectsMicroAppID,
+              "--page-size",
+              "20",
+              "--concurrency",
+              "1",
+              "--output",
+              file,
+              "--checkpoint",
+              path.join(dir, "out.ckpt"),
+              ...flags(server)
+            ]))
           yield* Fiber.interrupt(drifting)
           expect(last.code, last.stderr).toBe(0)
           expect(last.stderr).toMatch(/, resumed (once|\d+ times)\n$/)

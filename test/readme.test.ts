@@ -3,6 +3,7 @@ import { Cause, Effect, Exit, Option, Ref } from "effect"
 import { buildSync } from "esbuild"
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { promisify } from "node:util"
 import { mirror, type Sink } from "../scratchpad/pipeline.js"
@@ -52,12 +53,18 @@ describe("the README's examples", () => {
       target: "node20",
       logLevel: "error"
     })
-    const { stdout } = await promisify(execFile)(process.execPath, [outfile], { timeout: 60_000 })
-    expect(stdout.trim()).not.toBe("")
+    // in a directory of its own, for the files an example writes (the SQLite mirror's database)
+    const cwd = fs.mkdtempSync(path.join(os.tmpdir(), "microapp-readme-"))
+    try {
+      const { stdout } = await promisify(execFile)(process.execPath, [outfile], { timeout: 60_000, cwd })
+      expect(stdout.trim()).not.toBe("")
+    } finally {
+      fs.rmSync(cwd, { recursive: true, force: true })
+    }
   }, 90_000)
 
-  it("runs quickstart, typed and updateMany at least", () => {
-    expect(runnable).toEqual(expect.arrayContaining(["quickstart.ts", "typed.ts", "updateMany.ts"]))
+  it("runs quickstart, typed, updateMany and mirrorSqlite at least", () => {
+    expect(runnable).toEqual(expect.arrayContaining(["quickstart.ts", "typed.ts", "updateMany.ts", "mirrorSqlite.ts"]))
   })
 })
 
@@ -123,7 +130,7 @@ describe("the README's library examples, against the emulator", () => {
         const commits = yield* Ref.make(0)
         const sink: Sink<never, never> = {
           loadCheckpoint: Ref.get(stored).pipe(Effect.map((state) => state.checkpoint)),
-          upsert: (rows) =>
+          insert: (rows) =>
             Ref.update(stored, (state) => ({
               ...state,
               rows: new Map([...state.rows, ...rows.map((row) => [row._id, row] as const)])
@@ -151,26 +158,26 @@ describe("the README's library examples, against the emulator", () => {
 
     it.effect("mirror, crashed after two commits, resumes and stores each row exactly once", () =>
       Effect.gen(function*() {
-        const upserts = new Map<string, number>()
+        const inserts = new Map<string, number>()
         const checkpoint = yield* Ref.make(Option.none<string>())
         const commits = yield* Ref.make(0)
         const crashAfter = (limit: number): Sink<string, never> => ({
           loadCheckpoint: Ref.get(checkpoint),
-          upsert: (rows) =>
+          insert: (rows) =>
             Effect.sync(() => {
-              for (const row of rows) upserts.set(row._id, (upserts.get(row._id) ?? 0) + 1)
+              for (const row of rows) inserts.set(row._id, (inserts.get(row._id) ?? 0) + 1)
             }),
           saveCheckpoint: (json) => Ref.set(checkpoint, Option.some(json)),
-          // a transaction: the page's upserts count only if it commits
+          // a transaction: the page's inserts count only if it commits
           withTransaction: (effect) =>
             Effect.gen(function*() {
-              const before = new Map(upserts)
+              const before = new Map(inserts)
               const committed = yield* Ref.get(checkpoint)
               const n = yield* Ref.get(commits)
               if (n >= limit) {
                 yield* effect
-                upserts.clear()
-                for (const [id, count] of before) upserts.set(id, count)
+                inserts.clear()
+                for (const [id, count] of before) inserts.set(id, count)
                 yield* Ref.set(checkpoint, committed)
                 return yield* Effect.fail("crash")
               }
@@ -181,12 +188,12 @@ describe("the README's library examples, against the emulator", () => {
         })
         const crashed = yield* Effect.flip(mirror(projectsMicroAppID, crashAfter(2)))
         expect(crashed).toBe("crash")
-        expect(upserts.size).toBe(200)
+        expect(inserts.size).toBe(200)
         const summary = yield* mirror(projectsMicroAppID, crashAfter(Infinity))
         const client = yield* MicroappClient
         const all = yield* client.collect({ microAppID: projectsMicroAppID, max: 10_000 })
-        expect(upserts.size).toBe(all.length)
-        expect([...upserts.values()].every((count) => count === 1)).toBe(true)
+        expect(inserts.size).toBe(all.length)
+        expect([...inserts.values()].every((count) => count === 1)).toBe(true)
         expect(summary.rows).toBe(all.length)
         expect(summary.resumed).toBe(1)
       }))

@@ -1,0 +1,129 @@
+/**
+ * The README's pipeline on a real database: `scratchpad/mirrorSqlite.ts` mirrors a Microapp into a
+ * SQLite file through `@effect/sql`, under faults and drift, stopped at random pages (interrupted
+ * in process, and as a child process killed with SIGKILL), then run again: the table holds every
+ * row that stood through the scan, once.
+ */
+import { SqlClient } from "@effect/sql"
+import { LibsqlClient } from "@effect/sql-libsql"
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Fiber, Random } from "effect"
+import { buildSync } from "esbuild"
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { mirror } from "../scratchpad/pipeline.js"
+import { sqliteSink } from "../scratchpad/sqliteSink.js"
+import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
+import { root, untilRequests } from "./cliSupport.js"
+import { cleanEnv, drift, killedFiveTimes, scanFaults } from "./processSupport.js"
+import { withEmulator } from "./support.js"
+
+const databaseIn = Effect.map(
+  Effect.acquireRelease(
+    Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "microapp-mirror-test-"))),
+    (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+  ),
+  (dir) => path.join(dir, "mirror.db")
+)
+
+/** The ids in the mirror's table, with the checkpoint stored beside them. */
+const stored = (database: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ row_id: string }>`SELECT row_id FROM microapp_rows`
+    const [checkpoint] = yield* sql<{ checkpoint: string }>`SELECT checkpoint FROM microapp_checkpoints`
+    return { ids: rows.map((row) => row.row_id), checkpoint: checkpoint?.checkpoint }
+  }).pipe(Effect.provide(LibsqlClient.layer({ url: `file:${database}` })))
+
+/** Every id that stood in the table from `original` on, not in `removed`, is among `ids`, once. */
+const expectEveryRowOnce = (ids: ReadonlyArray<string>, original: ReadonlyArray<string>, removed: Set<string>) => {
+  expect(new Set(ids).size).toBe(ids.length)
+  const present = new Set(ids)
+  expect(original.filter((id) => !removed.has(id) && !present.has(id))).toEqual([])
+}
+
+describe("the SQLite mirror", () => {
+  it.live(
+    "interrupted at a random page three times, under faults and drift, then run to its end",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const database = yield* databaseIn
+        const original = (yield* server.table(projectsMicroAppID)).map((row) => String(row._id))
+        const removed = new Set<string>()
+        yield* server.configure({ latency: Duration.millis(10), faults: scanFaults })
+        const drifting = yield* Effect.fork(drift(server, projectsMicroAppID, removed))
+        // each run opens the database anew, as a restarted process does
+        const run = Effect.flatMap(sqliteSink(projectsMicroAppID), (sink) => mirror(projectsMicroAppID, sink)).pipe(
+          Effect.provide(LibsqlClient.layer({ url: `file:${database}` }))
+        )
+        const committed: Array<number> = []
+        for (let stop = 0; stop < 3; stop++) {
+          const seen = (yield* server.requests).length
+          const running = yield* Effect.fork(run)
+          yield* untilRequests(server, seen + (yield* Random.nextIntBetween(1, 8)))
+          yield* Fiber.interrupt(running)
+          committed.push((yield* stored(database)).ids.length)
+        }
+        const summary = yield* run
+        yield* Fiber.interrupt(drifting)
+        const { checkpoint, ids } = yield* stored(database)
+        expectEveryRowOnce(ids, original, removed)
+        expect(summary.rows).toBe(ids.length)
+        expect(summary.complete).toBe(true)
+        expect(committed.some((rows) => rows > 0 && rows < ids.length)).toBe(true)
+        // a run stopped before its first commit leaves no trace: the next resumes the same checkpoint
+      expect(summary.resumed).toBeGreaterThanOrEqual(1)
+      expect(summary.resumed).toBeLessThanOrEqual(committed.filter((rows) => rows > 0).length)
+        expect(checkpoint).toBeDefined()
+      }).pipe(
+        Effect.scoped,
+        Effect.provide(withEmulator({ demoRows: 800 }, { pageSize: 20 }))
+      ),
+    60_000
+  )
+
+  it.live(
+    "as a process killed with SIGKILL five times at random moments, under faults and drift",
+    () =>
+      Effect.gen(function*() {
+        const program = path.join(root, "node_modules", ".cache", "mirror", "mirrorSqlite.mjs")
+        buildSync({
+          entryPoints: [path.join(root, "scratchpad", "mirrorSqlite.ts")],
+          outfile: program,
+          bundle: true,
+          packages: "external",
+          format: "esm",
+          platform: "node",
+          target: "node20",
+          logLevel: "error"
+        })
+        const server = yield* MicroappServer
+        const database = yield* databaseIn
+        const original = (yield* server.table(projectsMicroAppID)).map((row) => String(row._id))
+        const removed = new Set<string>()
+        yield* server.configure({ latency: Duration.millis(40), faults: scanFaults })
+        const drifting = yield* Effect.fork(drift(server, projectsMicroAppID, removed))
+        const last = yield* killedFiveTimes(server, () =>
+          spawn(process.execPath, [program, database, projectsMicroAppID, "20"], {
+            env: {
+              ...cleanEnv,
+              MICROAPP_BASE_URL: server.baseUrl,
+              MICROAPP_AUTH_TOKEN: server.credentials.authToken,
+              MICROAPP_USER_ID: server.credentials.userId
+            },
+            stdio: "pipe"
+          }))
+        yield* Fiber.interrupt(drifting)
+        expect(last.code, last.stderr).toBe(0)
+        const { ids } = yield* stored(database)
+        expectEveryRowOnce(ids, original, removed)
+        expect(last.stdout).toMatch(
+          new RegExp(`: ${ids.length} rows of ${projectsMicroAppID} in \\d+ pages, resumed: [1-5],`)
+        )
+      }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ demoRows: 800 }))),
+    120_000
+  )
+})

@@ -1,0 +1,84 @@
+/**
+ * Child processes for the tests that need a real one (exit codes, signals, SIGKILL), and the
+ * disturbances those tests run them under: faults, and rows inserted and deleted all along.
+ */
+import { expect } from "@effect/vitest"
+import { Duration, Effect, Random, Schedule } from "effect"
+import type { ChildProcessWithoutNullStreams } from "node:child_process"
+import type { FaultPlan, MicroappServer } from "../src/testing/index.js"
+import { type Run, untilRequests } from "./cliSupport.js"
+
+/** The environment for a child, without the developer's own MICROAPP_* variables. */
+export const cleanEnv = Object.fromEntries(
+  Object.entries(process.env).filter(([key]) => !key.startsWith("MICROAPP_"))
+)
+
+/** What a child wrote so far, kept as it comes. */
+export const outputOf = (child: ChildProcessWithoutNullStreams) => {
+  const output = { stdout: "", stderr: "" }
+  child.stdout.setEncoding("utf8").on("data", (text: string) => (output.stdout += text))
+  child.stderr.setEncoding("utf8").on("data", (text: string) => (output.stderr += text))
+  return output
+}
+
+/** Runs a child process to its end, `stdin` its whole input. */
+export const runToEnd = (spawnChild: () => ChildProcessWithoutNullStreams, stdin = "") =>
+  Effect.async<Run>((resume) => {
+    const child = spawnChild()
+    const output = outputOf(child)
+    child.on("error", (error) => resume(Effect.die(error)))
+    child.on("close", (code) => resume(Effect.succeed({ code, ...output })))
+    child.stdin.end(stdin)
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
+/** Waits for a child to end: its exit code, or the signal that ended it. */
+export const endOf = (child: ChildProcessWithoutNullStreams) =>
+  Effect.async<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>((resume) => {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      return resume(Effect.succeed({ code: child.exitCode, signal: child.signalCode }))
+    }
+    child.on("close", (code, signal) => resume(Effect.succeed({ code, signal })))
+  })
+
+/**
+ * Starts a child five times, each killed with SIGKILL after a random number (0-6) of the
+ * emulator's answers plus 0-40 ms (before its first request, in the middle of a page or of a
+ * commit), then once more to its end; that end.
+ */
+export const killedFiveTimes = (server: MicroappServer.Service, spawnChild: () => ChildProcessWithoutNullStreams) =>
+  Effect.gen(function*() {
+    for (let kill = 0; kill < 5; kill++) {
+      const seen = (yield* server.requests).length
+      const child = spawnChild()
+      child.stdin.end()
+      yield* untilRequests(server, seen + (yield* Random.nextIntBetween(0, 7)))
+      yield* Effect.sleep(Duration.millis(yield* Random.nextIntBetween(0, 41)))
+      child.kill("SIGKILL")
+      expect(yield* endOf(child), "a run ended before it was killed").toEqual({ code: null, signal: "SIGKILL" })
+    }
+    return yield* runToEnd(spawnChild)
+  })
+
+/** Faults a scan survives with its retries: 8% of requests fail in one of five ways. */
+export const scanFaults: FaultPlan = {
+  seed: 7,
+  rate: 0.08,
+  kinds: ["http500", "http503", "drop", "malformedJson", "http408"]
+}
+
+/**
+ * Every 250 ms, a row inserted at a random place of the table and, one time in two, a random row
+ * deleted, until interrupted; the ids deleted are added to `removed`.
+ */
+export const drift = (server: MicroappServer.Service, microAppID: string, removed: Set<string>) =>
+  Effect.gen(function*() {
+    const table = yield* server.table(microAppID)
+    const index = yield* Random.nextIntBetween(0, table.length)
+    const victim = table[yield* Random.nextIntBetween(0, table.length)]
+    yield* server.insertRow(microAppID, { Name: "inserted while scanning" }, { index })
+    if (victim !== undefined && (yield* Random.nextBoolean)) {
+      removed.add(String(victim._id))
+      yield* server.removeRow(String(victim._id))
+    }
+  }).pipe(Effect.repeat(Schedule.spaced(Duration.millis(250))), Effect.asVoid)
