@@ -210,15 +210,15 @@ describe("microapp (the built bin, one process at a time)", () => {
           ]
           const reference = path.join(dir, "reference.json")
           expect((yield* cli(args(reference))).code).toBe(0)
-          yield* server.configure({ latency: Duration.millis(40), faults: scanFaults })
+          yield* server.configure({ latency: Duration.millis(10), faults: scanFaults })
           const file = path.join(dir, "out.json")
           const last = yield* killedFiveTimes(server, () =>
             start([...args(file), "--checkpoint", path.join(dir, "out.ckpt")]))
           expect(last.code, last.stderr).toBe(0)
           // the runs went on from each other: the rows of the whole scan, over the runs after the first commit
-          expect(last.stderr).toMatch(/^done: 800 rows, .*, resumed (once|\d+ times)\n$/)
+          expect(last.stderr).toMatch(/^done: 1200 rows, .*, resumed (once|\d+ times)\n$/)
           expect(fs.readFileSync(file, "utf8")).toBe(fs.readFileSync(reference, "utf8"))
-        }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ demoRows: 800 }))),
+        }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ demoRows: 1200 }))),
       120_000
     )
 
@@ -230,7 +230,7 @@ describe("microapp (the built bin, one process at a time)", () => {
           const dir = yield* temporaryDirectory
           const original = (yield* server.table(projectsMicroAppID)).map((row) => String(row._id))
           const removed = new Set<string>()
-          yield* server.configure({ latency: Duration.millis(40), faults: scanFaults })
+          yield* server.configure({ latency: Duration.millis(10), faults: scanFaults })
           const drifting = yield* Effect.fork(drift(server, projectsMicroAppID, removed))
           const file = path.join(dir, "out.ndjson")
           const last = yield* killedFiveTimes(server, () =>
@@ -255,7 +255,7 @@ describe("microapp (the built bin, one process at a time)", () => {
           const emitted = new Set(ids)
           expect(original.filter((id) => !removed.has(id) && !emitted.has(id))).toEqual([])
           expect(removed.size).toBeGreaterThan(0)
-        }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ demoRows: 800 }))),
+        }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ demoRows: 1200 }))),
       120_000
     )
   })

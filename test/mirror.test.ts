@@ -75,12 +75,12 @@ describe("the SQLite mirror", () => {
         expect(summary.complete).toBe(true)
         expect(committed.some((rows) => rows > 0 && rows < ids.length)).toBe(true)
         // a run stopped before its first commit leaves no trace: the next resumes the same checkpoint
-      expect(summary.resumed).toBeGreaterThanOrEqual(1)
-      expect(summary.resumed).toBeLessThanOrEqual(committed.filter((rows) => rows > 0).length)
+        expect(summary.resumed).toBeGreaterThanOrEqual(1)
+        expect(summary.resumed).toBeLessThanOrEqual(committed.filter((rows) => rows > 0).length)
         expect(checkpoint).toBeDefined()
       }).pipe(
         Effect.scoped,
-        Effect.provide(withEmulator({ demoRows: 800 }, { pageSize: 20 }))
+        Effect.provide(withEmulator({ demoRows: 1200 }, { pageSize: 20 }))
       ),
     60_000
   )
@@ -104,7 +104,7 @@ describe("the SQLite mirror", () => {
         const database = yield* databaseIn
         const original = (yield* server.table(projectsMicroAppID)).map((row) => String(row._id))
         const removed = new Set<string>()
-        yield* server.configure({ latency: Duration.millis(40), faults: scanFaults })
+        yield* server.configure({ latency: Duration.millis(10), faults: scanFaults })
         const drifting = yield* Effect.fork(drift(server, projectsMicroAppID, removed))
         const last = yield* killedFiveTimes(server, () =>
           spawn(process.execPath, [program, database, projectsMicroAppID, "20"], {
@@ -123,7 +123,7 @@ describe("the SQLite mirror", () => {
         expect(last.stdout).toMatch(
           new RegExp(`: ${ids.length} rows of ${projectsMicroAppID} in \\d+ pages, resumed: [1-5],`)
         )
-      }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ demoRows: 800 }))),
+      }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ demoRows: 1200 }))),
     120_000
   )
 })

@@ -43,7 +43,7 @@ export const endOf = (child: ChildProcessWithoutNullStreams) =>
 
 /**
  * Starts a child five times, each killed with SIGKILL after a random number (0-6) of the
- * emulator's answers plus 0-40 ms (before its first request, in the middle of a page or of a
+ * emulator's answers plus 0-20 ms (before its first request, in the middle of a page or of a
  * commit), then once more to its end; that end.
  */
 export const killedFiveTimes = (server: MicroappServer.Service, spawnChild: () => ChildProcessWithoutNullStreams) =>
@@ -53,7 +53,7 @@ export const killedFiveTimes = (server: MicroappServer.Service, spawnChild: () =
       const child = spawnChild()
       child.stdin.end()
       yield* untilRequests(server, seen + (yield* Random.nextIntBetween(0, 7)))
-      yield* Effect.sleep(Duration.millis(yield* Random.nextIntBetween(0, 41)))
+      yield* Effect.sleep(Duration.millis(yield* Random.nextIntBetween(0, 21)))
       child.kill("SIGKILL")
       expect(yield* endOf(child), "a run ended before it was killed").toEqual({ code: null, signal: "SIGKILL" })
     }
