@@ -10,7 +10,7 @@ import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 
 const program = Effect.gen(function*() {
   const server = yield* MicroappServer
-  yield* server.injectFault("http500AfterApply", { path: "/api/updatemicroapprow", count: 3 })
+  yield* server.faults.inject("http500AfterApply", { path: "/api/updatemicroapprow", count: 3 })
 
   const client = yield* MicroappClient
   // a field the filter does not name: a row that leaves the filtered result moves the scan's pages

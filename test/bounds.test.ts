@@ -141,7 +141,7 @@ const tuningOptions: ReadonlyArray<{
 
 const emulator = withEmulator({ tables: [numbersTable(numbers, 30)] })
 
-const nothingSent = Effect.flatMap(MicroappServer, (server) => Effect.map(server.requests, (log) => log.length))
+const nothingSent = Effect.flatMap(MicroappServer, (server) => Effect.map(server.log.requests, (log) => log.length))
 
 const clientWith = (server: MicroappServer.Service, tuning: MicroappClient.Tuning) =>
   MicroappClient.layer({

@@ -33,20 +33,23 @@ const rowIDOfRecord = (record: RequestRecord): string | undefined =>
   Predicate.isRecord(record.body) && typeof record.body.rowID === "string" ? record.body.rowID : undefined
 
 /** The requests the emulator saw, as "update <rowID>" / "row <rowID>". */
-const requestLog = Effect.flatMap(MicroappServer, (server) =>
-  Effect.map(server.requests, (log) =>
-    log.map((record) => {
-      const name = record.path === updatePath ? "update" : record.path === rowPath ? "row" : record.path
-      return `${name} ${rowIDOfRecord(record)}`
-    })))
+const requestLog = Effect.flatMap(
+  MicroappServer,
+  (server) =>
+    Effect.map(server.log.requests, (log) =>
+      log.map((record) => {
+        const name = record.path === updatePath ? "update" : record.path === rowPath ? "row" : record.path
+        return `${name} ${rowIDOfRecord(record)}`
+      }))
+)
 
 const appliedTo = (rowID: string) =>
-  Effect.flatMap(MicroappServer, (server) => Effect.map(server.appliedUpdates, (counts) => counts.get(rowID) ?? 0))
+  Effect.flatMap(MicroappServer, (server) => Effect.map(server.rows.appliedUpdates, (counts) => counts.get(rowID) ?? 0))
 
 const titleOf = (rowID: string) =>
   Effect.flatMap(
     MicroappServer,
-    (server) => Effect.map(server.state.getRow(rowID), (row) => row._tag === "Some" ? row.value["Title"] : undefined)
+    (server) => Effect.map(server.rows.getRow(rowID), (row) => row._tag === "Some" ? row.value["Title"] : undefined)
   )
 
 const invalidInput = (reason: string) => new InvalidInput({ method: "POST", path: updatePath, input: "line", reason })
@@ -66,7 +69,7 @@ describe("updateRows: outcomes", () => {
     Effect.gen(function*() {
       const server = yield* MicroappServer
       // answers come back in a scrambled order
-      yield* server.onRequest(() => Effect.flatMap(Random.nextIntBetween(0, 30), (ms) => Effect.sleep(ms)))
+      yield* server.log.onRequest(() => Effect.flatMap(Random.nextIntBetween(0, 30), (ms) => Effect.sleep(ms)))
       const updates = Array.from({ length: 40 }, (_, i) => retitle(i))
       const outcomes = yield* onTestClock(runUpdates(updates))
       expect(outcomes).toEqual(
@@ -75,7 +78,7 @@ describe("updateRows: outcomes", () => {
         )
       )
       expect(yield* requestLog).toHaveLength(40)
-      const table = yield* server.table(tasksMicroAppID)
+      const table = yield* server.rows.table(tasksMicroAppID)
       expect(table.slice(0, 40).map((row) => row["Title"])).toEqual(updates.map((update) => update.rowData["Title"]))
     }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(50)] }))))
 
@@ -102,7 +105,7 @@ describe("updateRows: outcomes", () => {
   it.live("failed: a 429 after the client's own retries is not applied, and not read back", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      yield* server.injectFault("http429", { path: updatePath, retryAfterSeconds: 0 })
+      yield* server.faults.inject("http429", { path: updatePath, retryAfterSeconds: 0 })
       const [outcome] = yield* runUpdates([retitle(0)])
       expect(outcome).toMatchObject({ _tag: "Failed", sends: 1, error: { _tag: "RateLimited", status: 429 } })
       expect(yield* requestLog).toEqual([`update ${taskID(0)}`])
@@ -112,7 +115,7 @@ describe("updateRows: outcomes", () => {
   it.live("a 429 is retried by the client itself, with no read-back: the same send", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      yield* server.injectFault("http429", { path: updatePath, retryAfterSeconds: 0 })
+      yield* server.faults.inject("http429", { path: updatePath, retryAfterSeconds: 0 })
       const [outcome] = yield* runUpdates([retitle(0)])
       expect(outcome).toMatchObject({ _tag: "Updated", sends: 1, verifiedByReadBack: false })
       expect(yield* requestLog).toEqual([`update ${taskID(0)}`, `update ${taskID(0)}`])
@@ -126,7 +129,7 @@ describe("updateRows: outcomes", () => {
         runUpdates(Array.from({ length: 12 }, (_, i) => retitle(i)), { concurrency: 4 })
       )
       expect(outcomes.every((outcome) => outcome._tag === "Updated")).toBe(true)
-      expect((yield* server.requests).map((record) => record.inFlight)).toEqual(outcomes.map(() => 1))
+      expect((yield* server.log.requests).map((record) => record.inFlight)).toEqual(outcomes.map(() => 1))
     }).pipe(
       Effect.provide(withEmulator({ tables: [tasksTable(12)] }, { retry: false, rateLimit: { maxInFlight: 1 } }))
     ))
@@ -134,7 +137,7 @@ describe("updateRows: outcomes", () => {
   it.live("failed: sent at most maxSends times, each time after a read-back showed it not applied", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      yield* server.injectFault("http500", { path: updatePath, count: 3 })
+      yield* server.faults.inject("http500", { path: updatePath, count: 3 })
       const [outcome] = yield* runUpdates([retitle(0)], { maxSends: 2 })
       expect(outcome).toMatchObject({ _tag: "Failed", sends: 2, error: { _tag: "ServerError", status: 500 } })
       const id = taskID(0)
@@ -145,8 +148,8 @@ describe("updateRows: outcomes", () => {
   it.live("unknown: sent, no answer, and the row cannot be read back; never sent again", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      yield* server.injectFault("http500AfterApply", { path: updatePath })
-      yield* server.injectFault("http503Html", { path: rowPath })
+      yield* server.faults.inject("http500AfterApply", { path: updatePath })
+      yield* server.faults.inject("http503Html", { path: rowPath })
       const [outcome] = yield* runUpdates([retitle(0)])
       expect(outcome).toMatchObject({
         _tag: "Unknown",
@@ -160,7 +163,7 @@ describe("updateRows: outcomes", () => {
   it.live("unknown: with readBack: false, an ambiguous failure is reported as it is, with no read", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      yield* server.injectFault("http500", { path: updatePath })
+      yield* server.faults.inject("http500", { path: updatePath })
       const [outcome] = yield* runUpdates([retitle(0)], { readBack: false })
       expect(outcome).toMatchObject({
         _tag: "Unknown",
@@ -220,7 +223,7 @@ describe("updateRows: outcomes", () => {
   it.live("summarize counts each outcome", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      yield* server.injectFault("dropAfterApply", { path: updatePath })
+      yield* server.faults.inject("dropAfterApply", { path: updatePath })
       const client = yield* MicroappClient
       const seen: Array<BulkUpdate.Outcome> = []
       const updates = [retitle(0), retitle(1), retitle(2), invalidInput("x"), retitle(3)]
@@ -248,7 +251,7 @@ describe("updateRows: ambiguous failures are read back", () => {
     it.live(`${kind}: applied, so updated after read-back, and sent once`, () =>
       Effect.gen(function*() {
         const server = yield* MicroappServer
-        yield* server.injectFault(kind, { path: updatePath })
+        yield* server.faults.inject(kind, { path: updatePath })
         const [outcome] = yield* runUpdates([retitle(0)])
         expect(outcome).toEqual(
           BulkUpdate.Outcome.Updated({ index: 0, rowID: taskID(0), sends: 1, verifiedByReadBack: true })
@@ -264,7 +267,7 @@ describe("updateRows: ambiguous failures are read back", () => {
     it.effect(`${kind}: not applied, as the read-back shows, so sent again, once`, () =>
       Effect.gen(function*() {
         const server = yield* MicroappServer
-        yield* server.injectFault(kind, { path: updatePath })
+        yield* server.faults.inject(kind, { path: updatePath })
         const [outcome] = yield* onTestClock(runUpdates([retitle(0)]))
         expect(outcome).toEqual(
           BulkUpdate.Outcome.Updated({ index: 0, rowID: taskID(0), sends: 2, verifiedByReadBack: false })
@@ -278,7 +281,7 @@ describe("updateRows: ambiguous failures are read back", () => {
   it.live("a row that already held the values reads back as updated (the documented limit)", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      yield* server.injectFault("http500", { path: updatePath })
+      yield* server.faults.inject("http500", { path: updatePath })
       const [outcome] = yield* runUpdates([retitle(0, "task 0")])
       expect(outcome).toMatchObject({ _tag: "Updated", sends: 1, verifiedByReadBack: true })
       expect(yield* appliedTo(taskID(0))).toBe(0)
@@ -287,9 +290,9 @@ describe("updateRows: ambiguous failures are read back", () => {
   it.live("another writer that sets the same values before the read-back makes it read as updated (the documented limit)", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      yield* server.injectFault("http500", { path: updatePath })
-      yield* server.onRequest((record) =>
-        record.path === rowPath ? Effect.asVoid(server.updateRow(taskID(0), { Title: "task 0 v2" })) : Effect.void
+      yield* server.faults.inject("http500", { path: updatePath })
+      yield* server.log.onRequest((record) =>
+        record.path === rowPath ? Effect.asVoid(server.rows.updateRow(taskID(0), { Title: "task 0 v2" })) : Effect.void
       )
       const [outcome] = yield* runUpdates([retitle(0)])
       expect(outcome).toMatchObject({ _tag: "Updated", sends: 1, verifiedByReadBack: true })
@@ -299,7 +302,7 @@ describe("updateRows: ambiguous failures are read back", () => {
   it.live("a label the server ignores never reads back: through the untyped client it is sent again (the documented limit)", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      yield* server.injectFault("http500AfterApply", { path: updatePath })
+      yield* server.faults.inject("http500AfterApply", { path: updatePath })
       const [outcome] = yield* runUpdates([{ rowID: taskID(0), rowData: { Ttile: "typo" } }])
       expect(outcome).toMatchObject({ _tag: "Updated", sends: 2, verifiedByReadBack: false })
       expect(yield* requestLog).toEqual([`update ${taskID(0)}`, `row ${taskID(0)}`, `update ${taskID(0)}`])
@@ -329,15 +332,15 @@ describe("updateRows: ambiguous failures are read back", () => {
           rowData: { Title: `task ${i} v2`, Count: i * 10, Tags: ["bulk", i] }
         }))
         const outcomes = yield* onTestClock(runUpdates(updates))
-        const log = yield* server.requests
+        const log = yield* server.log.requests
         yield* server.configure({ faults: undefined })
 
         expect(outcomes.map((outcome) => [outcome._tag, outcome.index, outcome.rowID])).toEqual(
           updates.map((update, index) => ["Updated", index, update.rowID])
         )
-        const counts = yield* server.appliedUpdates
+        const counts = yield* server.rows.appliedUpdates
         expect(updates.map((update) => counts.get(update.rowID))).toEqual(updates.map(() => 1))
-        const table = yield* server.table(tasksMicroAppID)
+        const table = yield* server.rows.table(tasksMicroAppID)
         expect(table.map((row) => [row["Title"], row["Count"], row["Tags"]])).toEqual(
           updates.map((update) => [update.rowData["Title"], update.rowData["Count"], update.rowData["Tags"]])
         )
@@ -385,7 +388,7 @@ describe("updateRows: concurrency and order", () => {
           concurrency === undefined ? {} : { concurrency }
         ))
         expect(outcomes.every((outcome) => outcome._tag === "Updated")).toBe(true)
-        const log = yield* server.requests
+        const log = yield* server.log.requests
         expect(log.some((record) => record.path === rowPath)).toBe(true)
         expect(Math.max(...log.map((record) => record.inFlight))).toBe(concurrency ?? BulkUpdate.defaults.concurrency)
       }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(40)] }, { retry: false }))))
@@ -394,11 +397,11 @@ describe("updateRows: concurrency and order", () => {
   it.effect("updates of one row are applied in input order, even with several in flight", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      yield* server.onRequest(() => Effect.flatMap(Random.nextIntBetween(0, 20), (ms) => Effect.sleep(ms)))
+      yield* server.log.onRequest(() => Effect.flatMap(Random.nextIntBetween(0, 20), (ms) => Effect.sleep(ms)))
       const updates = Array.from({ length: 24 }, (_, i) => retitle(i % 3, `step ${i}`))
       const outcomes = yield* onTestClock(runUpdates(updates, { concurrency: 6 }))
       expect(outcomes.every((outcome) => outcome._tag === "Updated")).toBe(true)
-      const log = yield* server.requests
+      const log = yield* server.log.requests
       for (const row of [0, 1, 2]) {
         const titles = log.filter((record) => rowIDOfRecord(record) === taskID(row)).map((record) =>
           Predicate.isRecord(record.body) && Predicate.isRecord(record.body.rowData)
@@ -437,7 +440,7 @@ describe("updateRows: concurrency and order", () => {
       expect(outcomes.map((outcome) => outcome.index)).toEqual(outcomes.map((_, i) => i))
       expect(outcomes[3]?._tag).toBe("Refused")
       expect(outcomes.length).toBeLessThan(10)
-      const counts = yield* server.appliedUpdates
+      const counts = yield* server.rows.appliedUpdates
       expect(updates.map((update) => counts.get(update.rowID) ?? 0)).toEqual(
         updates.map((_, i) => i < outcomes.length && i !== 3 ? 1 : 0)
       )
@@ -450,7 +453,7 @@ describe("updateRows: concurrency and order", () => {
       const client = yield* MicroappClient
       yield* server.configure({ latency: "50 millis" })
       const stop = yield* Deferred.make<void>()
-      yield* server.onRequest((record) => record.seq === 0 ? Deferred.succeed(stop, undefined) : Effect.void)
+      yield* server.log.onRequest((record) => record.seq === 0 ? Deferred.succeed(stop, undefined) : Effect.void)
       // an input that never ends, as stdin may not
       const updates = Stream.concat(Stream.fromIterable(Array.from({ length: 10 }, (_, i) => retitle(i))), Stream.never)
       const outcomes = yield* onTestClock(
@@ -483,10 +486,10 @@ describe("updateRows through Microapp.bind", () => {
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const projects = yield* Microapp.bind(Projects)
-      const [first, second] = (yield* server.table(Projects.microAppID)).filter((row) => row["isLocked"] !== true)
+      const [first, second] = (yield* server.rows.table(Projects.microAppID)).filter((row) => row["isLocked"] !== true)
       const a = String(first?._id)
       const b = String(second?._id)
-      yield* server.injectFault("http500AfterApply", { path: updatePath })
+      yield* server.faults.inject("http500AfterApply", { path: updatePath })
       type ProjectUpdate = Microapp.UpdateOptions<typeof Projects>
       const typed: ProjectUpdate = { rowID: a, rowData: { Due: DateTime.unsafeMake("2031-07-14"), Status: "Done" } }
       // as from a file: the labels are only known at run time
@@ -497,7 +500,7 @@ describe("updateRows through Microapp.bind", () => {
       expect(invalid).toMatchObject({ _tag: "Invalid", index: 1, rowID: b })
       expect(invalid?._tag === "Invalid" && invalid.error.message).toContain("did you mean \"Name\"?")
       expect(yield* requestLog).toEqual([`update ${a}`, `row ${a}`])
-      const row = yield* server.state.getRow(a)
+      const row = yield* server.rows.getRow(a)
       expect(row._tag === "Some" && row.value).toMatchObject({ Due: "2031-07-14", Status: "Done" })
     }).pipe(Effect.provide(withEmulator({ demoRows: 20 }, { retry: false }))))
 })

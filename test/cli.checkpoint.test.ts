@@ -7,7 +7,7 @@ import { Duration, Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
-import { cli, flags, idsOf, startCli, temporaryDirectory, untilRequests } from "./cliSupport.js"
+import { cli, eventually, flags, idsOf, startCli, temporaryDirectory, untilRequests } from "./cliSupport.js"
 
 const formats = ["ndjson", "json", "csv"] as const
 
@@ -23,7 +23,7 @@ const rowsArgs = (server: MicroappServer.Service, extra: ReadonlyArray<string>) 
   ...flags(server)
 ]
 
-const requestCount = Effect.map(Effect.flatMap(MicroappServer, (server) => server.requests), (log) => log.length)
+const requestCount = Effect.map(Effect.flatMap(MicroappServer, (server) => server.log.requests), (log) => log.length)
 
 /** What `rows` writes to FILE with no checkpoint, in one run. */
 const reference = (dir: string, format: string, extra: ReadonlyArray<string> = []) =>
@@ -85,9 +85,9 @@ describe("microapp rows --checkpoint (in process)", () => {
           const file = path.join(dir, `out.${format}`)
           const ckpt = path.join(dir, "out.ckpt")
           const args = rowsArgs(server, ["--format", format, "--output", file, "--checkpoint", ckpt])
-          yield* server.configure({ latency: Duration.millis(5) })
+          yield* server.configure({ latency: Duration.millis(20) })
           for (const stopAfter of [3, 5]) {
-            const seen = (yield* server.requests).length
+            const seen = (yield* server.log.requests).length
             const started = yield* startCli(args)
             yield* untilRequests(server, seen + stopAfter)
             expect(yield* started.raise("SIGINT")).toBe(true)
@@ -135,9 +135,11 @@ describe("microapp rows --checkpoint (in process)", () => {
           const file = path.join(dir, "out.ndjson")
           const ckpt = path.join(dir, "out.ckpt")
           const args = rowsArgs(server, ["--output", file, "--checkpoint", ckpt, "--checkpoint-every", "60"])
-          yield* server.configure({ latency: Duration.millis(5) })
-          const seen = (yield* server.requests).length
+          yield* server.configure({ latency: Duration.millis(20) })
+          const seen = (yield* server.log.requests).length
           const started = yield* startCli(args)
+          // stopped once a commit is on disk, and the scan has asked for more
+          yield* eventually(Effect.sync(() => fs.existsSync(ckpt)), Boolean)
           yield* untilRequests(server, seen + 5)
           yield* started.raise("SIGINT")
           expect(yield* started.exit).toBe(130)
@@ -145,6 +147,7 @@ describe("microapp rows --checkpoint (in process)", () => {
           const committed = JSON.parse(fs.readFileSync(ckpt, "utf8")) as { length: number }
           const committedRows = fs.readFileSync(file, "utf8").slice(0, committed.length).split("\n").length - 1
           expect(committedRows % 60).toBe(0)
+          expect(committedRows).toBeGreaterThanOrEqual(60)
           yield* server.configure({ latency: Duration.zero })
           const last = yield* cli(args)
           expect(last.code, last.stderr).toBe(0)
@@ -155,7 +158,7 @@ describe("microapp rows --checkpoint (in process)", () => {
     )
   })
 
-  layer(MicroappServer.layer({ demoRows: 100 }), { excludeTestServices: true })("refusals", (it) => {
+  layer(MicroappServer.layer({ demoRows: 300 }), { excludeTestServices: true })("refusals", (it) => {
     /** A finished-looking run cut short: FILE and CKPT as after a crash half-way. */
     const halfDone = Effect.gen(function*() {
       const server = yield* MicroappServer
@@ -163,9 +166,10 @@ describe("microapp rows --checkpoint (in process)", () => {
       const file = path.join(dir, "out.ndjson")
       const ckpt = path.join(dir, "out.ckpt")
       const args = rowsArgs(server, ["--output", file, "--checkpoint", ckpt])
-      yield* server.configure({ latency: Duration.millis(5) })
-      const seen = (yield* server.requests).length
+      yield* server.configure({ latency: Duration.millis(20) })
+      const seen = (yield* server.log.requests).length
       const started = yield* startCli(args)
+      yield* eventually(Effect.sync(() => fs.existsSync(ckpt)), Boolean)
       yield* untilRequests(server, seen + 3)
       yield* started.raise("SIGINT")
       expect(yield* started.exit).toBe(130)

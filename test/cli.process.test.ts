@@ -33,7 +33,16 @@ import {
   temporaryDirectory,
   untilRequests
 } from "./cliSupport.js"
-import { cleanEnv, drift, endOf, killedFiveTimes, outputOf, runToEnd, scanFaults } from "./processSupport.js"
+import {
+  cleanEnv,
+  drift,
+  endOf,
+  killedFiveTimes,
+  modifiedAt,
+  outputOf,
+  runToEnd,
+  scanFaults
+} from "./processSupport.js"
 import { tasksTable } from "./support.js"
 
 const bin = path.join(root, "dist", "cli", "bin.js")
@@ -155,7 +164,7 @@ describe("microapp (the built bin, one process at a time)", () => {
       expect(ended).toEqual({ code: null, signal: "SIGINT" })
       expect(output.stdout).toBe("")
       // the server was still holding them
-      expect((yield* server.requests).every((record) => record.status === undefined)).toBe(true)
+      expect((yield* server.log.requests).every((record) => record.status === undefined)).toBe(true)
     }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(5)] }))))
 
   it.live("rows | head -1 (NDJSON) through a real pipe: one whole row, the scan stopped early, exit 141", () =>
@@ -174,7 +183,7 @@ describe("microapp (the built bin, one process at a time)", () => {
   it.live("row and login into a reader already gone: exit 141, nothing on stderr", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const [first] = yield* server.table(projectsMicroAppID)
+      const [first] = yield* server.rows.table(projectsMicroAppID)
       // `true` reads nothing and is gone long before the CLI has started
       const row = yield* cliInto("true", ["row", String(first?._id)], envOf(server))
       expect(row).toEqual({ code: 141, stdout: "", stderr: "" })
@@ -212,8 +221,9 @@ describe("microapp (the built bin, one process at a time)", () => {
           expect((yield* cli(args(reference))).code).toBe(0)
           yield* server.configure({ latency: Duration.millis(10), faults: scanFaults })
           const file = path.join(dir, "out.json")
+          const ckpt = path.join(dir, "out.ckpt")
           const last = yield* killedFiveTimes(server, () =>
-            start([...args(file), "--checkpoint", path.join(dir, "out.ckpt")]))
+            start([...args(file), "--checkpoint", ckpt]), modifiedAt(ckpt))
           expect(last.code, last.stderr).toBe(0)
           // the runs went on from each other: the rows of the whole scan, over the runs after the first commit
           expect(last.stderr).toMatch(/^done: 1200 rows, .*, resumed (once|\d+ times)\n$/)
@@ -228,7 +238,7 @@ describe("microapp (the built bin, one process at a time)", () => {
         Effect.gen(function*() {
           const server = yield* MicroappServer
           const dir = yield* temporaryDirectory
-          const original = (yield* server.table(projectsMicroAppID)).map((row) => String(row._id))
+          const original = (yield* server.rows.table(projectsMicroAppID)).map((row) => String(row._id))
           const removed = new Set<string>()
           yield* server.configure({ latency: Duration.millis(10), faults: scanFaults })
           const drifting = yield* Effect.fork(drift(server, projectsMicroAppID, removed))
@@ -246,7 +256,7 @@ describe("microapp (the built bin, one process at a time)", () => {
               "--checkpoint",
               path.join(dir, "out.ckpt"),
               ...flags(server)
-            ]))
+            ]), modifiedAt(path.join(dir, "out.ckpt")))
           yield* Fiber.interrupt(drifting)
           expect(last.code, last.stderr).toBe(0)
           expect(last.stderr).toMatch(/, resumed (once|\d+ times)\n$/)

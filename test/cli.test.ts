@@ -51,7 +51,7 @@ describe("microapp (in process)", () => {
         const run = yield* cli(["rows", projectsMicroAppID, "--page-size", "50", ...flags(server)])
         expect(run.code, run.stderr).toBe(0)
         expect(run.stdout.endsWith("\n")).toBe(true)
-        expect(ndjsonRows(run.stdout)).toEqual(yield* server.table(projectsMicroAppID))
+        expect(ndjsonRows(run.stdout)).toEqual(yield* server.rows.table(projectsMicroAppID))
         expect(run.stderr).toMatch(
           /^done: 130 rows, \d+ pages, [\d.]+ s, 0 duplicates dropped, 0 realignments, up to \d+ requests? in flight\n$/
         )
@@ -70,7 +70,7 @@ describe("microapp (in process)", () => {
           ...flags(server)
         ])
         expect(run.code, run.stderr).toBe(0)
-        expect(ndjsonRows(run.stdout)).toEqual(yield* server.table(projectsMicroAppID))
+        expect(ndjsonRows(run.stdout)).toEqual(yield* server.rows.table(projectsMicroAppID))
         expect(run.stderr).toMatch(/, up to 3 requests in flight\n$/)
       }))
 
@@ -80,7 +80,7 @@ describe("microapp (in process)", () => {
         const run = yield* cli(["rows", projectsMicroAppID, "--format", "json", "--quiet"], { env: envOf(server) })
         expect(run.code, run.stderr).toBe(0)
         expect(run.stderr).toBe("")
-        expect(json(run.stdout)).toEqual(yield* server.table(projectsMicroAppID))
+        expect(json(run.stdout)).toEqual(yield* server.rows.table(projectsMicroAppID))
       }))
 
     it.effect("rows --filter (repeated) --sort --order", () =>
@@ -102,7 +102,7 @@ describe("microapp (in process)", () => {
           ...flags(server)
         ])
         expect(run.code, run.stderr).toBe(0)
-        const expected = (yield* server.table(projectsMicroAppID))
+        const expected = (yield* server.rows.table(projectsMicroAppID))
           .filter((row) => row.Status === "Open" && row.Approved === true)
           .sort((a, b) => Number(b.Budget) - Number(a.Budget))
         expect(expected.length).toBeGreaterThan(7)
@@ -128,7 +128,7 @@ describe("microapp (in process)", () => {
     it.effect("row: pretty JSON with a 2-space indent", () =>
       Effect.gen(function*() {
         const server = yield* MicroappServer
-        const [, target] = yield* server.table(projectsMicroAppID)
+        const [, target] = yield* server.rows.table(projectsMicroAppID)
         const run = yield* cli(["row", String(target?._id), ...flags(server)])
         expect(run.code, run.stderr).toBe(0)
         expect(run.stdout).toBe(`${JSON.stringify(target, null, 2)}\n`)
@@ -229,7 +229,7 @@ describe("microapp (in process)", () => {
       const notAnObject = yield* cli(["update", "x", "--data", "[1, 2]", ...flags(server)])
       expectFailure(notAnObject, 2, [token])
       expect(notAnObject.stderr).toContain("--data must be a JSON object")
-      expect(yield* server.requests).toEqual([])
+      expect(yield* server.log.requests).toEqual([])
     }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 3 }))))
 
   const notesID = "65a000000000000000000001"
@@ -259,8 +259,8 @@ describe("microapp (in process)", () => {
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const tricky = "comma, \"quote\"\nnew line and\r\nCRLF"
-      yield* server.insertRow(notesID, { Text: tricky, Count: 0 })
-      const table = yield* server.table(notesID)
+      yield* server.rows.insertRow(notesID, { Text: tricky, Count: 0 })
+      const table = yield* server.rows.table(notesID)
       const header = ["_id", ...new Set(table.flatMap((row) => Object.keys(row)).filter((key) => key !== "_id"))]
       expect(header.indexOf("Tags")).toBeGreaterThan(header.indexOf("Text"))
       const expected = [header, ...table.map((row) => header.map((key) => cell(row[key])))]
@@ -281,7 +281,7 @@ describe("microapp (in process)", () => {
   it.live("update: --data, --data-file FILE, --data-file - (stdin); prints nothing", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const [first, second, third] = yield* server.table(projectsMicroAppID)
+      const [first, second, third] = yield* server.rows.table(projectsMicroAppID)
       const ids = [first, second, third].map((row) => String(row?._id))
       const [a, b, c] = ids
 
@@ -300,7 +300,7 @@ describe("microapp (in process)", () => {
       })
       expect(fromStdin).toEqual({ code: 0, stdout: "", stderr: "" })
 
-      const table = yield* server.table(projectsMicroAppID)
+      const table = yield* server.rows.table(projectsMicroAppID)
       expect(table.find((row) => row._id === a)).toMatchObject({ Status: "Done", Priority: 5 })
       expect(table.find((row) => row._id === b)?.Name).toBe("From a file")
       expect(table.find((row) => row._id === c)?.Name).toBe("From stdin, \"quoted\"")
@@ -321,7 +321,7 @@ describe("microapp (in process)", () => {
       const match = exportLines.exec(run.stdout)
       expect(match?.[2]).toBe(server.credentials.userId)
       const token = String(match?.[1])
-      const owner = yield* server.state.authenticate(token, server.credentials.userId)
+      const owner = yield* server.sessions.authenticate(token, server.credentials.userId)
       expect(owner).toEqual(Option.some(server.credentials.userId))
 
       const wrong = yield* cli(["login", "--email", email, "--password-stdin", "--base-url", server.baseUrl], {
@@ -349,7 +349,7 @@ describe("microapp (in process)", () => {
       expect(quit).toMatchObject({ code: 130, stdout: "" })
       expect(quit.stderr).toMatch(/error: interrupted by Ctrl-C\n$/)
       // only the prompted login reached the server
-      expect((yield* server.requests).map((record) => record.path)).toEqual(["/api/login"])
+      expect((yield* server.log.requests).map((record) => record.path)).toEqual(["/api/login"])
     }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 3 }))))
 
   it.live("exit 5: the server keeps failing; --output leaves neither the file nor a temporary one", () =>
@@ -375,21 +375,21 @@ describe("microapp (in process)", () => {
       }
       expect(fs.readdirSync(dir)).toEqual([])
       // one retry each
-      expect(yield* server.requests).toHaveLength(4)
+      expect(yield* server.log.requests).toHaveLength(4)
     }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ demoRows: 20 }))))
 
   it.live("exit 5 mid-scan: NDJSON on stdout ends on a complete line", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
       // the first two pages are answered, then the server fails
-      yield* server.onRequest((record) =>
+      yield* server.log.onRequest((record) =>
         record.seq === 1 ? server.configure({ faults: { seed: 2, rate: 1, kinds: ["http503Html"] } }) : Effect.void
       )
       const run = yield* cli(["rows", projectsMicroAppID, "--page-size", "40", "--retries", "0", ...flags(server)])
       expectFailure(run, 5, [server.credentials.authToken])
       expect(run.stdout.endsWith("\n")).toBe(true)
       const ids = idsOf(run.stdout)
-      expect(ids).toEqual((yield* server.table(projectsMicroAppID)).slice(0, ids.length).map((row) => row._id))
+      expect(ids).toEqual((yield* server.rows.table(projectsMicroAppID)).slice(0, ids.length).map((row) => row._id))
       expect(ids.length).toBeGreaterThanOrEqual(40)
     }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 200 }))))
 
@@ -403,7 +403,7 @@ describe("microapp (in process)", () => {
       expect(yield* started.exit).toBe(130)
       expect(yield* started.stderr).toBe("error: interrupted by SIGINT\n")
       expect(fs.readdirSync(dir)).toEqual([])
-      expect((yield* server.requests).length).toBeLessThan(100)
+      expect((yield* server.log.requests).length).toBeLessThan(100)
     }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ demoRows: 500 }))))
 
   const pipedRowsLayer = MicroappServer.layer({ demoRows: pipedRows })
@@ -443,7 +443,7 @@ describe("microapp (in process)", () => {
   it.live("row and login into a reader already gone: exit 141, nothing on stderr; --quiet rows: no summary", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const [first] = yield* server.table(projectsMicroAppID)
+      const [first] = yield* server.rows.table(projectsMicroAppID)
       const row = yield* cli(["row", String(first?._id)], { env: envOf(server), reader: "gone" })
       expect(row).toEqual({ code: 141, stdout: "", stderr: "" })
       const { email, password } = server.credentials

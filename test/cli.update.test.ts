@@ -30,7 +30,7 @@ import {
 import { onTestClock, taskID, tasksMicroAppID, tasksTable } from "./support.js"
 
 describe("microapp update --from (in process)", () => {
-  const appliedCounts = Effect.flatMap(MicroappServer, (server) => server.appliedUpdates)
+  const appliedCounts = Effect.flatMap(MicroappServer, (server) => server.rows.appliedUpdates)
 
   // on the test clock: backoff and Retry-After pauses take no real time
   it.effect(
@@ -70,7 +70,7 @@ describe("microapp update --from (in process)", () => {
           ]
         })
         const run = yield* onTestClock(cli(["update", "--from", file, ...flags(server)]))
-        const log = yield* server.requests
+        const log = yield* server.log.requests
         yield* server.configure({ faults: undefined })
 
         expect(run.code, run.stderr).toBe(2)
@@ -86,7 +86,7 @@ describe("microapp update --from (in process)", () => {
         expect(updated.every((outcome) => outcome.error === undefined)).toBe(true)
         expect(updated.map((outcome) => outcome.rowID)).toEqual(Array.from({ length: 500 }, (_, i) => taskID(i)))
 
-        const table = yield* server.table(tasksMicroAppID)
+        const table = yield* server.rows.table(tasksMicroAppID)
         expect(table.map((row) => [row["Title"], row["Count"]])).toEqual(
           table.map((_, i) => [`task ${i} done`, 1000 + i])
         )
@@ -124,7 +124,7 @@ describe("microapp update --from (in process)", () => {
       expect(run.stderr).toMatch(
         /^done: 30 lines, 30 updated \(0 after read-back\), 0 refused, 0 failed, 0 unknown, 0 invalid/
       )
-      expect((yield* server.table(tasksMicroAppID)).map((row) => row["Count"])).toEqual(
+      expect((yield* server.rows.table(tasksMicroAppID)).map((row) => row["Count"])).toEqual(
         Array.from({ length: 30 }, (_, i) => i + 100)
       )
     }).pipe(Effect.provide(MicroappServer.layer({ tables: [tasksTable(30)] }))))
@@ -154,7 +154,7 @@ describe("microapp update --from (in process)", () => {
         { line: 5, outcome: "updated", rowID: taskID(2) }
       ])
       expect(outcomes[1]?.error).toMatch(/Row is locked \(RequestRejected, HTTP 200 POST \/api\/updatemicroapprow\)$/)
-      const [, second, third] = (yield* server.requests).filter((record) => record.path === updatePath)
+      const [, second, third] = (yield* server.log.requests).filter((record) => record.path === updatePath)
       expect(second?.body).toEqual({ rowID: taskID(1), rowData: { Title: "b" }, ignoreActionRules: true })
       expect(third?.body).toEqual({ rowID: taskID(2), rowData: { Title: "c" }, embeddingRowID: taskID(0) })
     }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(3, [1])] }))))
@@ -194,7 +194,7 @@ describe("microapp update --from (in process)", () => {
           "invalid rowData: must name at least one field",
           "invalid rowID: must be a non-empty string"
         ])
-      expect(yield* server.requests).toEqual([])
+      expect(yield* server.log.requests).toEqual([])
       for (
         const [args, message] of [
           [["update", taskID(0), "--from", "-"], "--from takes its rows from FILE"],
@@ -209,7 +209,7 @@ describe("microapp update --from (in process)", () => {
         expectFailure(usage, 2, [server.credentials.authToken])
         expect(usage.stderr).toContain(message)
       }
-      expect(yield* server.requests).toEqual([])
+      expect(yield* server.log.requests).toEqual([])
     }).pipe(Effect.provide(MicroappServer.layer({ tables: [tasksTable(3)] }))))
 
   it.live("input that cannot be read (a directory, a missing file): one error line, exit 2, no summary, nothing sent", () =>
@@ -235,7 +235,7 @@ describe("microapp update --from (in process)", () => {
       expect(absent.stderr).toMatch(new RegExp(`^error: cannot read --from ${missing}: .*ENOENT`))
       // the report is not created for input that was never read
       expect(fs.readdirSync(dir)).toEqual([])
-      expect(yield* server.requests).toEqual([])
+      expect(yield* server.log.requests).toEqual([])
     }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(3)] }))))
 
   // root reads a file whatever its mode, so there is no unreadable file to give it
@@ -250,7 +250,7 @@ describe("microapp update --from (in process)", () => {
         const run = yield* cli(["update", "--from", file, ...flags(server)])
         expectFailure(run, 2, [server.credentials.authToken])
         expect(run.stderr).toMatch(new RegExp(`^error: cannot read --from ${file}: .*EACCES`))
-        expect(yield* server.requests).toEqual([])
+        expect(yield* server.log.requests).toEqual([])
       }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(3)] })))
   )
 
@@ -283,7 +283,12 @@ describe("microapp update --from (in process)", () => {
         error: "the server failed: Internal server error (ServerError, HTTP 500 POST /api/updatemicroapprow)"
       })))
       const rowPath = "/api/microappdata/row"
-      expect((yield* server.requests).map((record) => record.path)).toEqual([updatePath, rowPath, updatePath, rowPath])
+      expect((yield* server.log.requests).map((record) => record.path)).toEqual([
+        updatePath,
+        rowPath,
+        updatePath,
+        rowPath
+      ])
       expect(run.stderr).toMatch(/\nerror: 2 of 2 lines not updated, 0 of them invalid \(see their outcome lines\)\n$/)
     }).pipe(Effect.provide(MicroappServer.layer({ tables: [tasksTable(2)] }))))
 
@@ -326,6 +331,6 @@ describe("microapp update --from (in process)", () => {
       expect(yield* started.raise("SIGINT")).toBe(false)
       // the command still waits for the updates under way, which the server is still holding
       expect(yield* started.stdout).toBe("")
-      expect((yield* server.requests).every((record) => record.status === undefined)).toBe(true)
+      expect((yield* server.log.requests).every((record) => record.status === undefined)).toBe(true)
     }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(5)] }))))
 })

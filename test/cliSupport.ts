@@ -167,7 +167,7 @@ export const eventually = <A, E, R>(poll: Effect.Effect<A, E, R>, check: (value:
 
 /** Waits until the emulator has seen `n` requests. */
 export const untilRequests = (server: MicroappServer.Service, n: number) =>
-  eventually(server.requests, (log) => log.length >= n)
+  eventually(server.log.requests, (log) => log.length >= n)
 
 export const flags = (server: MicroappServer.Service, token = server.credentials.authToken) => [
   "--base-url",
@@ -297,7 +297,7 @@ export const cutShort = (run: Run) =>
     expect(run.code, run.stderr).toBe(141)
     expect(run.stderr).toMatch(stoppedScan)
     const rows = Number(stoppedScan.exec(run.stderr)?.[1])
-    return { rows, requests: (yield* server.requests).length, table: yield* server.table(projectsMicroAppID) }
+    return { rows, requests: (yield* server.log.requests).length, table: yield* server.rows.table(projectsMicroAppID) }
   })
 
 /** NDJSON into `head -1`: one whole row, and the scan stopped early. */
@@ -363,9 +363,9 @@ export const expectUpdatesCutShort = (run: Run) =>
     expect(Number(summary?.[2])).toBe(counted)
     expect(counted).toBeLessThan(pipedUpdates / 2)
     // none was cut off on its way
-    const counts = yield* server.appliedUpdates
+    const counts = yield* server.rows.appliedUpdates
     expect([...counts.keys()].sort()).toEqual(Array.from({ length: counted }, (_, i) => taskID(i)))
-    expect((yield* server.requests).filter((record) => record.path === updatePath)).toHaveLength(counted)
+    expect((yield* server.log.requests).filter((record) => record.path === updatePath)).toHaveLength(counted)
   })
 
 /**
@@ -376,7 +376,7 @@ export const expectStoppedBySigint = (report: string, output: Omit<Run, "code">,
   Effect.gen(function*() {
     const server = yield* MicroappServer
     const outcomes = outcomesOf(fs.readFileSync(report, "utf8"))
-    const counts = yield* server.appliedUpdates
+    const counts = yield* server.rows.appliedUpdates
     expect(outcomes.length).toBeGreaterThanOrEqual(3)
     expect(outcomes.length).toBeLessThan(lines)
     expect(outcomes).toEqual(outcomes.map((_, i) => ({ line: i + 1, rowID: taskID(i), outcome: "updated" })))

@@ -29,7 +29,7 @@ describe("query", () => {
       const client = yield* MicroappClient
       const server = yield* MicroappServer
       const rows = yield* client.query({ microAppID: projects, limit: 1000 })
-      const table = yield* server.table(projects)
+      const table = yield* server.rows.table(projects)
       expect(rows.map((row) => row._id)).toEqual(table.map((row) => row._id))
     }).pipe(Effect.provide(withEmulator({ demoRows: 300 }))))
 
@@ -42,7 +42,7 @@ describe("query", () => {
         filters: [{ fieldID: "f_status", value: "Open" }, { fieldID: "f_priority", value: 3 }],
         limit: 1000
       })
-      const expected = (yield* server.table(projects)).filter((row) => row.Status === "Open" && row.Priority === 3)
+      const expected = (yield* server.rows.table(projects)).filter((row) => row.Status === "Open" && row.Priority === 3)
       expect(expected.length).toBeGreaterThan(0)
       expect(rows.map((row) => row._id)).toEqual(expected.map((row) => row._id))
       const [body] = yield* bodiesTo(rowsPath)
@@ -58,7 +58,7 @@ describe("query", () => {
     Effect.gen(function*() {
       const client = yield* MicroappClient
       const server = yield* MicroappServer
-      const table = yield* server.table(projects)
+      const table = yield* server.rows.table(projects)
       const budgets = table.map((row) => Number(row.Budget))
       const ascending = yield* client.query({ microAppID: projects, sort: { field: 2 }, limit: 1000 })
       const descending = yield* client.query({ microAppID: projects, sort: { field: "2", order: "desc" }, limit: 1000 })
@@ -90,7 +90,7 @@ describe("query", () => {
         sort: [{ field: 4, order: "desc" }, { field: 1 }],
         limit: 1000
       })
-      const table = yield* server.table(projects)
+      const table = yield* server.rows.table(projects)
       const expected = [...table].sort((a, b) =>
         Number(b.Priority) - Number(a.Priority) || String(a.Name).localeCompare(String(b.Name))
       )
@@ -133,9 +133,9 @@ describe("rows as the service returns them", () => {
     Effect.gen(function*() {
       const client = yield* MicroappClient
       const server = yield* MicroappServer
-      const table = yield* server.table(projects)
+      const table = yield* server.rows.table(projects)
       const broken = table.map((row, i) => i === 3 ? { ...row, submitted: "yesterday" } : row)
-      yield* server.setRows(projects, broken)
+      yield* server.rows.setRows(projects, broken)
       const error = yield* failure(client.query({ microAppID: projects, limit: 10 }))
       expect(error).toMatchObject({
         _tag: "UnexpectedResponse",
@@ -204,7 +204,7 @@ describe("updateRow", () => {
     Effect.gen(function*() {
       const client = yield* MicroappClient
       const server = yield* MicroappServer
-      const locked = (yield* server.table(projects)).find((row) => row.isLocked === true)
+      const locked = (yield* server.rows.table(projects)).find((row) => row.isLocked === true)
       expect(locked).toBeDefined()
       const error = yield* failure(client.updateRow({ rowID: String(locked?._id), rowData: { Name: "x" } }))
       expect(error).toMatchObject({
@@ -253,7 +253,7 @@ describe("invalid input is refused before anything is sent", () => {
         const error = yield* Effect.flip(call(client))
         expect(error._tag).toBe("InvalidInput")
         expect(error).toMatchObject({ input })
-        expect(yield* server.requests).toEqual([])
+        expect(yield* server.log.requests).toEqual([])
       }).pipe(Effect.provide(withEmulator({ demoRows: 1 }))))
   }
 
@@ -318,7 +318,7 @@ describe("errors from real responses", () => {
       Effect.gen(function*() {
         const client = yield* MicroappClient
         const server = yield* MicroappServer
-        yield* server.injectFault(fault)
+        yield* server.faults.inject(fault)
         const error = yield* failure(client.query({ microAppID: projects }))
         expect(error._tag).toBe(tag)
         expect("status" in error ? error.status : undefined).toBe(status)
@@ -330,7 +330,7 @@ describe("errors from real responses", () => {
     Effect.gen(function*() {
       const client = yield* MicroappClient
       const server = yield* MicroappServer
-      yield* server.injectFault("http503Html")
+      yield* server.faults.inject("http503Html")
       const error = yield* failure(client.query({ microAppID: projects }))
       expect(error._tag).toBe("ServerError")
       expect("serverMessage" in error ? error.serverMessage : "").not.toContain("<")
@@ -340,7 +340,7 @@ describe("errors from real responses", () => {
     Effect.gen(function*() {
       const client = yield* MicroappClient
       const server = yield* MicroappServer
-      yield* server.injectFault("hang")
+      yield* server.faults.inject("hang")
       const error = yield* failure(client.getRow("abc", { timeout: "200 millis" }))
       expect(error).toMatchObject({ _tag: "Timeout", timeoutMillis: 200, path: "/api/microappdata/row" })
     }).pipe(Effect.provide(withEmulator({ demoRows: 3 }))))
@@ -394,11 +394,11 @@ describe("the token stays secret", () => {
       const server = yield* MicroappServer
       const errors: Array<unknown> = []
       for (const fault of ["http500", "http503Html", "http429", "drop", "malformedJson"] as const) {
-        yield* server.injectFault(fault)
+        yield* server.faults.inject(fault)
         errors.push(yield* failure(client.query({ microAppID: projects })))
       }
       errors.push(yield* failure(client.getRow("ffffffffffffffffffffffff")))
-      yield* server.expireTokens
+      yield* server.sessions.expireTokens
       errors.push(yield* failure(client.getRow("ffffffffffffffffffffffff")))
       expect(errors).toHaveLength(7)
       expect(errors.filter(leaks)).toEqual([])
@@ -426,7 +426,7 @@ describe("layers", () => {
         )
       )
       expect(rows).toHaveLength(4)
-      expect((yield* server.requests).map((record) => record.path)).toEqual([rowsPath])
+      expect((yield* server.log.requests).map((record) => record.path)).toEqual([rowsPath])
     }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 4 }))))
 
   it.live("layerConfig reads MICROAPP_BASE_URL, MICROAPP_AUTH_TOKEN and MICROAPP_USER_ID", () =>
@@ -486,7 +486,7 @@ describe("layers", () => {
           )
         )
         expect(rows).toHaveLength(2)
-        const log = yield* server.requests
+        const log = yield* server.log.requests
         expect(log.map((record) => record.path)).toEqual(["/api/login", rowsPath])
         expect(log[0]?.body).toEqual({ email: demoCredentials.email, password: "<redacted>" })
       }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 2, loginShape }))))

@@ -102,20 +102,20 @@ const withServer = (options: MicroappServer.Options = {}) =>
   Effect.provide(Layer.merge(MicroappServer.layer({ demoRows: 300, ...options }), NodeHttpClient.layerUndici))
 
 const unlockedRow = (server: MicroappServer.Service) =>
-  Effect.map(server.table(projectsMicroAppID), (rows) => {
+  Effect.map(server.rows.table(projectsMicroAppID), (rows) => {
     const row = rows.find((candidate) => candidate["isLocked"] !== true)
     expect(row).toBeDefined()
     return row ?? {}
   })
 
 const stateRow = (server: MicroappServer.Service, rowID: string) =>
-  Effect.map(server.state.getRow(rowID), Option.getOrThrow)
+  Effect.map(server.rows.getRow(rowID), Option.getOrThrow)
 
 describe("reads as the official client sends them", () => {
   it.live("a plain read with nulls and false returns every row, in natural order", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const expected = ids(yield* server.table(projectsMicroAppID))
+      const expected = ids(yield* server.rows.table(projectsMicroAppID))
       expect(expected).toHaveLength(300)
       expect(ids(yield* read(server, plainRead))).toEqual(expected)
       expect(ids(yield* read(server, plainReadAllNulls))).toEqual(expected)
@@ -124,7 +124,7 @@ describe("reads as the official client sends them", () => {
   it.live("a paged, sorted read returns the right slice in the right order", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const rows = yield* server.table(projectsMicroAppID)
+      const rows = yield* server.rows.table(projectsMicroAppID)
       // field "1" is the Name sort field, "4" Priority (many ties: they keep the natural order)
       const byNameDown = [...rows].sort(byField("Name", -1))
       const byPriorityUp = [...rows].sort(byField("Priority", 1))
@@ -136,7 +136,7 @@ describe("reads as the official client sends them", () => {
   it.live("a filtered read returns exactly the matching rows", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const rows = yield* server.table(projectsMicroAppID)
+      const rows = yield* server.rows.table(projectsMicroAppID)
       const open = rows.filter((row) => row["Status"] === "Open")
       expect(open.length).toBeGreaterThan(0)
       expect(open.length).toBeLessThan(rows.length)
@@ -150,7 +150,7 @@ describe("reads as the official client sends them", () => {
   it.live("null inside filter and sort/paging elements is absent; keys the emulator does not know are ignored", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const rows = yield* server.table(projectsMicroAppID)
+      const rows = yield* server.rows.table(projectsMicroAppID)
       const nullsInElements = yield* read(server, {
         ...plainReadAllNulls,
         serviceFormat: null,
@@ -173,7 +173,7 @@ describe("reads as the official client sends them", () => {
   it.live("optVectorSearchString without vector search on is accepted and ignored", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const expected = ids(yield* server.table(projectsMicroAppID))
+      const expected = ids(yield* server.rows.table(projectsMicroAppID))
       expect(ids(yield* read(server, { ...plainRead, optVectorSearchString: "roads near Sydney" }))).toEqual(expected)
       expect(ids(yield* read(server, { ...plainRead, optIsVectorSearch: null, optVectorSearchString: "x" })))
         .toEqual(expected)
@@ -211,7 +211,7 @@ describe("rows, updates and login as the official client sends them", () => {
   it.live("getMicroAppDataRow {rowID} returns the row as the state holds it", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const row = (yield* server.table(projectsMicroAppID))[17]
+      const row = (yield* server.rows.table(projectsMicroAppID))[17]
       expect(yield* readRow(server, String(row?.["_id"]))).toEqual(row)
     }).pipe(withServer()))
 
@@ -255,7 +255,7 @@ describe("rows, updates and login as the official client sends them", () => {
       const session = decodeSession(reply.body).data
       expect(session.authToken).not.toBe(server.credentials.authToken)
       const rows = yield* read({ baseUrl: server.baseUrl, credentials: session }, plainRead)
-      expect(ids(rows)).toEqual(ids(yield* server.table(projectsMicroAppID)))
+      expect(ids(rows)).toEqual(ids(yield* server.rows.table(projectsMicroAppID)))
     }).pipe(withServer()))
 })
 
@@ -300,7 +300,7 @@ describe("null for optional and required fields", () => {
         expect(message).toContain("null")
       }
       expect(yield* stateRow(server, rowID)).toEqual(before)
-      expect(yield* server.table(projectsMicroAppID)).toHaveLength(300)
+      expect(yield* server.rows.table(projectsMicroAppID)).toHaveLength(300)
     }).pipe(withServer()))
 })
 

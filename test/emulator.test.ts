@@ -103,7 +103,7 @@ const withServer = (options: MicroappServer.Options = {}) =>
 
 const projects = { microAppID: projectsMicroAppID, searchFilter: [{ limit: 2 }] }
 
-const requests = Effect.flatMap(MicroappServer, (server) => server.requests)
+const requests = Effect.flatMap(MicroappServer, (server) => server.log.requests)
 
 const awaitSleep = Effect.gen(function*() {
   for (let attempt = 0; attempt < 400; attempt++) {
@@ -181,7 +181,7 @@ describe("authentication", () => {
   it.live("expireTokens invalidates issued tokens; a new login issues a fresh one", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      yield* server.expireTokens
+      yield* server.sessions.expireTokens
       const expired = yield* send("/api/microappdata", { microAppID: projectsMicroAppID, searchFilter: [{ limit: 1 }] })
       expect(expired.status).toBe(401)
       const login = yield* send("/api/login", { email: demoCredentials.email, password: demoCredentials.password }, {
@@ -214,7 +214,7 @@ describe("microappdata", () => {
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const rows = yield* query({})
-      expect(ids(rows)).toEqual(ids(yield* server.table(projectsMicroAppID)))
+      expect(ids(rows)).toEqual(ids(yield* server.rows.table(projectsMicroAppID)))
       expect(rows).toHaveLength(300)
     }).pipe(withServer()))
 
@@ -242,7 +242,7 @@ describe("microappdata", () => {
   it.live("filters by fieldID; several filters AND together; values compare as strings", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const all = yield* server.table(projectsMicroAppID)
+      const all = yield* server.rows.table(projectsMicroAppID)
       const rows = yield* query({
         optSearchFilters: [
           { resourceID: projectsMicroAppID, fieldID: "f_status", value: "Open" },
@@ -261,8 +261,8 @@ describe("microappdata", () => {
   it.live("matches a cross-application field by crossAppRowID and by its displayed value", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const all = yield* server.table(projectsMicroAppID)
-      const person = (yield* server.table(peopleMicroAppID))[3]
+      const all = yield* server.rows.table(projectsMicroAppID)
+      const person = (yield* server.rows.table(peopleMicroAppID))[3]
       const byId = yield* query({ optSearchFilters: [{ fieldID: "f_owner", value: person?.["_id"] }] })
       const byName = yield* query({ optSearchFilters: [{ fieldID: "f_owner", value: person?.["Name"] }] })
       const expected = all.filter((row) => JSON.stringify(row["Owner"] ?? null).includes(String(person?.["_id"])))
@@ -303,7 +303,7 @@ describe("microappdata", () => {
   it.live("keeps natural order among ties and sorts by several elements in turn", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const natural = ids(yield* server.table(projectsMicroAppID))
+      const natural = ids(yield* server.rows.table(projectsMicroAppID))
       const position = (row: Row) => natural.indexOf(row["_id"])
       const byPriority = yield* query({ searchFilter: [{ field: "4", order: 1 }] })
       expect(
@@ -349,7 +349,7 @@ describe("microappdata", () => {
   it.live("accepts skip as a numeric string or a number, and limit; rejects bad counts", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const natural = ids(yield* server.table(projectsMicroAppID))
+      const natural = ids(yield* server.rows.table(projectsMicroAppID))
       const asString = yield* query({ searchFilter: [{ resourceID: projectsMicroAppID, skip: "20", limit: 10 }] })
       const asNumber = yield* query({ searchFilter: [{ skip: 20, limit: "10" }] })
       expect(ids(asString)).toEqual(natural.slice(20, 30))
@@ -373,7 +373,7 @@ describe("microappdata", () => {
   it.live("filters, then sorts, then pages", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const open = (yield* server.table(projectsMicroAppID)).filter((row) => row["Status"] === "Open")
+      const open = (yield* server.rows.table(projectsMicroAppID)).filter((row) => row["Status"] === "Open")
       const expected = [...open].sort((a, b) => Number(a["Budget"]) - Number(b["Budget"])).slice(3, 8)
       const rows = yield* query({
         optSearchFilters: [{ fieldID: "f_status", value: "Open" }],
@@ -414,7 +414,7 @@ describe("rows", () => {
   it.live("returns one row as currentRow, 404 for an unknown row, 400 without rowID", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const row = (yield* server.table(projectsMicroAppID))[5]
+      const row = (yield* server.rows.table(projectsMicroAppID))[5]
       const found = yield* send("/api/microappdata/row", { rowID: row?.["_id"] })
       expect(decodeCurrentRow(found.text).body.currentRow).toEqual(row)
       const missing = yield* send("/api/microappdata/row", { rowID: "0".repeat(24) })
@@ -449,12 +449,12 @@ describe("rows", () => {
   it.live("updates by exact label; misspelt labels and system keys are silently ignored", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const rows = yield* server.table(projectsMicroAppID)
+      const rows = yield* server.rows.table(projectsMicroAppID)
       const row = rows.find((candidate) => candidate["isLocked"] !== true && candidate["Status"] !== "Done")
       const rowID = String(row?.["_id"])
       const ok = yield* send("/api/updatemicroapprow", { rowID, rowData: { Status: "Done", Budget: 12.5 } })
       expect(json(ok.text)).toEqual({ status: "success" })
-      const updated = (yield* server.state.getRow(rowID)).pipe(Option.getOrThrow)
+      const updated = (yield* server.rows.getRow(rowID)).pipe(Option.getOrThrow)
       expect([updated["Status"], updated["Budget"]]).toEqual(["Done", 12.5])
 
       const misspelt = yield* send("/api/updatemicroapprow", {
@@ -463,13 +463,13 @@ describe("rows", () => {
       })
       expect(misspelt.status).toBe(200)
       expect(json(misspelt.text)).toEqual({ status: "success" })
-      expect((yield* server.state.getRow(rowID)).pipe(Option.getOrThrow)).toEqual(updated)
+      expect((yield* server.rows.getRow(rowID)).pipe(Option.getOrThrow)).toEqual(updated)
     }).pipe(withServer()))
 
   it.live("clears a cross-application field set to null and sets embeddingRowID and userID", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const row = (yield* server.table(projectsMicroAppID)).find((candidate) =>
+      const row = (yield* server.rows.table(projectsMicroAppID)).find((candidate) =>
         candidate["Owner"] !== undefined && candidate["isLocked"] !== true
       )
       const rowID = String(row?.["_id"])
@@ -481,7 +481,7 @@ describe("rows", () => {
         ignoreActionRules: true
       })
       expect(reply.status).toBe(200)
-      const updated = (yield* server.state.getRow(rowID)).pipe(Option.getOrThrow)
+      const updated = (yield* server.rows.getRow(rowID)).pipe(Option.getOrThrow)
       expect(updated).not.toHaveProperty("Owner")
       expect([updated["embeddingRowID"], updated["userID"]]).toEqual(["parent-row", "user-0009"])
     }).pipe(withServer()))
@@ -489,18 +489,18 @@ describe("rows", () => {
   it.live("refuses to update a locked row with 200 and status error", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const locked = (yield* server.table(projectsMicroAppID)).find((row) => row["isLocked"] === true)
+      const locked = (yield* server.rows.table(projectsMicroAppID)).find((row) => row["isLocked"] === true)
       const rowID = String(locked?.["_id"])
       const reply = yield* send("/api/updatemicroapprow", { rowID, rowData: { Status: "Done", Name: "changed" } })
       expect(reply.status).toBe(200)
       expect(json(reply.text)).toEqual({ status: "error", message: "Row is locked" })
-      expect((yield* server.state.getRow(rowID)).pipe(Option.getOrThrow)).toEqual(locked)
+      expect((yield* server.rows.getRow(rowID)).pipe(Option.getOrThrow)).toEqual(locked)
     }).pipe(withServer()))
 
   it.live("rejects a non-object rowData with 400 and an unknown row with 404", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const rowID = (yield* server.table(projectsMicroAppID))[0]?.["_id"]
+      const rowID = (yield* server.rows.table(projectsMicroAppID))[0]?.["_id"]
       const array = yield* send("/api/updatemicroapprow", { rowID, rowData: [1, 2] })
       const missing = yield* send("/api/updatemicroapprow", { rowID })
       const unknown = yield* send("/api/updatemicroapprow", { rowID: "0".repeat(24), rowData: { Status: "Done" } })
@@ -516,7 +516,7 @@ describe("rows", () => {
       })
       const rowID = decodeInserted(reply.text).body.rowID
       expect(rowID).toMatch(/^[0-9a-f]{24}$/)
-      const rows = yield* server.table(projectsMicroAppID)
+      const rows = yield* server.rows.table(projectsMicroAppID)
       const last = rows[rows.length - 1]
       expect(last).toMatchObject({ _id: rowID, Name: "Inserted", Priority: 2, userID: demoCredentials.userId })
       expect(last).not.toHaveProperty("name")
@@ -524,7 +524,7 @@ describe("rows", () => {
       const removed = yield* send("/api/removemicroapprow", { rowID })
       expect(json(removed.text)).toEqual({ status: "success" })
       expect((yield* send("/api/removemicroapprow", { rowID })).status).toBe(404)
-      expect(yield* server.table(projectsMicroAppID)).toHaveLength(300)
+      expect(yield* server.rows.table(projectsMicroAppID)).toHaveLength(300)
       const unknownApp = yield* send("/api/insertmicroapprow", { microAppID: "f".repeat(24), rowData: {} })
       expect(unknownApp.status).toBe(404)
     }).pipe(withServer()))
@@ -532,17 +532,17 @@ describe("rows", () => {
   it.live("test controls insert at a position, update directly and replace rows", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const front = yield* server.insertRow(projectsMicroAppID, { Name: "Front" }, { index: 0 })
-      const first = (yield* server.table(projectsMicroAppID))[0]
+      const front = yield* server.rows.insertRow(projectsMicroAppID, { Name: "Front" }, { index: 0 })
+      const first = (yield* server.rows.table(projectsMicroAppID))[0]
       expect(first?.["_id"]).toBe(front["_id"])
-      expect(yield* server.updateRow(String(front["_id"]), { Name: "Renamed", name: "x" })).toBe("updated")
-      expect((yield* server.table(projectsMicroAppID))[0]?.["Name"]).toBe("Renamed")
-      expect(yield* server.updateRow("0".repeat(24), { Name: "x" })).toBe("notFound")
-      yield* server.setRows(projectsMicroAppID, [{ Name: "Only" }])
+      expect(yield* server.rows.updateRow(String(front["_id"]), { Name: "Renamed", name: "x" })).toBe("updated")
+      expect((yield* server.rows.table(projectsMicroAppID))[0]?.["Name"]).toBe("Renamed")
+      expect(yield* server.rows.updateRow("0".repeat(24), { Name: "x" })).toBe("notFound")
+      yield* server.rows.setRows(projectsMicroAppID, [{ Name: "Only" }])
       const only = yield* query({})
       expect(only.map((row) => row["Name"])).toEqual(["Only"])
       expect(only[0]?.["_id"]).toMatch(/^[0-9a-f]{24}$/)
-      expect(yield* server.removeRow(String(front["_id"]))).toBe(false)
+      expect(yield* server.rows.removeRow(String(front["_id"]))).toBe(false)
     }).pipe(withServer()))
 })
 
@@ -567,7 +567,7 @@ describe("request log", () => {
       expect(serialized).not.toContain(demoCredentials.authToken)
       expect(serialized).not.toContain(demoCredentials.password)
       const server = yield* MicroappServer
-      yield* server.clearRequests
+      yield* server.log.clear
       yield* send("/api/nothing", {})
       expect((yield* requests).map((record) => record.seq)).toEqual([0])
     }).pipe(withServer()))
@@ -597,30 +597,32 @@ describe("request log", () => {
       yield* TestClock.adjust("10 seconds")
       const reply = yield* Fiber.join(fiber)
       expect(reply.status).toBe(200)
-      expect((yield* server.requests)[0]?.finishedAt).toBe(1_010_000)
+      expect((yield* server.log.requests)[0]?.finishedAt).toBe(1_010_000)
     }).pipe(withServer({ latency: "10 seconds", demoRows: 5 })))
 
   it.live("runs the hook between requests: rows inserted at the front shift later pages", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const natural = ids(yield* server.table(projectsMicroAppID))
-      yield* server.onRequest((record) =>
+      const natural = ids(yield* server.rows.table(projectsMicroAppID))
+      yield* server.log.onRequest((record) =>
         record.seq === 2
-          ? Effect.forEach([1, 2, 3, 4, 5], (n) =>
-            server.insertRow(projectsMicroAppID, { Name: `New ${n}` }, { index: 0 }))
+          ? Effect.forEach(
+            [1, 2, 3, 4, 5],
+            (n) => server.rows.insertRow(projectsMicroAppID, { Name: `New ${n}` }, { index: 0 })
+          )
           : Effect.void
       )
-      const pages = yield* Effect.forEach([0, 10, 20], (skip) =>
-        query({ searchFilter: [{ skip: String(skip), limit: 10 }] }))
+      const pages = yield* Effect.forEach(
+        [0, 10, 20],
+        (skip) => query({ searchFilter: [{ skip: String(skip), limit: 10 }] })
+      )
       expect(ids(pages[0] ?? [])).toEqual(natural.slice(0, 10))
       expect(ids(pages[1] ?? [])).toEqual(natural.slice(10, 20))
       // Five rows arrived in front before the third request was answered: it repeats rows 15..19.
       expect(ids(pages[2] ?? [])).toEqual(natural.slice(15, 25))
-      yield* server.clearHook
+      yield* server.log.clearHook
       const after = yield* query({ searchFilter: [{ limit: 5 }] })
-      expect(after.map((row) =>
-        row["Name"]
-      )).toEqual(["New 5", "New 4", "New 3", "New 2", "New 1"])
+      expect(after.map((row) => row["Name"])).toEqual(["New 5", "New 4", "New 3", "New 2", "New 1"])
     }).pipe(withServer()))
 })
 
@@ -630,11 +632,11 @@ describe("faults", () => {
   it.live("http500, http408 and http503Html answer with their status and body type", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      yield* server.injectFault("http500")
+      yield* server.faults.inject("http500")
       const e500 = yield* send("/api/microappdata", projects)
-      yield* server.injectFault("http408")
+      yield* server.faults.inject("http408")
       const e408 = yield* send("/api/microappdata", projects)
-      yield* server.injectFault("http503Html")
+      yield* server.faults.inject("http503Html")
       const e503 = yield* send("/api/microappdata", projects)
       const ok = yield* send("/api/microappdata", projects)
       expect([e500.status, e408.status, e503.status, ok.status]).toEqual([500, 408, 503, 200])
@@ -647,9 +649,9 @@ describe("faults", () => {
   it.live("http429 sends Retry-After in seconds or as an HTTP date and logs retryAfterUntil", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      yield* server.injectFault("http429", { retryAfterSeconds: 3 })
+      yield* server.faults.inject("http429", { retryAfterSeconds: 3 })
       const seconds = yield* send("/api/microappdata", projects)
-      yield* server.injectFault("http429", { retryAfterSeconds: 2, retryAfterAsDate: true })
+      yield* server.faults.inject("http429", { retryAfterSeconds: 2, retryAfterAsDate: true })
       const date = yield* send("/api/microappdata", projects)
       expect([seconds.status, date.status]).toEqual([429, 429])
       expect(seconds.retryAfter).toBe("3")
@@ -683,12 +685,12 @@ describe("faults", () => {
   it.live("drop closes the connection without applying the request", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const row = (yield* server.table(projectsMicroAppID)).find((candidate) => candidate["isLocked"] !== true)
+      const row = (yield* server.rows.table(projectsMicroAppID)).find((candidate) => candidate["isLocked"] !== true)
       const rowID = String(row?.["_id"])
-      yield* server.injectFault("drop", { path: "/api/updatemicroapprow" })
+      yield* server.faults.inject("drop", { path: "/api/updatemicroapprow" })
       const result = yield* Effect.either(send("/api/updatemicroapprow", { rowID, rowData: { Name: "dropped" } }))
       expect(transportFailure(result)).toBe(true)
-      expect((yield* server.state.getRow(rowID)).pipe(Option.getOrThrow)["Name"]).toBe(row?.["Name"])
+      expect((yield* server.rows.getRow(rowID)).pipe(Option.getOrThrow)["Name"]).toBe(row?.["Name"])
       const log = yield* awaitLog((records) => records[0]?.finishedAt !== undefined)
       expect(log[0]).toMatchObject({ outcome: "dropped", fault: "drop" })
       expect(log[0]?.status).toBeUndefined()
@@ -698,19 +700,19 @@ describe("faults", () => {
   it.live("dropAfterApply applies the update, then closes the connection", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const row = (yield* server.table(projectsMicroAppID)).find((candidate) => candidate["isLocked"] !== true)
+      const row = (yield* server.rows.table(projectsMicroAppID)).find((candidate) => candidate["isLocked"] !== true)
       const rowID = String(row?.["_id"])
-      yield* server.injectFault("dropAfterApply")
+      yield* server.faults.inject("dropAfterApply")
       const result = yield* Effect.either(send("/api/updatemicroapprow", { rowID, rowData: { Name: "applied" } }))
       expect(transportFailure(result)).toBe(true)
-      expect((yield* server.state.getRow(rowID)).pipe(Option.getOrThrow)["Name"]).toBe("applied")
+      expect((yield* server.rows.getRow(rowID)).pipe(Option.getOrThrow)["Name"]).toBe("applied")
       expect((yield* requests)[0]).toMatchObject({ outcome: "dropped", fault: "dropAfterApply" })
     }).pipe(withServer()))
 
   it.live("hang never answers; the client times out and the log says hung", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      yield* server.injectFault("hang")
+      yield* server.faults.inject("hang")
       const result = yield* send("/api/microappdata", projects).pipe(Effect.timeout("300 millis"), Effect.either)
       expect(Either.isLeft(result) && result.left._tag === "TimeoutException").toBe(true)
       const log = yield* awaitLog((records) => records[0]?.finishedAt !== undefined)
@@ -722,7 +724,7 @@ describe("faults", () => {
   it.live("malformedJson answers 200 application/json with a body that does not parse", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      yield* server.injectFault("malformedJson", { count: 2 })
+      yield* server.faults.inject("malformedJson", { count: 2 })
       const replies = yield* Effect.forEach([1, 2], () => send("/api/microappdata", projects))
       for (const reply of replies) {
         expect(reply.status).toBe(200)
@@ -735,8 +737,8 @@ describe("faults", () => {
   it.live("scripted faults honour count and path, and leave login alone by default", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      yield* server.injectFault("http500", { count: 2, path: "/api/microappdata/row" })
-      yield* server.injectFault("http408")
+      yield* server.faults.inject("http500", { count: 2, path: "/api/microappdata/row" })
+      yield* server.faults.inject("http408")
       const login = yield* send("/api/login", { email: demoCredentials.email, password: demoCredentials.password }, {
         auth: "none"
       })
@@ -796,7 +798,7 @@ describe("lifecycle", () => {
     Effect.gen(function*() {
       const scope = yield* Scope.make()
       const server = yield* Scope.extend(MicroappServer.make({ demoRows: 5 }), scope)
-      yield* server.injectFault("hang", { path: "/api/microappdata" })
+      yield* server.faults.inject("hang", { path: "/api/microappdata" })
       const pending = yield* send("/api/microappdata", projects).pipe(
         Effect.provideService(MicroappServer, server),
         Effect.either,
@@ -822,7 +824,7 @@ describe("writes under faults", () => {
     MicroappServer,
     (server) =>
       Effect.map(
-        server.table(projectsMicroAppID),
+        server.rows.table(projectsMicroAppID),
         (rows) => String(rows.find((row) => row["isLocked"] !== true)?.["_id"])
       )
   )
@@ -831,22 +833,22 @@ describe("writes under faults", () => {
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const rowID = yield* unlockedRow
-      yield* server.injectFault("http500AfterApply")
+      yield* server.faults.inject("http500AfterApply")
       const failed = yield* send("/api/updatemicroapprow", { rowID, rowData: { Name: "applied" } })
       expect(failed.status).toBe(500)
       expect(json(failed.text)).toMatchObject({ status: "error" })
-      expect((yield* server.state.getRow(rowID)).pipe(Option.getOrThrow)["Name"]).toBe("applied")
+      expect((yield* server.rows.getRow(rowID)).pipe(Option.getOrThrow)["Name"]).toBe("applied")
       expect((yield* requests)[0]).toMatchObject({ status: 500, fault: "http500AfterApply" })
-      expect((yield* server.appliedUpdates).get(rowID)).toBe(1)
-      yield* server.injectFault("http500")
+      expect((yield* server.rows.appliedUpdates).get(rowID)).toBe(1)
+      yield* server.faults.inject("http500")
       expect((yield* send("/api/updatemicroapprow", { rowID, rowData: { Name: "not applied" } })).status).toBe(500)
-      yield* server.injectFault("dropAfterApply")
+      yield* server.faults.inject("dropAfterApply")
       yield* Effect.either(send("/api/updatemicroapprow", { rowID, rowData: { Name: "applied again" } }))
       expect((yield* send("/api/updatemicroapprow", { rowID, rowData: { Name: "once more" } })).status).toBe(200)
       // refused and failed updates are not counted
-      const locked = (yield* server.table(projectsMicroAppID)).find((row) => row["isLocked"] === true)
+      const locked = (yield* server.rows.table(projectsMicroAppID)).find((row) => row["isLocked"] === true)
       yield* send("/api/updatemicroapprow", { rowID: String(locked?.["_id"]), rowData: { Name: "x" } })
-      const counts = yield* server.appliedUpdates
+      const counts = yield* server.rows.appliedUpdates
       expect([...counts]).toEqual([[rowID, 3]])
     }).pipe(withServer()))
 
@@ -857,7 +859,7 @@ describe("writes under faults", () => {
       const updates = { seed: 11, rate: 0.5, kinds: ["http500AfterApply"], paths: ["/api/updatemicroapprow"] } as const
       const everything = { seed: 12, rate: 0.3, kinds: ["http503Html"] } as const
       const faultsOf = Effect.gen(function*() {
-        yield* server.clearRequests
+        yield* server.log.clear
         for (let i = 0; i < 60; i++) {
           yield* send("/api/updatemicroapprow", { rowID, rowData: { Name: `n${i}` } })
           yield* send("/api/microappdata", projects)

@@ -337,7 +337,7 @@ describe("base URLs that would garble every request are refused", () => {
           // the URL may hold a credential: it is never quoted
           expect(error.message).not.toContain("abc")
         }
-        expect(yield* server.requests).toEqual([])
+        expect(yield* server.log.requests).toEqual([])
       }).pipe(Effect.provide(withEmulator({ demoRows: 5 }))))
 
     it.effect(`layerLogin and login: with ${what}, they fail with InvalidInput before logging in`, () =>
@@ -356,7 +356,7 @@ describe("base URLs that would garble every request are refused", () => {
           _tag: "InvalidInput",
           input: "baseUrl"
         })
-        expect(yield* server.requests).toEqual([])
+        expect(yield* server.log.requests).toEqual([])
       }).pipe(Effect.provide(undici), Effect.provide(withEmulator({ demoRows: 5 }))))
 
     it.effect(`layerConfig: with ${what}, building fails with a ConfigError naming the variable`, () =>
@@ -378,7 +378,7 @@ describe("base URLs that would garble every request are refused", () => {
         expect(String(error)).toContain("MICROAPP_BASE_URL")
         expect(String(error)).toContain(reason)
         expect(String(error)).not.toContain("abc")
-        expect(yield* server.requests).toEqual([])
+        expect(yield* server.log.requests).toEqual([])
       }).pipe(Effect.provide(withEmulator({ demoRows: 5 }))))
   }
 
@@ -392,7 +392,7 @@ describe("base URLs that would garble every request are refused", () => {
 })
 
 describe("Retry-After with sense: a client-wide pause lasts at most rateLimit.maxPause", () => {
-  const requestCount = Effect.flatMap(MicroappServer, (server) => Effect.map(server.requests, (log) => log.length))
+  const requestCount = Effect.flatMap(MicroappServer, (server) => Effect.map(server.log.requests, (log) => log.length))
 
   const cases = [
     {
@@ -420,7 +420,7 @@ describe("Retry-After with sense: a client-wide pause lasts at most rateLimit.ma
       Effect.gen(function*() {
         const server = yield* MicroappServer
         const client = yield* MicroappClient
-        yield* server.injectFault(fault, { retryAfterSeconds })
+        yield* server.faults.inject(fault, { retryAfterSeconds })
         expect(yield* Effect.flip(client.query({ microAppID: projectsMicroAppID, limit: 1 }))).toMatchObject({
           ...error,
           attempts: 1

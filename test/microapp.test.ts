@@ -74,7 +74,7 @@ describe("a Microapp definition", () => {
         sort: { field: "Budget", order: "desc" },
         limit: 500
       })
-      const expected = (yield* server.table(Projects.microAppID))
+      const expected = (yield* server.rows.table(Projects.microAppID))
         .filter((row) => row.Status === "Open" && row.Approved === true)
         .sort((a, b) => Number(b.Budget) - Number(a.Budget))
       expect(rows.map((row) => row._id)).toEqual(expected.map((row) => row._id))
@@ -167,7 +167,7 @@ describe("typed updates", () => {
         const error = yield* Effect.flip(projects.updateRow({ rowID: "64d0000000000000000000000", rowData: untyped }))
         expect(error).toMatchObject({ _tag: "InvalidInput", input, path: updatePath })
         expect(error.message).toContain(reason)
-        expect(yield* server.requests).toEqual([])
+        expect(yield* server.log.requests).toEqual([])
       }).pipe(Effect.provide(withEmulator({ demoRows: 1 }))))
   }
 
@@ -179,15 +179,15 @@ describe("typed updates", () => {
       const sort: Microapp.SortOf<typeof Projects> = JSON.parse("{\"field\":\"Status\"}")
       expect(yield* Effect.flip(projects.query({ filters }))).toMatchObject({ input: "filters.Stat" })
       expect(yield* Effect.flip(projects.query({ sort }))).toMatchObject({ input: "sort.field" })
-      expect(yield* server.requests).toEqual([])
+      expect(yield* server.log.requests).toEqual([])
     }).pipe(Effect.provide(withEmulator({ demoRows: 1 }))))
 })
 
 describe("a row that does not fit the definition", () => {
   const breakRow = Effect.gen(function*() {
     const server = yield* MicroappServer
-    const table = yield* server.table(Projects.microAppID)
-    yield* server.setRows(
+    const table = yield* server.rows.table(Projects.microAppID)
+    yield* server.rows.setRows(
       Projects.microAppID,
       table.map((row, i) => i === 2 ? { ...row, Budget: "lots" } : row)
     )

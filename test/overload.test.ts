@@ -117,7 +117,7 @@ describe("overload: 20 scans at once on one client, against a server that allows
       const failures = results.flatMap((result) => result._tag === "Left" ? [result.left._tag] : [])
       expect(failures).toEqual([])
       for (const result of results) expect(result._tag === "Right" ? result.right : []).toEqual(expected)
-      const log = yield* server.requests
+      const log = yield* server.log.requests
       const refused = log.filter((record) => record.status === 429)
       // a burst of 20 at first, then the client holds to what the server takes
       expect(refused.length).toBeLessThanOrEqual(40)

@@ -5,8 +5,9 @@
 import { expect } from "@effect/vitest"
 import { Duration, Effect, Random, Schedule } from "effect"
 import type { ChildProcessWithoutNullStreams } from "node:child_process"
+import * as fs from "node:fs"
 import type { FaultPlan, MicroappServer } from "../src/testing/index.js"
-import { type Run, untilRequests } from "./cliSupport.js"
+import { eventually, type Run, untilRequests } from "./cliSupport.js"
 
 /** The environment for a child, without the developer's own MICROAPP_* variables. */
 export const cleanEnv = Object.fromEntries(
@@ -44,14 +45,22 @@ export const endOf = (child: ChildProcessWithoutNullStreams) =>
 /**
  * Starts a child five times, each killed with SIGKILL after a random number (0-6) of the
  * emulator's answers plus 0-20 ms (before its first request, in the middle of a page or of a
- * commit), then once more to its end; that end.
+ * commit), then once more to its end; that end. The last three runs are killed only once
+ * `committed` (a file's modification time, say) has moved since they started, so that the runs
+ * are known to have gone on from each other.
  */
-export const killedFiveTimes = (server: MicroappServer.Service, spawnChild: () => ChildProcessWithoutNullStreams) =>
+export const killedFiveTimes = (
+  server: MicroappServer.Service,
+  spawnChild: () => ChildProcessWithoutNullStreams,
+  committed: Effect.Effect<number>
+) =>
   Effect.gen(function*() {
     for (let kill = 0; kill < 5; kill++) {
-      const seen = (yield* server.requests).length
+      const seen = (yield* server.log.requests).length
+      const before = yield* committed
       const child = spawnChild()
       child.stdin.end()
+      if (kill >= 2) yield* eventually(committed, (now) => now !== before)
       yield* untilRequests(server, seen + (yield* Random.nextIntBetween(0, 7)))
       yield* Effect.sleep(Duration.millis(yield* Random.nextIntBetween(0, 21)))
       child.kill("SIGKILL")
@@ -59,6 +68,10 @@ export const killedFiveTimes = (server: MicroappServer.Service, spawnChild: () =
     }
     return yield* runToEnd(spawnChild)
   })
+
+/** When a file was last changed (ms), or 0 while it does not exist. */
+export const modifiedAt = (file: string): Effect.Effect<number> =>
+  Effect.sync(() => fs.existsSync(file) ? fs.statSync(file).mtimeMs : 0)
 
 /** Faults a scan survives with its retries: 8% of requests fail in one of five ways. */
 export const scanFaults: FaultPlan = {
@@ -73,12 +86,12 @@ export const scanFaults: FaultPlan = {
  */
 export const drift = (server: MicroappServer.Service, microAppID: string, removed: Set<string>) =>
   Effect.gen(function*() {
-    const table = yield* server.table(microAppID)
+    const table = yield* server.rows.table(microAppID)
     const index = yield* Random.nextIntBetween(0, table.length)
     const victim = table[yield* Random.nextIntBetween(0, table.length)]
-    yield* server.insertRow(microAppID, { Name: "inserted while scanning" }, { index })
+    yield* server.rows.insertRow(microAppID, { Name: "inserted while scanning" }, { index })
     if (victim !== undefined && (yield* Random.nextBoolean)) {
       removed.add(String(victim._id))
-      yield* server.removeRow(String(victim._id))
+      yield* server.rows.removeRow(String(victim._id))
     }
   }).pipe(Effect.repeat(Schedule.spaced(Duration.millis(250))), Effect.asVoid)

@@ -107,7 +107,7 @@ describe("the README's library examples, against the emulator", () => {
         const [row] = yield* client.query({ microAppID: projectsMicroAppID, limit: 1 })
         if (row === undefined) return expect(row).toBeDefined()
         const updates = Effect.map(
-          server.requests,
+          server.log.requests,
           (log) => log.filter((record) => record.path === "/api/updatemicroapprow").length
         )
         const before = yield* updates

@@ -19,7 +19,7 @@ import {
 const numbers = "000000000000000000000n02"
 const projects = projectsMicroAppID
 
-const requestCount = Effect.flatMap(MicroappServer, (server) => Effect.map(server.requests, (log) => log.length))
+const requestCount = Effect.flatMap(MicroappServer, (server) => Effect.map(server.log.requests, (log) => log.length))
 
 /** Waits (in real time) until the emulator has seen `n` requests; how many it has seen. */
 const awaitRequests = (n: number) => Effect.map(awaitLog((log) => log.length >= n), (log) => log.length)
@@ -36,7 +36,7 @@ describe("reads retry transient failures", () => {
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const client = yield* MicroappClient
-      yield* server.injectFault("http500", { count: 2 })
+      yield* server.faults.inject("http500", { count: 2 })
       const fiber = yield* Effect.fork(client.query({ microAppID: projects, limit: 5 }))
       expect(yield* awaitRequests(1)).toBe(1)
       const first = yield* advanceUntilRequests(2, "5 seconds")
@@ -55,13 +55,13 @@ describe("reads retry transient failures", () => {
       const server = yield* MicroappServer
       const client = yield* MicroappClient
       for (const retryAfterAsDate of [false, true]) {
-        yield* server.clearRequests
-        yield* server.injectFault("http429", { retryAfterSeconds: 5, retryAfterAsDate })
+        yield* server.log.clear
+        yield* server.faults.inject("http429", { retryAfterSeconds: 5, retryAfterAsDate })
         const fiber = yield* Effect.fork(client.query({ microAppID: projects, limit: 5 }))
         expect(yield* awaitRequests(1)).toBe(1)
         const waited = yield* advanceUntilRequests(2, "20 seconds")
         yield* Fiber.join(fiber)
-        const [limited, retried] = yield* server.requests
+        const [limited, retried] = yield* server.log.requests
         expect(waited).toBeGreaterThanOrEqual(4_900)
         expect(retried?.at).toBeGreaterThanOrEqual(limited?.retryAfterUntil ?? Infinity)
       }
@@ -71,7 +71,7 @@ describe("reads retry transient failures", () => {
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const client = yield* MicroappClient
-      yield* server.injectFault("http429", { retryAfterSeconds: 3 })
+      yield* server.faults.inject("http429", { retryAfterSeconds: 3 })
       const first = yield* Effect.fork(client.query({ microAppID: projects, limit: 1 }))
       yield* awaitRequests(1)
       yield* quiet
@@ -82,7 +82,7 @@ describe("reads retry transient failures", () => {
       yield* TestClock.adjust("1100 millis")
       yield* Fiber.join(first)
       expect((yield* Fiber.join(second))._tag).toBe("NotFound")
-      const [limited, ...later] = yield* server.requests
+      const [limited, ...later] = yield* server.log.requests
       expect(later).toHaveLength(2)
       expect(later.every((record) => record.at >= (limited?.retryAfterUntil ?? Infinity))).toBe(true)
     }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, { retry: { initialDelay: "100 millis" } }))))
@@ -91,7 +91,7 @@ describe("reads retry transient failures", () => {
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const client = yield* MicroappClient
-      yield* server.injectFault("http429", { retryAfterSeconds: 3600 })
+      yield* server.faults.inject("http429", { retryAfterSeconds: 3600 })
       const error = yield* Effect.flip(client.query({ microAppID: projects }))
       expect(error).toMatchObject({ _tag: "RateLimited", retryAfterMillis: 3_600_000, attempts: 1 })
     }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, {}))))
@@ -100,7 +100,7 @@ describe("reads retry transient failures", () => {
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const client = yield* MicroappClient
-      yield* server.injectFault("http503", { retryAfterSeconds: 3600 })
+      yield* server.faults.inject("http503", { retryAfterSeconds: 3600 })
       const error = yield* Effect.flip(client.getRow("ffffffffffffffffffffffff"))
       expect(error).toMatchObject({ _tag: "ServerError", status: 503, retryAfterMillis: 3_600_000, attempts: 1 })
     }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, {}))))
@@ -110,7 +110,7 @@ describe("reads retry transient failures", () => {
       Effect.gen(function*() {
         const server = yield* MicroappServer
         const client = yield* MicroappClient
-        yield* server.injectFault(fault, { retryAfterSeconds: 3600 })
+        yield* server.faults.inject(fault, { retryAfterSeconds: 3600 })
         yield* Effect.flip(client.getRow("ffffffffffffffffffffffff"))
         yield* TestClock.adjust("10 minutes")
         const heldBack = yield* Effect.all([
@@ -136,7 +136,7 @@ describe("reads retry transient failures", () => {
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const client = yield* MicroappClient
-      yield* server.injectFault("http503", { retryAfterSeconds: 3 })
+      yield* server.faults.inject("http503", { retryAfterSeconds: 3 })
       const first = yield* Effect.fork(client.query({ microAppID: projects, limit: 1 }))
       yield* awaitRequests(1)
       yield* quiet
@@ -147,7 +147,7 @@ describe("reads retry transient failures", () => {
       yield* TestClock.adjust("1100 millis")
       expect(yield* Fiber.join(first)).toHaveLength(1)
       expect(yield* Fiber.join(second)).toHaveLength(2)
-      const [paused, ...later] = yield* server.requests
+      const [paused, ...later] = yield* server.log.requests
       expect(later).toHaveLength(2)
       expect(later.every((record) => record.at >= (paused?.retryAfterUntil ?? Infinity))).toBe(true)
     }).pipe(Effect.provide(withEmulator({ demoRows: 10 }, { retry: { initialDelay: "100 millis" } }))))
@@ -156,7 +156,7 @@ describe("reads retry transient failures", () => {
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const client = yield* MicroappClient
-      yield* server.injectFault("http429", { retryAfterSeconds: 10 })
+      yield* server.faults.inject("http429", { retryAfterSeconds: 10 })
       expect(yield* Effect.flip(client.query({ microAppID: projects }))).toMatchObject({
         _tag: "RateLimited",
         status: 429
@@ -181,8 +181,8 @@ describe("reads retry transient failures", () => {
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const client = yield* MicroappClient
-      yield* server.injectFault("http503Html", { count: 2 })
-      yield* server.injectFault("http500", { count: 1 })
+      yield* server.faults.inject("http503Html", { count: 2 })
+      yield* server.faults.inject("http500", { count: 1 })
       const fiber = yield* Effect.fork(Effect.flip(client.query({ microAppID: projects })))
       yield* advanceUntilRequests(3, "10 seconds")
       const error = yield* Fiber.join(fiber)
@@ -198,7 +198,7 @@ describe("reads retry transient failures", () => {
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const client = yield* MicroappClient
-      yield* server.injectFault("http503Html")
+      yield* server.faults.inject("http503Html")
       const error = yield* Effect.flip(client.query({ microAppID: projects }))
       expect(error).toMatchObject({ _tag: "ServerError", status: 503, attempts: 1 })
       expect(yield* requestCount).toBe(1)
@@ -215,7 +215,7 @@ describe("reads retry transient failures", () => {
           logs.push(JSON.stringify({ level: logLevel.label, message, annotations: Object.fromEntries(annotations) }))
         })
       )
-      yield* server.injectFault("http500", { count: 2 })
+      yield* server.faults.inject("http500", { count: 2 })
       const fiber = yield* Effect.fork(
         client.query({ microAppID: projects }).pipe(
           Effect.provide(capture),
@@ -243,7 +243,7 @@ describe("reads retry transient failures", () => {
       const missing = yield* logged(client.getRow("64d000000000000000000000"))
       expect(missing).toMatchObject({ _tag: "NotFound", attempts: 1 })
       expect(messages).toEqual([])
-      yield* server.injectFault("http500", { count: 3 })
+      yield* server.faults.inject("http500", { count: 3 })
       const fiber = yield* Effect.fork(logged(client.query({ microAppID: projects })))
       yield* advanceUntilRequests(3, "10 seconds")
       expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "ServerError", attempts: 2 })
@@ -256,7 +256,7 @@ describe("timeouts", () => {
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const client = yield* MicroappClient
-      yield* server.injectFault("hang")
+      yield* server.faults.inject("hang")
       const fiber = yield* Effect.fork(Effect.flip(client.query({ microAppID: projects })))
       yield* awaitRequests(1)
       yield* TestClock.adjust("4999 millis")
@@ -271,13 +271,13 @@ describe("timeouts", () => {
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const client = yield* MicroappClient
-      yield* server.injectFault("hang")
+      yield* server.faults.inject("hang")
       const fiber = yield* Effect.fork(client.query({ microAppID: projects, limit: 2 }))
       yield* awaitRequests(1)
       yield* TestClock.adjust("1 second")
       yield* advanceUntilRequests(2, "5 seconds")
       expect(yield* Fiber.join(fiber)).toHaveLength(2)
-      const [hung] = yield* server.requests
+      const [hung] = yield* server.log.requests
       expect(hung?.outcome).toBe("hung")
     }).pipe(
       Effect.provide(withEmulator({ demoRows: 10 }, { timeout: "1 second", retry: { initialDelay: "100 millis" } }))
@@ -303,7 +303,7 @@ describe("writes are never done twice by accident", () => {
   const update = Effect.gen(function*() {
     const client = yield* MicroappClient
     const server = yield* MicroappServer
-    const [row] = yield* server.table(projects)
+    const [row] = yield* server.rows.table(projects)
     return yield* client.updateRow({ rowID: String(row?._id), rowData: { Name: "Written once" } }).pipe(Effect.flip)
   })
 
@@ -311,7 +311,7 @@ describe("writes are never done twice by accident", () => {
     it.live(`an update answered ${fault} is not repeated`, () =>
       Effect.gen(function*() {
         const server = yield* MicroappServer
-        yield* server.injectFault(fault, { path: "/api/updatemicroapprow" })
+        yield* server.faults.inject(fault, { path: "/api/updatemicroapprow" })
         const error = yield* update
         expect(error).toMatchObject({ attempts: 1, path: "/api/updatemicroapprow" })
         expect(yield* requestCount).toBe(1)
@@ -321,18 +321,18 @@ describe("writes are never done twice by accident", () => {
   it.live("an update whose connection drops after the server applied it is not repeated", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      yield* server.injectFault("dropAfterApply", { path: "/api/updatemicroapprow" })
+      yield* server.faults.inject("dropAfterApply", { path: "/api/updatemicroapprow" })
       const error = yield* update
       expect(error).toMatchObject({ _tag: "Transport", notSent: false, attempts: 1 })
       expect(yield* requestCount).toBe(1)
-      const [row] = yield* server.table(projects)
+      const [row] = yield* server.rows.table(projects)
       expect(row?.Name).toBe("Written once")
     }).pipe(Effect.provide(withEmulator({ demoRows: 5 }, {}))))
 
   it.effect("an update that times out is not repeated", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      yield* server.injectFault("hang", { path: "/api/updatemicroapprow" })
+      yield* server.faults.inject("hang", { path: "/api/updatemicroapprow" })
       const error = yield* onTestClock(update)
       expect(error).toMatchObject({ _tag: "Timeout", attempts: 1 })
       expect(yield* requestCount).toBe(1)
@@ -342,13 +342,13 @@ describe("writes are never done twice by accident", () => {
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const client = yield* MicroappClient
-      yield* server.injectFault("http429", { path: "/api/updatemicroapprow", retryAfterSeconds: 2 })
-      const [row] = yield* server.table(projects)
+      yield* server.faults.inject("http429", { path: "/api/updatemicroapprow", retryAfterSeconds: 2 })
+      const [row] = yield* server.rows.table(projects)
       const fiber = yield* Effect.fork(client.updateRow({ rowID: String(row?._id), rowData: { Name: "After 429" } }))
       yield* awaitRequests(1)
       yield* advanceUntilRequests(2, "5 seconds")
       yield* Fiber.join(fiber)
-      expect((yield* server.table(projects))[0]?.Name).toBe("After 429")
+      expect((yield* server.rows.table(projects))[0]?.Name).toBe("After 429")
       expect(yield* requestCount).toBe(2)
     }).pipe(Effect.provide(withEmulator({ demoRows: 5 }, { retry: { initialDelay: "100 millis" } }))))
 
@@ -391,7 +391,7 @@ describe("a full scan through injected faults", () => {
       const scan = yield* client.scan({ microAppID: numbers, pageSize: 100 })
       const rows = Chunk.toReadonlyArray(yield* onTestClock(Stream.runCollect(scan.rows)))
       expect(rows.map((row) => row._id)).toEqual(numbersTable(numbers, 3000).rows.map((row) => row._id))
-      const log = yield* server.requests
+      const log = yield* server.log.requests
       const faults = log.filter((record) => record.fault !== undefined)
       expect(faults.length).toBeGreaterThanOrEqual(5)
       expect(new Set(faults.map((record) => record.fault)).size).toBeGreaterThanOrEqual(5)
@@ -430,7 +430,7 @@ describe("the fault matrix: each kind of fault on 20% of a scan's requests", () 
         const client = yield* MicroappClient
         const scan = yield* client.scan({ microAppID: numbers, pageSize: 100 })
         const rows = Chunk.toReadonlyArray(yield* onTestClock(Stream.runCollect(scan.rows)))
-        const injected = (yield* server.requests).filter((record) => record.fault === kind).length
+        const injected = (yield* server.log.requests).filter((record) => record.fault === kind).length
         expect(injected).toBeGreaterThan(0)
         expect(rows.map((row) => row._id)).toEqual(numbersTable(numbers, 1500).rows.map((row) => row._id))
         expect((yield* scan.summary).retries).toBe(injected)
@@ -473,7 +473,7 @@ describe("client-side rate limits", () => {
       yield* onTestClock(Effect.all(Array.from({ length: 8 }, () => client.query({ microAppID: projects, limit: 1 })), {
         concurrency: "unbounded"
       }))
-      const inFlight = (yield* server.requests).map((record) => record.inFlight)
+      const inFlight = (yield* server.log.requests).map((record) => record.inFlight)
       expect(Math.max(...inFlight)).toBe(2)
     }).pipe(
       Effect.provide(
@@ -489,7 +489,7 @@ describe("layerLogin", () => {
       const results = yield* onTestClock(
         Effect.gen(function*() {
           const client = yield* MicroappClient
-          yield* server.expireTokens
+          yield* server.sessions.expireTokens
           return yield* Effect.all(
             Array.from({ length: 6 }, () => client.query({ microAppID: projects, limit: 1 })),
             { concurrency: "unbounded" }
@@ -497,7 +497,7 @@ describe("layerLogin", () => {
         }).pipe(Effect.provide(loginLayer(server)))
       )
       expect(results.map((rows) => rows.length)).toEqual([1, 1, 1, 1, 1, 1])
-      const logins = (yield* server.requests).filter((record) => record.path === "/api/login")
+      const logins = (yield* server.log.requests).filter((record) => record.path === "/api/login")
       expect(logins).toHaveLength(2)
     }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 5, latency: "20 millis" }))))
 
@@ -505,10 +505,10 @@ describe("layerLogin", () => {
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const client = yield* MicroappClient
-      yield* server.expireTokens
+      yield* server.sessions.expireTokens
       const error = yield* Effect.flip(client.query({ microAppID: projects }))
       expect(error._tag).toBe("Unauthorized")
-      expect(List.fromIterable((yield* server.requests).map((record) => record.path)).pipe(List.toArray)).toEqual([
+      expect(List.fromIterable((yield* server.log.requests).map((record) => record.path)).pipe(List.toArray)).toEqual([
         "/api/microappdata"
       ])
     }).pipe(Effect.provide(withEmulator({ demoRows: 5 }))))

@@ -40,11 +40,11 @@ const stored = (page: RowStream.Page<unknown> | undefined) =>
 
 const reset = Effect.gen(function*() {
   const server = yield* MicroappServer
-  yield* server.setRows(numbers, table)
-  yield* server.clearRequests
+  yield* server.rows.setRows(numbers, table)
+  yield* server.log.clear
 })
 
-const requestCount = Effect.map(Effect.flatMap(MicroappServer, (server) => server.requests), (log) => log.length)
+const requestCount = Effect.map(Effect.flatMap(MicroappServer, (server) => server.log.requests), (log) => log.length)
 
 layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServices: true })((it) => {
   describe("pages", () => {
@@ -142,13 +142,13 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
         expect(recent).toMatchObject({ complete: true, exhaustive: false })
         // the only re-read row deleted before the second window: completeness unproven, and the scan went on
         // (found by its window, which re-reads row 99 alone: a request number could be another scan's)
-        yield* server.onRequest((record) =>
+        yield* server.log.onRequest((record) =>
           JSON.stringify(record.body).includes("\"skip\":\"99\"")
-            ? Effect.asVoid(server.removeRow(allIds[99] ?? ""))
+            ? Effect.asVoid(server.rows.removeRow(allIds[99] ?? ""))
             : Effect.void
         )
         const unproven = yield* summaryOf(yield* client.scan({ ...options, overlap: 0, onInconsistent: "continue" }))
-        yield* server.clearHook
+        yield* server.log.clearHook
         expect(unproven).toMatchObject({ complete: true, exhaustive: false, inconsistencies: 1 })
       }))
 
@@ -339,17 +339,17 @@ describe("resume", () => {
       const options = { microAppID: numbers, pageSize: 100, concurrency: 1 } as const
 
       // the first run: 300 rows, then a crash
-      yield* server.injectFault("http503", { count: 1, path: "/api/microappdata", retryAfterSeconds: 0 })
+      yield* server.faults.inject("http503", { count: 1, path: "/api/microappdata", retryAfterSeconds: 0 })
       const [first, firstSummary] = yield* firstPages(options, 3)
       expect(firstSummary.retries).toBe(1)
       const afterFirst = yield* stored(first.at(-1))
       // while stopped: 5 rows far behind the position deleted, 2 ahead deleted, 4 appended
       const deletedBehind = allIds.slice(10, 15)
       const deletedAhead = [allIds[500] ?? "", allIds[600] ?? ""]
-      for (const id of [...deletedBehind, ...deletedAhead]) yield* server.removeRow(id)
+      for (const id of [...deletedBehind, ...deletedAhead]) yield* server.rows.removeRow(id)
       const appended = yield* Effect.forEach(
         [0, 1, 2, 3],
-        (n) => server.insertRow(numbers, { N: 2000 + n, Parity: "new" })
+        (n) => server.rows.insertRow(numbers, { N: 2000 + n, Parity: "new" })
       )
 
       // the second run, from the first's checkpoint: 300 rows more, then a crash
@@ -367,7 +367,7 @@ describe("resume", () => {
       // while stopped again: 3 rows inserted at the front, behind the position
       const insertedBehind = yield* Effect.forEach(
         [0, 1, 2],
-        (n) => server.insertRow(numbers, { N: -1 - n, Parity: "new" }, { index: 0 })
+        (n) => server.rows.insertRow(numbers, { N: -1 - n, Parity: "new" }, { index: 0 })
       )
 
       // the last run, to the end

@@ -37,7 +37,7 @@ const beforeRequest = (seq: number, effect: Effect.Effect<unknown>) => atRequest
 const atRequests = (effects: Readonly<Record<number, Effect.Effect<unknown>>>) =>
   Effect.flatMap(
     MicroappServer,
-    (server) => server.onRequest((record) => Effect.asVoid(effects[record.seq] ?? Effect.void))
+    (server) => server.log.onRequest((record) => Effect.asVoid(effects[record.seq] ?? Effect.void))
   )
 
 /** The window a rows request asked for, as numbers; undefined for a request without one. */
@@ -52,7 +52,7 @@ const windowOf = (body: unknown): { readonly skip: number; readonly limit: numbe
  */
 const whenAnswered = (server: MicroappServer.Service, first: number, last: number, effect: Effect.Effect<unknown>) =>
   Effect.zipRight(
-    Effect.repeat(server.requests, {
+    Effect.repeat(server.log.requests, {
       until: (log) =>
         log.some((record) => {
           const window = record.path === rowsPath ? windowOf(record.body) : undefined
@@ -65,7 +65,7 @@ const whenAnswered = (server: MicroappServer.Service, first: number, last: numbe
   )
 
 const removeRows = (server: MicroappServer.Service, from: number, count: number) =>
-  Effect.forEach(Array.from({ length: count }, (_, i) => idOfN(from + i)), (id) => server.removeRow(id), {
+  Effect.forEach(Array.from({ length: count }, (_, i) => idOfN(from + i)), (id) => server.rows.removeRow(id), {
     discard: true
   })
 
@@ -95,9 +95,9 @@ describe("rows: the whole result, whatever the page size and server cap", () => 
       Effect.gen(function*() {
         const server = yield* MicroappServer
         const table = numbersTable(numbers, s.size).rows
-        yield* server.setRows(numbers, table)
+        yield* server.rows.setRows(numbers, table)
         yield* server.configure({ maxLimit: s.clamp })
-        yield* server.clearRequests
+        yield* server.log.clear
         const parity = s.filter === "none" ? undefined : s.filter
         const { rows, summary } = yield* scanAll({
           pageSize: s.pageSize,
@@ -207,7 +207,10 @@ describe("rows: a table that changes during the scan", () => {
       const server = yield* MicroappServer
       yield* beforeRequest(
         3,
-        Effect.forEach([0, 1, 2, 3, 4], (i) => server.insertRow(numbers, { N: -1 - i, Parity: "new" }, { index: 0 }))
+        Effect.forEach(
+          [0, 1, 2, 3, 4],
+          (i) => server.rows.insertRow(numbers, { N: -1 - i, Parity: "new" }, { index: 0 })
+        )
       )
       const { rows, summary } = yield* scanAll({ pageSize: 100, concurrency: 1 })
       expect(ids(rows)).toEqual(all)
@@ -257,7 +260,7 @@ describe("rows: a table that changes during the scan", () => {
   it.live("inserts past the position are read like any other row", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      yield* beforeRequest(2, server.insertRow(numbers, { N: 5000, Parity: "new" }))
+      yield* beforeRequest(2, server.rows.insertRow(numbers, { N: 5000, Parity: "new" }))
       const { rows } = yield* scanAll({ pageSize: 100 })
       expectOnce(rows)
       expect(rows).toHaveLength(size + 1)
@@ -273,11 +276,11 @@ describe("rows: a table that changes during the scan", () => {
           Array.from({ length: 200 }),
           (_, i) =>
             Effect.map(
-              server.insertRow(numbers, { N: -1 - i, Parity: "burst" }, { index: 0 }),
+              server.rows.insertRow(numbers, { N: -1 - i, Parity: "burst" }, { index: 0 }),
               (row) => burst.push(String(row._id))
             )
         ),
-        7: Effect.forEach(burst, (id) => server.removeRow(id))
+        7: Effect.forEach(burst, (id) => server.rows.removeRow(id))
       })
       const { rows, summary } = yield* scanAll({ pageSize: 50, concurrency: 8 })
       expect(ids(rows)).toEqual(all)
@@ -302,14 +305,14 @@ describe("rows: duplicates dropped by the recent ids only", () => {
       const first = table[0]?._id
       // row 0 moves to the end of the natural order once the scan is at row 300
       const moveFirstToEnd = Effect.zipRight(
-        server.clearRequests,
-        beforeRequest(3, server.setRows(numbers, [...table.slice(1), ...table.slice(0, 1)]))
+        server.log.clear,
+        beforeRequest(3, server.rows.setRows(numbers, [...table.slice(1), ...table.slice(0, 1)]))
       )
       yield* moveFirstToEnd
       const recent = yield* scanAll({ pageSize: 100, concurrency: 1, dedupe: "recent" })
       expect(recent.rows).toHaveLength(1001)
       expect(ids(recent.rows).filter((id) => id === first)).toHaveLength(2)
-      yield* server.setRows(numbers, table)
+      yield* server.rows.setRows(numbers, table)
       yield* moveFirstToEnd
       const exact = yield* scanAll({ pageSize: 100, concurrency: 1 })
       expect(ids(exact.rows)).toEqual(table.map((row) => row._id))
@@ -355,7 +358,7 @@ describe("rows: a sorted table re-sorted while it is read", () => {
     it.live(`${v.name}: a row of the first page moved near the end is emitted once, and counted`, () =>
       Effect.gen(function*() {
         const server = yield* MicroappServer
-        yield* atRequests({ [v.request]: server.updateRow(at(5), { N: 9905 }) })
+        yield* atRequests({ [v.request]: server.rows.updateRow(at(5), { N: 9905 }) })
         const { rows, summary } = yield* sorted({ pageSize: v.pageSize, concurrency: v.concurrency })
         expect(ids(rows)).toEqual(all)
         expect(summary).toMatchObject({ duplicatesDropped: 1, caughtBehind: 0 })
@@ -365,7 +368,7 @@ describe("rows: a sorted table re-sorted while it is read", () => {
     it.live(`${v.name}: a row near the end moved to the front was passed over, and is counted`, () =>
       Effect.gen(function*() {
         const server = yield* MicroappServer
-        yield* atRequests({ [v.request]: server.updateRow(at(995), { N: -5 }) })
+        yield* atRequests({ [v.request]: server.rows.updateRow(at(995), { N: -5 }) })
         const { rows, summary } = yield* sorted({ pageSize: v.pageSize, concurrency: v.concurrency })
         expect(ids(rows)).toEqual(all.filter((id) => id !== at(995)))
         expect(summary).toMatchObject({ duplicatesDropped: 0, caughtBehind: 0 })
@@ -379,9 +382,9 @@ describe("rows: a sorted table re-sorted while it is read", () => {
         const insert = (ns: ReadonlyArray<number>, into: Array<string> = []) =>
           Effect.forEach(
             ns,
-            (N) => Effect.map(server.insertRow(numbers, { N, Parity: "new" }), (row) => into.push(String(row._id)))
+            (N) => Effect.map(server.rows.insertRow(numbers, { N, Parity: "new" }), (row) => into.push(String(row._id)))
           )
-        const remove = (ns: ReadonlyArray<number>) => Effect.forEach(ns, (n) => server.removeRow(at(n)))
+        const remove = (ns: ReadonlyArray<number>) => Effect.forEach(ns, (n) => server.rows.removeRow(at(n)))
         yield* atRequests({
           // behind: 3 rows in among rows 100 to 103, once a window holding those rows is
           // answered; then 2 rows out, once theirs is
@@ -406,7 +409,7 @@ describe("rows: prefetch, concurrency and interruption", () => {
       const { rows } = yield* onTestClock(scanAll({ pageSize: 100, concurrency: 4 }))
       expect(ids(rows)).toEqual(numbersTable(numbers, 2000).rows.map((row) => row._id))
       // requests aborted past the end may linger on the server: count those the client waited for
-      const answered = (yield* server.requests).filter((record) => record.outcome === "answered")
+      const answered = (yield* server.log.requests).filter((record) => record.outcome === "answered")
       const overlapping = answered.map((record) =>
         answered.filter((other) => other.at <= record.at && (other.finishedAt ?? Infinity) > record.at).length
       )
@@ -425,7 +428,7 @@ describe("rows: prefetch, concurrency and interruption", () => {
       )
       // the consumer sleeps on the test clock: the scan goes as far as the bound lets it, then waits
       yield* quiet
-      const ahead = (yield* server.requests).length
+      const ahead = (yield* server.log.requests).length
       yield* Fiber.interrupt(fiber)
       // the page being consumed, two buffered, one waiting to be buffered, one in flight
       expect(ahead).toBeLessThanOrEqual(5)
@@ -441,11 +444,11 @@ describe("rows: prefetch, concurrency and interruption", () => {
       )
       expect(Chunk.size(taken)).toBe(150)
       yield* quiet
-      const after = (yield* server.requests).length
+      const after = (yield* server.log.requests).length
       // nothing left to wake: no retry, no prefetch
       yield* TestClock.adjust("1 minute")
       yield* quiet
-      expect((yield* server.requests).length).toBe(after)
+      expect((yield* server.log.requests).length).toBe(after)
       expect(after).toBeLessThanOrEqual(4)
     }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 5000)] }))))
 
@@ -459,7 +462,7 @@ describe("rows: prefetch, concurrency and interruption", () => {
       yield* Fiber.interrupt(fiber)
       // the client's request ends, and the server's with it, or nothing moves at all
       yield* quiet
-      const [first] = yield* server.requests
+      const [first] = yield* server.log.requests
       expect(first?.outcome).toBe("hung")
       expect(first?.finishedAt).toBeDefined()
     }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 100)], latency: "2 seconds" }))))
@@ -479,7 +482,7 @@ describe("rows: prefetch, concurrency and interruption", () => {
 
 describe("rows: adaptive concurrency, the default", () => {
   /** The most requests the server had in flight at once, among those answered. */
-  const mostInFlight = Effect.map(Effect.flatMap(MicroappServer, (server) => server.requests), (log) => {
+  const mostInFlight = Effect.map(Effect.flatMap(MicroappServer, (server) => server.log.requests), (log) => {
     const answered = log.filter((record) => record.outcome === "answered")
     return Math.max(
       ...answered.map((record) =>
@@ -524,7 +527,7 @@ describe("rows: adaptive concurrency against a server that refuses load", () => 
         const { rows, summary } = yield* onTestClock(scanAll({}))
         expect(ids(rows)).toEqual(table.rows.map((row) => row._id))
         expect(summary.complete).toBe(true)
-        const log = yield* server.requests
+        const log = yield* server.log.requests
         const refusals = log.filter((record) => record.status === 429)
         expect(refusals.length).toBeLessThanOrEqual(20)
         // each refusal was retried after its pause, and each retry was for a refusal

@@ -32,7 +32,7 @@ export const withEmulator = (
 /** The bodies of the requests the emulator saw on a path. */
 export const bodiesTo = (path: string) =>
   Effect.map(
-    Effect.flatMap(MicroappServer, (server) => server.requests),
+    Effect.flatMap(MicroappServer, (server) => server.log.requests),
     (log) => log.filter((record) => record.path === path).map((record) => record.body)
   )
 
@@ -45,7 +45,7 @@ export const awaitLog = (predicate: (log: ReadonlyArray<RequestRecord>) => boole
     TestServices.provideLive(
       Effect.gen(function*() {
         for (;;) {
-          const log = yield* server.requests
+          const log = yield* server.log.requests
           if (predicate(log)) return log
           yield* Effect.sleep("1 millis")
         }
@@ -159,7 +159,7 @@ export interface Peer {
 /** The emulator: it holds a request while it sleeps (latency, a hook) or hangs. */
 export const emulatorPeer: Effect.Effect<Peer, never, MicroappServer> = Effect.map(MicroappServer, (server) => ({
   baseUrl: server.baseUrl,
-  held: Effect.map(server.requests, (log) => log.filter((record) => record.finishedAt === undefined).length)
+  held: Effect.map(server.log.requests, (log) => log.filter((record) => record.finishedAt === undefined).length)
 }))
 
 /** An address that answers nothing and holds nothing (a refused port). */

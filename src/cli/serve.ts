@@ -45,9 +45,9 @@ export const serve = (options: ServeOptions): Effect.Effect<void, WriteError, St
       }),
       (error) => new CommandFailed({ message: `cannot listen on 127.0.0.1:${options.port}: ${causeOf(error)}` })
     )
-    const settings = yield* server.state.settings
-    const projects = (yield* server.table(projectsMicroAppID)).length
-    const people = (yield* server.table(peopleMicroAppID)).length
+    const settings = yield* server.settings
+    const projects = (yield* server.rows.table(projectsMicroAppID)).length
+    const people = (yield* server.rows.table(peopleMicroAppID)).length
     const { credentials } = server
     const stdio = yield* Stdio
     yield* stdio.stdout.write(

@@ -135,13 +135,16 @@ const makeRoutes = (state: MicroappState) => {
   // A read-only user is refused before the body is looked at, like an unauthenticated one.
   const withWriter = (handle: (userId: string, text: string) => Handler) =>
     withUser((userId, text) =>
-      Effect.flatMap(state.canWrite(userId), (allowed) => allowed ? handle(userId, text) : Effect.fail(forbidden))
+      Effect.flatMap(
+        state.sessions.canWrite(userId),
+        (allowed) => allowed ? handle(userId, text) : Effect.fail(forbidden)
+      )
     )
 
   const login = answered(Effect.gen(function*() {
     const call = yield* Call
     const body = yield* decodeBody(LoginBody)(call.text)
-    const session = yield* state.login(body.email, body.password)
+    const session = yield* state.sessions.login(body.email, body.password)
     if (Option.isNone(session)) return yield* Effect.fail(errorReply(401, "Unauthorized"))
     const settings = yield* state.settings
     return settings.loginShape === "flat"
@@ -157,11 +160,11 @@ const makeRoutes = (state: MicroappState) => {
         const verb = refused.length === 1 ? "is" : "are"
         return yield* Effect.fail(errorReply(400, `${refused.join(", ")} ${verb} not emulated by this emulator`))
       }
-      const result = yield* state.query({
+      const result = yield* state.rows.query({
         microAppID: body.microAppID,
         filters: body.optSearchFilters ?? [],
         sortPaging: body.searchFilter ?? []
-      })
+      }, yield* state.settings)
       if (Either.isLeft(result)) return yield* Effect.fail(errorReply(result.left.status, result.left.message))
       // Raw output is deliberately not one JSON document: one serialized row per line.
       return body.serviceFormat === true
@@ -175,7 +178,7 @@ const makeRoutes = (state: MicroappState) => {
   const row = withUser((_, text) =>
     Effect.gen(function*() {
       const body = yield* decodeBody(RowBody)(text)
-      const found = yield* state.getRow(body.rowID)
+      const found = yield* state.rows.getRow(body.rowID)
       if (Option.isNone(found)) return yield* Effect.fail(rowNotFound)
       return reply(200, { status: "success", body: { currentRow: found.value } })
     })
@@ -184,7 +187,7 @@ const makeRoutes = (state: MicroappState) => {
   const update = withWriter((_, text) =>
     Effect.gen(function*() {
       const body = yield* decodeBody(UpdateBody)(text)
-      const outcome = yield* state.updateRow(body.rowID, body.rowData, {
+      const outcome = yield* state.rows.updateRow(body.rowID, body.rowData, {
         embeddingRowID: body.embeddingRowID,
         userID: body.userID
       })
@@ -203,7 +206,7 @@ const makeRoutes = (state: MicroappState) => {
   const insert = withWriter((userId, text) =>
     Effect.gen(function*() {
       const body = yield* decodeBody(InsertBody)(text)
-      const inserted = yield* state.tryInsertRow(body.microAppID, body.rowData, userId)
+      const inserted = yield* state.rows.tryInsertRow(body.microAppID, body.rowData, userId)
       if (Option.isNone(inserted)) return yield* Effect.fail(microappNotFound)
       return reply(200, { status: "success", body: { rowID: inserted.value["_id"] } })
     })
@@ -212,7 +215,7 @@ const makeRoutes = (state: MicroappState) => {
   const remove = withWriter((_, text) =>
     Effect.gen(function*() {
       const body = yield* decodeBody(RowBody)(text)
-      const removed = yield* state.removeRow(body.rowID)
+      const removed = yield* state.rows.removeRow(body.rowID)
       return removed ? reply(200, { status: "success" }) : yield* Effect.fail(rowNotFound)
     })
   )
@@ -358,11 +361,11 @@ export const makeApp = (state: MicroappState): HttpApp.Default => {
     const headerUserId = request.headers["x-user-id"]
     const userId = authToken === undefined || headerUserId === undefined
       ? Option.none<string>()
-      : yield* state.authenticate(authToken, headerUserId)
+      : yield* state.sessions.authenticate(authToken, headerUserId)
     const call = { text, userId }
     const respond = (arrival: Arrival) =>
       Effect.gen(function*() {
-        const hook = yield* state.hook
+        const hook = yield* state.log.hook
         if (Option.isSome(hook)) yield* hook.value(arrival.record)
         if (Duration.greaterThan(arrival.latency, Duration.zero)) yield* Effect.sleep(arrival.latency)
         if (arrival.fault !== undefined) return yield* answerFault(arrival, arrival.fault, call)

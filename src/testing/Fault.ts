@@ -4,6 +4,7 @@
  *
  * @since 0.1.0
  */
+import { Effect } from "effect"
 import * as Prng from "./Prng.js"
 
 /**
@@ -116,15 +117,18 @@ interface Scripted {
 }
 
 /**
- * The mutable fault state of one emulator: the active plan with its generator, and the queue.
+ * The faults of one emulator: the seeded plans with their generators, and the faults queued by
+ * `inject` ahead of them.
  *
  * @since 0.1.0
  * @category models
  */
-export interface FaultState {
-  readonly setPlan: (plan: FaultPlans | undefined) => void
-  readonly inject: (kind: FaultKind, options: InjectOptions) => void
-  /** Decides the fault of the next request to `path`, advancing the plan's generator. */
+export interface Faults {
+  /** The next `count` matching requests get this fault, ahead of the seeded plans. */
+  readonly inject: (kind: FaultKind, options?: InjectOptions) => Effect.Effect<void>
+  /** Replaces the seeded plans (none: no faults but the queued ones). */
+  readonly setPlan: (plan: FaultPlans | undefined) => Effect.Effect<void>
+  /** Decides the fault of the next request to `path`, advancing the plans' generators. */
   readonly decide: (path: string) => Fault | undefined
 }
 
@@ -132,7 +136,7 @@ export interface FaultState {
  * @since 0.1.0
  * @category constructors
  */
-export const makeFaultState = (initial: FaultPlans | undefined): FaultState => {
+export const makeFaults = (initial: FaultPlans | undefined): Faults => {
   const seeded = (plans: FaultPlans | undefined) =>
     (plans === undefined ? [] : "seed" in plans ? [plans] : plans).map((plan) => ({ plan, prng: Prng.make(plan.seed) }))
   let plans = seeded(initial)
@@ -164,22 +168,24 @@ export const makeFaultState = (initial: FaultPlans | undefined): FaultState => {
   }
 
   return {
-    setPlan: (next) => {
-      plans = seeded(next)
-    },
-    inject: (kind, options) => {
-      const count = options.count ?? 1
-      if (count <= 0) return
-      queue.push({
-        fault: {
-          kind,
-          retryAfterSeconds: options.retryAfterSeconds ?? defaults()?.retryAfterSeconds ?? 1,
-          retryAfterAsDate: options.retryAfterAsDate ?? defaults()?.retryAfterAsDate ?? false
-        },
-        path: options.path,
-        remaining: count
-      })
-    },
+    setPlan: (next) =>
+      Effect.sync(() => {
+        plans = seeded(next)
+      }),
+    inject: (kind, options = {}) =>
+      Effect.sync(() => {
+        const count = options.count ?? 1
+        if (count <= 0) return
+        queue.push({
+          fault: {
+            kind,
+            retryAfterSeconds: options.retryAfterSeconds ?? defaults()?.retryAfterSeconds ?? 1,
+            retryAfterAsDate: options.retryAfterAsDate ?? defaults()?.retryAfterAsDate ?? false
+          },
+          path: options.path,
+          remaining: count
+        })
+      }),
     decide: (path) => {
       // Every plan draws even when another plan or the queue wins, so no sequence shifts another.
       const planned = plans.map(({ plan, prng }) => matchesPath(plan.paths, path) ? draw(plan, prng) : undefined)

@@ -12,10 +12,7 @@ import { Context, Effect, Layer, Redacted } from "effect"
 import * as Http from "node:http"
 import { MicroappClient } from "../MicroappClient.js"
 import { makeApp } from "./App.js"
-import type { Credentials } from "./DemoData.js"
-import type { FaultKind, InjectOptions } from "./Fault.js"
 import * as MicroappState from "./MicroappState.js"
-import type { Row } from "./Table.js"
 
 /**
  * @since 0.1.0
@@ -36,38 +33,9 @@ export declare namespace MicroappServer {
    * @since 0.1.0
    * @category models
    */
-  export interface Service {
+  export interface Service extends MicroappState.MicroappState {
     /** e.g. `http://127.0.0.1:43121`, without a trailing slash. */
     readonly baseUrl: string
-    /** The first user (the demo user by default) with its initial token. */
-    readonly credentials: Credentials
-    /** The state behind the server, for anything the shortcuts below do not cover. */
-    readonly state: MicroappState.MicroappState
-    /** Current rows in natural order. */
-    readonly table: (microAppID: string) => Effect.Effect<ReadonlyArray<Row>>
-    /** Inserts a new row (metadata generated) at the end, or before position `index`. */
-    readonly insertRow: (
-      microAppID: string,
-      rowData: Row,
-      options?: { readonly index?: number | undefined }
-    ) => Effect.Effect<Row>
-    readonly removeRow: (rowID: string) => Effect.Effect<boolean>
-    /** Update semantics of `/api/updatemicroapprow`, applied directly. */
-    readonly updateRow: (rowID: string, rowData: Row) => Effect.Effect<MicroappState.UpdateOutcome>
-    /** How many updates each row has had applied, through the endpoint or `updateRow`. */
-    readonly appliedUpdates: Effect.Effect<ReadonlyMap<string, number>>
-    readonly setRows: (microAppID: string, rows: ReadonlyArray<Row>) => Effect.Effect<void>
-    readonly configure: (patch: MicroappState.SettingsPatch) => Effect.Effect<void>
-    /** A snapshot of the request log. */
-    readonly requests: Effect.Effect<ReadonlyArray<MicroappState.RequestRecord>>
-    readonly clearRequests: Effect.Effect<void>
-    /** Runs after each request is logged and authenticated, before it is answered. */
-    readonly onRequest: (hook: MicroappState.RequestHook) => Effect.Effect<void>
-    readonly clearHook: Effect.Effect<void>
-    /** The next `count` matching requests get this fault, ahead of the seeded plan. */
-    readonly injectFault: (kind: FaultKind, options?: InjectOptions) => Effect.Effect<void>
-    /** Invalidates every issued token; a new login issues a fresh one. */
-    readonly expireTokens: Effect.Effect<void>
   }
 }
 
@@ -98,25 +66,7 @@ export const make = (
     yield* server.serve(makeApp(state))
     const address = server.address
     const baseUrl = address._tag === "TcpAddress" ? `http://${host}:${address.port}` : `http://${host}`
-    return {
-      baseUrl,
-      credentials: state.credentials,
-      state,
-      table: state.table,
-      insertRow: (microAppID, rowData, insertOptions) =>
-        state.insertRow(microAppID, rowData, insertOptions === undefined ? {} : { index: insertOptions.index }),
-      removeRow: state.removeRow,
-      updateRow: (rowID, rowData) => state.updateRow(rowID, rowData),
-      appliedUpdates: state.appliedUpdates,
-      setRows: state.setRows,
-      configure: state.configure,
-      requests: state.requests,
-      clearRequests: state.clearRequests,
-      onRequest: state.onRequest,
-      clearHook: state.clearHook,
-      injectFault: state.injectFault,
-      expireTokens: state.expireTokens
-    }
+    return { ...state, baseUrl }
   })
 
 /**
@@ -126,7 +76,7 @@ export const make = (
  * ```ts
  * Effect.gen(function*() {
  *   const server = yield* MicroappServer
- *   yield* server.injectFault("http503Html", { count: 2 })
+ *   yield* server.faults.inject("http503Html", { count: 2 })
  * }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 5000 })))
  * ```
  *

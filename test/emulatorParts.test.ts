@@ -1,0 +1,174 @@
+/**
+ * The emulator's parts on their own: the row store, the sessions, the request log and the faults.
+ * Over HTTP they are tested through the server in `emulator.test.ts`.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Either, Exit, Option } from "effect"
+import { makeFaults } from "../src/testing/Fault.js"
+import { demoCredentials, type FaultKind } from "../src/testing/index.js"
+import * as RequestLog from "../src/testing/RequestLog.js"
+import * as RowStore from "../src/testing/RowStore.js"
+import * as Sessions from "../src/testing/Sessions.js"
+import { numbersTable, taskID, tasksMicroAppID, tasksTable } from "./support.js"
+
+const numbersID = "6e0000000000000000000001"
+const ids = (rows: ReadonlyArray<{ readonly [key: string]: unknown }>) => rows.map((row) => row["_id"])
+
+describe("RowStore", () => {
+  const store = RowStore.make([numbersTable(numbersID, 5), tasksTable(3, [1])], "owner-1")
+
+  it.effect("keeps natural order through inserts at a position and deletes, and fills in metadata", () =>
+    Effect.gen(function*() {
+      const rows = yield* store
+      const before = ids(yield* rows.table(numbersID))
+      const inserted = yield* rows.insertRow(numbersID, { N: 99 }, { index: 2 })
+      expect(inserted["userID"]).toBe("owner-1")
+      expect(typeof inserted["_id"]).toBe("string")
+      expect(ids(yield* rows.table(numbersID))).toEqual([...before.slice(0, 2), inserted["_id"], ...before.slice(2)])
+      expect(yield* rows.removeRow(String(before[0]))).toBe(true)
+      expect(yield* rows.removeRow(String(before[0]))).toBe(false)
+      expect(Option.isNone(yield* rows.getRow(String(before[0])))).toBe(true)
+      expect(ids(yield* rows.table(numbersID))).toEqual([...before.slice(1, 2), inserted["_id"], ...before.slice(2)])
+      expect(Option.isNone(yield* rows.tryInsertRow("ffffffffffffffffffffffff", {}, "owner-1"))).toBe(true)
+    }))
+
+  it.effect("updates by label, refuses a locked row, counts what was applied", () =>
+    Effect.gen(function*() {
+      const rows = yield* store
+      expect(yield* rows.updateRow(taskID(0), { Title: "changed" })).toBe("updated")
+      expect(yield* rows.updateRow(taskID(0), { Title: "again" })).toBe("updated")
+      expect(yield* rows.updateRow(taskID(1), { Title: "no" })).toBe("locked")
+      expect(yield* rows.updateRow("ffffffffffffffffffffffff", { Title: "no" })).toBe("notFound")
+      expect(Option.getOrThrow(yield* rows.getRow(taskID(0)))["Title"]).toBe("again")
+      expect(yield* rows.appliedUpdates).toEqual(new Map([[taskID(0), 2]]))
+    }))
+
+  it.effect("answers a query under the limits given, and 404 for an unknown Microapp", () =>
+    Effect.gen(function*() {
+      const rows = yield* store
+      const all = yield* rows.query({ microAppID: numbersID, filters: [], sortPaging: [] }, {
+        defaultLimit: 3,
+        maxLimit: undefined
+      })
+      expect(Either.map(all, (page) => page.length)).toEqual(Either.right(3))
+      const unknown = yield* rows.query({ microAppID: "ffffffffffffffffffffffff", filters: [], sortPaging: [] }, {
+        defaultLimit: 3,
+        maxLimit: undefined
+      })
+      expect(Either.getLeft(unknown)).toEqual(Option.some({ status: 404, message: "Microapp not found" }))
+    }))
+
+  it.effect("dies on a duplicate row id and on an unknown Microapp", () =>
+    Effect.gen(function*() {
+      const rows = yield* store
+      const [first] = yield* rows.table(numbersID)
+      expect(Exit.isFailure(yield* Effect.exit(rows.setRows(numbersID, [first ?? {}, first ?? {}])))).toBe(true)
+      expect(Exit.isFailure(yield* Effect.exit(rows.table("ffffffffffffffffffffffff")))).toBe(true)
+      expect(Exit.isFailure(yield* Effect.exit(RowStore.make([tasksTable(2), tasksTable(2)], "x")))).toBe(true)
+      expect(tasksMicroAppID).not.toBe(numbersID)
+    }))
+})
+
+describe("Sessions", () => {
+  const readOnly = {
+    ...demoCredentials,
+    userId: "reader",
+    email: "reader@example.com",
+    authToken: "reader-token",
+    readOnly: true
+  }
+
+  it.effect("initial tokens are current; a login issues a fresh one; expiry ends them all", () =>
+    Effect.gen(function*() {
+      const sessions = yield* Sessions.make([demoCredentials, readOnly])
+      const { authToken, email, password, userId } = demoCredentials
+      expect(yield* sessions.authenticate(authToken, userId)).toEqual(Option.some(userId))
+      expect(yield* sessions.authenticate(authToken, "reader")).toEqual(Option.none())
+      expect(yield* sessions.login(email, "wrong")).toEqual(Option.none())
+      const fresh = Option.getOrThrow(yield* sessions.login(email, password))
+      expect(fresh.authToken).not.toBe(authToken)
+      expect(yield* sessions.authenticate(fresh.authToken, userId)).toEqual(Option.some(userId))
+      yield* sessions.expireTokens
+      expect(yield* sessions.authenticate(authToken, userId)).toEqual(Option.none())
+      expect(yield* sessions.authenticate(fresh.authToken, userId)).toEqual(Option.none())
+      expect(yield* sessions.canWrite(userId)).toBe(true)
+      expect(yield* sessions.canWrite("reader")).toBe(false)
+    }))
+})
+
+describe("RequestLog", () => {
+  const arriving = (path: string, body: unknown, fault?: FaultKind): RequestLog.Arriving => ({
+    method: "POST",
+    path,
+    body,
+    authorized: true,
+    latency: Duration.zero,
+    fault: () => fault === undefined ? undefined : { kind: fault, retryAfterSeconds: 1, retryAfterAsDate: false }
+  })
+
+  it.effect("records arrivals in order with the requests in flight, how they ended, and no password", () =>
+    Effect.gen(function*() {
+      const log = yield* RequestLog.make
+      const first = yield* log.begin(arriving("/api/login", { email: "a", password: "secret" }))
+      const second = yield* log.begin(arriving("/api/microappdata", {}, "hang"))
+      yield* first.complete({ status: 200 })
+      yield* first.end
+      yield* second.abandon
+      yield* second.end
+      const third = yield* log.begin(arriving("/api/microappdata", {}))
+      yield* third.complete({ status: 500, outcome: "dropped" })
+      yield* third.abandon
+      const records = yield* log.requests
+      expect(records.map((record) => [record.seq, record.inFlight, record.outcome, record.status])).toEqual([
+        [0, 1, "answered", 200],
+        [1, 2, "hung", undefined],
+        [2, 1, "dropped", 500]
+      ])
+      expect(records[0]?.body).toEqual({ email: "a", password: "<redacted>" })
+      expect(records[1]?.fault).toBe("hang")
+      yield* log.clear
+      expect(yield* log.requests).toEqual([])
+      expect((yield* log.begin(arriving("/x", {}))).record.seq).toBe(0)
+    }))
+
+  it.effect("keeps one hook until it is cleared", () =>
+    Effect.gen(function*() {
+      const log = yield* RequestLog.make
+      expect(Option.isNone(yield* log.hook)).toBe(true)
+      yield* log.onRequest(() => Effect.void)
+      expect(Option.isSome(yield* log.hook)).toBe(true)
+      yield* log.clearHook
+      expect(Option.isNone(yield* log.hook)).toBe(true)
+    }))
+})
+
+describe("Faults", () => {
+  it.effect("an injected fault hits the next matching requests, ahead of the plan, never a login by default", () =>
+    Effect.gen(function*() {
+      const faults = makeFaults(undefined)
+      yield* faults.inject("http503", { count: 2, path: "/api/microappdata" })
+      yield* faults.inject("drop")
+      expect(faults.decide("/api/login")).toBeUndefined()
+      expect(faults.decide("/api/microappdata")?.kind).toBe("http503")
+      expect(faults.decide("/api/updatemicroapprow")?.kind).toBe("drop")
+      expect(faults.decide("/api/microappdata")?.kind).toBe("http503")
+      expect(faults.decide("/api/microappdata")).toBeUndefined()
+    }))
+
+  it.effect("a seeded plan decides the same faults for the same requests, and none once removed", () =>
+    Effect.gen(function*() {
+      const plan = { seed: 11, rate: 0.3, kinds: ["http500", "drop"] as const }
+      const decisions = () => {
+        const faults = makeFaults(plan)
+        return Array.from({ length: 200 }, () => faults.decide("/api/microappdata")?.kind)
+      }
+      const first = decisions()
+      expect(decisions()).toEqual(first)
+      const hits = first.filter((kind) => kind !== undefined).length
+      expect(hits).toBeGreaterThan(30)
+      expect(hits).toBeLessThan(90)
+      const faults = makeFaults(plan)
+      yield* faults.setPlan(undefined)
+      expect(Array.from({ length: 50 }, () => faults.decide("/api/microappdata"))).toEqual(Array(50).fill(undefined))
+    }))
+})
