@@ -3,21 +3,9 @@
  *
  * The server has a silent default row cap, may clamp `limit` silently, sends no total and no
  * cursor, and its skip/limit windows shift when rows are inserted, deleted or re-sorted during a
- * scan. So:
- *
- * 1. every request sends an explicit `limit`, and `skip` advances by the rows received;
- * 2. a short page is not the end: the scan ends only when nothing follows the current position;
- *    a short page followed by more rows reveals the server's cap, which is recorded;
- * 3. each window after the first re-reads `overlap + 1` rows before the position and finds the
- *    last of them still there (the anchor) to emit only what follows it; when none is found the
- *    scan cannot prove completeness and says so;
- * 4. no row is emitted twice in a scan: every id emitted is kept, in at most 24 bytes;
- * 5. the anchor's move counts the rows that appeared behind the position, or vanished from it;
- * 6. pages are fetched ahead into a bounded buffer, and several consecutive windows may be in
- *    flight at once (`concurrency`, adaptive by default), emitted in order;
- * 7. memory is O(page size x (prefetch + concurrency)), plus the ids emitted;
- * 8. `pages` hands out the rows with a `Checkpoint` of the state after them, from which a scan
- *    resumes (`resume`) as if it had never stopped.
+ * scan. What a scan guarantees all the same, and how, is written once, in the README's "Full-table
+ * streams" (numbered 1 to 11) and "Resuming a scan": `internal/scanEngine.ts` keeps 1 to 6 as a
+ * pure state machine, `internal/scan.ts` 7 to 11 and the checkpoints.
  *
  * @since 0.1.0
  */

@@ -8,7 +8,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { Clock, Duration, Effect, Either, Option, Redacted, Ref, type Schedule, Schema } from "effect"
-import type { RetryOptions } from "../MicroappClient.js"
+import type { MicroappClient, RetryOptions } from "../MicroappClient.js"
 import { InvalidInput, type MicroappError } from "../MicroappError.js"
 import { readUpTo } from "./body.js"
 import * as Bounds from "./bounds.js"
@@ -17,11 +17,8 @@ import * as Errors from "./errors.js"
 import type { InFlight } from "./inFlight.js"
 import { budgetOf, defaultRateLimitPause, type RateGate, retrySchedule } from "./retry.js"
 
-/** The two values that authenticate a call. */
-export interface Credentials {
-  readonly authToken: Redacted.Redacted<string>
-  readonly userId: string
-}
+/** The two values that authenticate a call (the public `MicroappClient.Credentials`). */
+export type Credentials = MicroappClient.Credentials
 
 /** A successful (2xx) answer: its body as text, and how many attempts it took. */
 export interface Reply {

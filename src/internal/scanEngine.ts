@@ -3,14 +3,7 @@
  * skip/limit windows to request and judges each answered page, in order. The driver
  * (`internal/scan.ts`) owns fibers, prefetch, concurrency and the stream.
  *
- * - Every window names its `limit`; the position advances by the rows received.
- * - A short page is not the end: the end is a page with nothing past the position.
- * - Each window after the first re-reads the `reread` rows before the position (the tail); a tail
- *   row found in the answer proves the window joins the rows already passed. With none, the scan
- *   cannot prove completeness and says so.
- * - Every row of a joined window not emitted before is emitted; no id is emitted twice (`IdSet`).
- * - Where the last tail row in place now stands (the anchor) counts the rows that appeared behind
- *   the position, or vanished from it.
+ * It keeps guarantees 1 to 6 of the README's "Full-table streams", where they are written once.
  *
  * The state is plain data, changed in place by `plan` and `judge`. Between two judged pages it is
  * all a scan needs to go on: `snapshot` takes it (the windows planned ahead left out), and
