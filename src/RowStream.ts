@@ -4,8 +4,8 @@
  * The server has a silent default row cap, may clamp `limit` silently, sends no total and no
  * cursor, and its skip/limit windows shift when rows are inserted, deleted or re-sorted during a
  * scan. What a scan guarantees all the same, and how, is written once, in the README's "Full-table
- * streams" (numbered 1 to 11) and "Resuming a scan": `internal/scanEngine.ts` keeps 1 to 6 as a
- * pure state machine, `internal/scan.ts` 7 to 11 and the checkpoints.
+ * streams" (numbered 1 to 11) and "Resuming a scan": the engine keeps 1 to 6 as a pure state
+ * machine, its driver 7 to 11 and the checkpoints.
  *
  * @since 0.1.0
  */
