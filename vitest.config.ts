@@ -9,7 +9,8 @@ export default defineConfig({
     // file has emulators of its own on ephemeral ports
     maxWorkers: Math.max(2, availableParallelism()),
     minWorkers: 1,
-    testTimeout: 30_000,
-    hookTimeout: 30_000
+    // a hang detector, not a measure: the property tests take 10-20 s on a busy two-core machine
+    testTimeout: 120_000,
+    hookTimeout: 60_000
   }
 })
