@@ -7,7 +7,7 @@
  * @since 0.1.0
  */
 import { Data, type Effect, Sink } from "effect"
-import type { InvalidInput, MicroappError } from "./MicroappError.js"
+import type { GetRowError, InvalidInput, UpdateRowError } from "./MicroappError.js"
 
 /**
  * @since 0.1.0
@@ -65,16 +65,16 @@ export type Outcome = Data.TaggedEnum<{
     readonly sends: number
     readonly verifiedByReadBack: boolean
   }
-  Refused: { readonly index: number; readonly rowID: string; readonly sends: number; readonly error: MicroappError }
-  Failed: { readonly index: number; readonly rowID: string; readonly sends: number; readonly error: MicroappError }
+  Refused: { readonly index: number; readonly rowID: string; readonly sends: number; readonly error: UpdateRowError }
+  Failed: { readonly index: number; readonly rowID: string; readonly sends: number; readonly error: UpdateRowError }
   Unknown: {
     readonly index: number
     readonly rowID: string
     readonly sends: number
     /** The failure of the last send. */
-    readonly error: MicroappError
+    readonly error: UpdateRowError
     /** Why the row could not be read back; `undefined` when read-back is off. */
-    readonly readBackError: MicroappError | undefined
+    readonly readBackError: GetRowError | undefined
   }
   Invalid: {
     readonly index: number

@@ -13,7 +13,7 @@ import { DateTime, Effect, Option, ParseResult, Schema, type Stream } from "effe
 import type * as BulkUpdate from "./BulkUpdate.js"
 import * as internal from "./internal/microapp.js"
 import { MicroappClient } from "./MicroappClient.js"
-import { type InvalidInput, type MicroappError } from "./MicroappError.js"
+import type { CollectError, GetRowError, InvalidInput, QueryError, ScanError, UpdateRowError } from "./MicroappError.js"
 import * as Row from "./Row.js"
 import type * as RowStream from "./RowStream.js"
 
@@ -368,14 +368,14 @@ export const clientSubmittedAt = (
  */
 export interface Bound<M extends AnyMicroapp, A> {
   readonly definition: M
-  readonly rows: (options?: RowsOptions<M>) => Stream.Stream<A, MicroappError>
+  readonly rows: (options?: RowsOptions<M>) => Stream.Stream<A, ScanError>
   readonly scan: (options?: RowsOptions<M>) => Effect.Effect<RowStream.Scan<A>, InvalidInput>
   readonly collect: (
     options: RowsOptions<M> & { readonly max: number }
-  ) => Effect.Effect<ReadonlyArray<A>, MicroappError>
-  readonly query: (options?: QueryOptions<M>) => Effect.Effect<ReadonlyArray<A>, MicroappError>
-  readonly getRow: (rowID: string, options?: MicroappClient.CallOptions) => Effect.Effect<A, MicroappError>
-  readonly updateRow: (options: UpdateOptions<M>) => Effect.Effect<void, MicroappError>
+  ) => Effect.Effect<ReadonlyArray<A>, CollectError>
+  readonly query: (options?: QueryOptions<M>) => Effect.Effect<ReadonlyArray<A>, QueryError>
+  readonly getRow: (rowID: string, options?: MicroappClient.CallOptions) => Effect.Effect<A, GetRowError>
+  readonly updateRow: (options: UpdateOptions<M>) => Effect.Effect<void, UpdateRowError>
   /** `MicroappClient.updateRows` with labels and values checked (and encoded) as by `updateRow`. */
   readonly updateRows: <E, R>(
     updates: Stream.Stream<UpdateOptions<M> | InvalidInput, E, R>,

@@ -20,7 +20,15 @@ import {
 } from "effect"
 import type * as BulkUpdate from "./BulkUpdate.js"
 import * as internal from "./internal/client.js"
-import type { InvalidInput, MicroappError } from "./MicroappError.js"
+import type {
+  CollectError,
+  GetRowError,
+  InvalidInput,
+  MicroappError,
+  QueryError,
+  ScanError,
+  UpdateRowError
+} from "./MicroappError.js"
 import type * as Query from "./Query.js"
 import type { InvalidRow, Row } from "./Row.js"
 import type * as RowStream from "./RowStream.js"
@@ -270,7 +278,7 @@ export declare namespace MicroappClient {
    */
   export interface Reader<A> {
     /** Every row of the (filtered, sorted) Microapp, page by page; see `RowStream`. */
-    readonly rows: (options: RowsOptions) => Stream.Stream<A, MicroappError>
+    readonly rows: (options: RowsOptions) => Stream.Stream<A, ScanError>
     /**
      * A scan: its rows, or its pages each with the checkpoint to resume from after them, and its
      * summary (pages, duplicates dropped, realignments, the server's cap...). A `resume` of another
@@ -278,11 +286,11 @@ export declare namespace MicroappClient {
      */
     readonly scan: (options: RowsOptions) => Effect.Effect<RowStream.Scan<A>, InvalidInput>
     /** The whole table in memory, up to `max` rows; more is `TooManyRows`, never a silent prefix. */
-    readonly collect: (options: CollectOptions) => Effect.Effect<ReadonlyArray<A>, MicroappError>
+    readonly collect: (options: CollectOptions) => Effect.Effect<ReadonlyArray<A>, CollectError>
     /** One request: at most `limit` rows (default: the page size) from `skip`. */
-    readonly query: (options: QueryOptions) => Effect.Effect<ReadonlyArray<A>, MicroappError>
+    readonly query: (options: QueryOptions) => Effect.Effect<ReadonlyArray<A>, QueryError>
     /** One row by its id; `NotFound` when there is none. */
-    readonly getRow: (rowID: string, options?: CallOptions) => Effect.Effect<A, MicroappError>
+    readonly getRow: (rowID: string, options?: CallOptions) => Effect.Effect<A, GetRowError>
   }
 
   /**
@@ -291,9 +299,9 @@ export declare namespace MicroappClient {
    */
   export interface Service extends Reader<Row> {
     /** One request with `serviceFormat: true`: the body as the server sent it. */
-    readonly queryRaw: (options: QueryOptions) => Effect.Effect<string, MicroappError>
+    readonly queryRaw: (options: QueryOptions) => Effect.Effect<string, QueryError>
     /** Sets fields of a row; succeeds only when the server says "success". */
-    readonly updateRow: (options: UpdateOptions) => Effect.Effect<void, MicroappError>
+    readonly updateRow: (options: UpdateOptions) => Effect.Effect<void, UpdateRowError>
     /**
      * Many updates: one `BulkUpdate.Outcome` per element, in input order, `concurrency` at a time.
      * An element may be an `InvalidInput` in place of an update its producer could not make (a

@@ -335,6 +335,61 @@ export const MicroappError = Schema.Union(
 export type MicroappError = typeof MicroappError.Type
 
 /**
+ * What one request can fail with: `getRow`, `query`, `queryRaw` and `updateRow` fail with these
+ * only.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type RequestError =
+  | InvalidInput
+  | Unauthorized
+  | Forbidden
+  | NotFound
+  | RateLimited
+  | ServerError
+  | Transport
+  | Timeout
+  | RequestRejected
+  | Redirected
+  | UnexpectedResponse
+
+/**
+ * @since 0.1.0
+ * @category errors
+ */
+export type GetRowError = RequestError
+
+/**
+ * @since 0.1.0
+ * @category errors
+ */
+export type QueryError = RequestError
+
+/**
+ * @since 0.1.0
+ * @category errors
+ */
+export type UpdateRowError = RequestError
+
+/**
+ * What a scan (`rows`, `scan`'s streams, `pages`) can fail with: a request's errors, and
+ * `ScanInconsistent` when it cannot prove it saw every row.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type ScanError = RequestError | ScanInconsistent
+
+/**
+ * What `collect` can fail with: a scan's errors, and `TooManyRows`.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type CollectError = ScanError | TooManyRows
+
+/**
  * Whether `u` is an error of this library: marked with its `TypeId`, whatever its `_tag`.
  *
  * @since 0.1.0

@@ -11,7 +11,7 @@
  */
 import type { Effect, Stream } from "effect"
 import type { Checkpoint } from "./Checkpoint.js"
-import type { MicroappError } from "./MicroappError.js"
+import type { ScanError } from "./MicroappError.js"
 
 /**
  * How a scan pages through the table.
@@ -155,9 +155,9 @@ export interface ScanSummary {
  * @category models
  */
 export interface Scan<A> {
-  readonly rows: Stream.Stream<A, MicroappError>
+  readonly rows: Stream.Stream<A, ScanError>
   /** The same rows, gathered into pages that each carry the checkpoint of the state after them. */
-  readonly pages: Stream.Stream<Page<A>, MicroappError>
+  readonly pages: Stream.Stream<Page<A>, ScanError>
   readonly summary: Effect.Effect<ScanSummary>
 }
 

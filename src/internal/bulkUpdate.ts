@@ -5,7 +5,7 @@
 import { Deferred, Effect, identity, type Option, Predicate, Schema, Stream } from "effect"
 import { defaults, type Options, Outcome } from "../BulkUpdate.js"
 import type { MicroappClient } from "../MicroappClient.js"
-import type { InvalidInput, MicroappError } from "../MicroappError.js"
+import type { GetRowError, InvalidInput, UpdateRowError } from "../MicroappError.js"
 import { bounds, wholeNumberIn } from "./bounds.js"
 import { validate } from "./bounds.js"
 import type { Endpoint } from "./endpoints.js"
@@ -14,11 +14,11 @@ import { isRetryable } from "./errors.js"
 /** The calls the engine makes: the client's own, so every request passes its gate, limits and retries. */
 export interface Calls {
   readonly endpoint: Endpoint
-  readonly updateRow: (update: MicroappClient.UpdateOptions) => Effect.Effect<void, MicroappError>
+  readonly updateRow: (update: MicroappClient.UpdateOptions) => Effect.Effect<void, UpdateRowError>
   readonly getRow: (
     rowID: string,
     options: MicroappClient.CallOptions
-  ) => Effect.Effect<{ readonly [key: string]: unknown }, MicroappError>
+  ) => Effect.Effect<{ readonly [key: string]: unknown }, GetRowError>
 }
 
 type Settings = { readonly [K in Exclude<keyof Options, "stop">]-?: NonNullable<Options[K]> }
@@ -88,7 +88,7 @@ export const makeUpdateRows = (calls: Calls) => {
   const validateOptions = validate(OptionsSchema, calls.endpoint)
   const asRead: Endpoint = { ...calls.endpoint, write: false }
   // what a read would retry but a write may not: the server may have acted on it
-  const mayHaveActed = (error: MicroappError): boolean =>
+  const mayHaveActed = (error: UpdateRowError | GetRowError): boolean =>
     error._tag === "UnexpectedResponse" || isRetryable(error, asRead)
 
   /** Sends `update` until its outcome is known, sending again only after a read-back showed it not applied. */

@@ -7,7 +7,7 @@ import { Duration, Effect, Either, RateLimiter, Redacted, Schema, Stream, Synchr
 import type * as Scope from "effect/Scope"
 import type * as BulkUpdate from "../BulkUpdate.js"
 import type { InvalidRowPolicy, MicroappClient } from "../MicroappClient.js"
-import { InvalidInput, type MicroappError, NotFound, TooManyRows } from "../MicroappError.js"
+import { InvalidInput, type MicroappError, NotFound, type RequestError, TooManyRows } from "../MicroappError.js"
 import * as Query from "../Query.js"
 import { type InvalidRow, Row, RowMetadata } from "../Row.js"
 import * as RowStream from "../RowStream.js"
@@ -191,7 +191,7 @@ const makeWith = Effect.fnUntraced(function*<E>(
   const session = yield* makeSession(requester, checked)
 
   /** Runs a call with the current credentials; a 401 renews them once (when possible) and repeats. */
-  const authorised = <A>(call: (credentials: Credentials) => Effect.Effect<A, MicroappError>) =>
+  const authorised = <A>(call: (credentials: Credentials) => Effect.Effect<A, RequestError>) =>
     Effect.flatMap(Either.isLeft(checked) ? Effect.fail(checked.left) : session.current, (current) =>
       Effect.catchIf(
         call(current.credentials),
@@ -230,7 +230,7 @@ const makeWith = Effect.fnUntraced(function*<E>(
   const validateRowID = validate(Query.Identifier, endpoints.row, "rowID")
   const validateUpdate = validate(UpdateOptionsSchema, endpoints.update)
 
-  const toEffect = <A>(result: Either.Either<A, MicroappError>): Effect.Effect<A, MicroappError> =>
+  const toEffect = <A>(result: Either.Either<A, RequestError>): Effect.Effect<A, RequestError> =>
     Either.isLeft(result) ? Effect.fail(result.left) : Effect.succeed(result.right)
 
   const makeReader = <A>(decoder: RowDecoder<A>): MicroappClient.Reader<A> => {
@@ -361,7 +361,7 @@ const makeWith = Effect.fnUntraced(function*<E>(
 interface Session {
   readonly current: Effect.Effect<{ readonly credentials: Credentials; readonly generation: number }>
   /** Renews the credentials of `generation`, unless that already happened. */
-  readonly renew: ((generation: number) => Effect.Effect<void, MicroappError>) | undefined
+  readonly renew: ((generation: number) => Effect.Effect<void, RequestError>) | undefined
 }
 
 export const make = (

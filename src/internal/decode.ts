@@ -4,7 +4,7 @@
  */
 import { Effect, Either, ParseResult, Schema } from "effect"
 import type { InvalidRowPolicy } from "../MicroappClient.js"
-import { type MicroappError, RequestRejected, UnexpectedResponse } from "../MicroappError.js"
+import { type RequestError, RequestRejected, UnexpectedResponse } from "../MicroappError.js"
 import { InvalidRow } from "../Row.js"
 import { type AttemptInfo, where } from "./errors.js"
 import { makeDecoder, undecided } from "./fastDecode.js"
@@ -29,7 +29,7 @@ export const decodeEnvelope = <A, I>(schema: Schema.Schema<A, I>, options?: { re
     ? makeDecoder(Schema.partial(StatusEnvelope)).decode
     : makeDecoder(StatusEnvelope).decode
   const decodeBody = makeDecoder(schema).decode
-  return (json: unknown, status: number, info: AttemptInfo): Effect.Effect<A, MicroappError> => {
+  return (json: unknown, status: number, info: AttemptInfo): Effect.Effect<A, RequestError> => {
     const envelope = decodeStatus(json)
     if (Either.isLeft(envelope)) {
       return Effect.fail(

@@ -10,6 +10,7 @@ import {
   NotFound,
   RateLimited,
   Redirected,
+  type RequestError,
   RequestRejected,
   ServerError,
   Timeout,
@@ -127,7 +128,7 @@ export const fromStatus = (
   text: string,
   retryAfterMillis: number | undefined,
   info: AttemptInfo
-): MicroappError => {
+): RequestError => {
   const said = serverSays(text)
   const fields = {
     ...where(info),

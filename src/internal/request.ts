@@ -9,7 +9,7 @@ import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { Clock, Duration, Effect, Either, Option, Redacted, Ref, type Schedule, Schema } from "effect"
 import type { MicroappClient, RetryOptions } from "../MicroappClient.js"
-import { InvalidInput, type MicroappError } from "../MicroappError.js"
+import { InvalidInput, type RequestError } from "../MicroappError.js"
 import { readUpTo } from "./body.js"
 import * as Bounds from "./bounds.js"
 import type { Endpoint } from "./endpoints.js"
@@ -95,7 +95,7 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
     timeout: Duration.Duration,
     attempt: number,
     deadline: number
-  ): Effect.Effect<Reply, MicroappError> => {
+  ): Effect.Effect<Reply, RequestError> => {
     const info: Errors.AttemptInfo = { endpoint, attempt, subject: call.subject }
     const url = `${options.baseUrl}${endpoint.path}`
     const request = HttpClientRequest.post(url).pipe(
@@ -163,8 +163,8 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
     )
   }
   // one schedule per endpoint for the client's life, not one per call (a scan makes many)
-  const schedules = new Map<string, Schedule.Schedule<unknown, MicroappError>>()
-  const scheduleOf = (endpoint: Endpoint): Schedule.Schedule<unknown, MicroappError> | undefined => {
+  const schedules = new Map<string, Schedule.Schedule<unknown, RequestError>>()
+  const scheduleOf = (endpoint: Endpoint): Schedule.Schedule<unknown, RequestError> | undefined => {
     const retry = options.retry
     if (retry === false) return undefined
     const known = schedules.get(endpoint.path)
@@ -182,8 +182,8 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
     endpoint: Endpoint,
     body: unknown,
     call: CallOptions,
-    read: (reply: Reply) => Effect.Effect<A, MicroappError>
-  ): Effect.Effect<A, MicroappError> => {
+    read: (reply: Reply) => Effect.Effect<A, RequestError>
+  ): Effect.Effect<A, RequestError> => {
     const timeout = timeoutOf(call, endpoint)
     if (Either.isLeft(timeout)) return Effect.fail(timeout.left)
     const schedule = scheduleOf(endpoint)

@@ -4,7 +4,7 @@
  * everything else.
  */
 import { Chunk, Clock, Effect, Either, Fiber, Queue, Ref, Schema, Stream, Take, type Tracer } from "effect"
-import { InvalidInput, type MicroappError, ScanInconsistent, type UnexpectedResponse } from "../MicroappError.js"
+import { InvalidInput, type ScanError, ScanInconsistent, type UnexpectedResponse } from "../MicroappError.js"
 import * as Query from "../Query.js"
 import * as RowStream from "../RowStream.js"
 import { validate } from "./bounds.js"
@@ -27,7 +27,7 @@ export interface ScanSource<A> {
   readonly path: string
   /** The query, as a checkpoint records it. */
   readonly query: QueryJson
-  readonly fetch: (window: { readonly skip: number; readonly limit: number }) => Effect.Effect<RawPage, MicroappError>
+  readonly fetch: (window: { readonly skip: number; readonly limit: number }) => Effect.Effect<RawPage, ScanError>
   readonly decode: (
     rows: ReadonlyArray<unknown>,
     indexes: ReadonlyArray<number>,
@@ -138,8 +138,8 @@ const chunksOf = <A>(rows: Array<A>): ReadonlyArray<Chunk.Chunk<A>> =>
  * the page still referenced from there once it is dead, it would be kept and promoted with it.
  */
 class Parcel<A> {
-  constructor(private take: Take.Take<A, MicroappError> | undefined) {}
-  open(): Take.Take<A, MicroappError> {
+  constructor(private take: Take.Take<A, ScanError> | undefined) {}
+  open(): Take.Take<A, ScanError> {
     const take = this.take
     if (take === undefined) throw new Error("scan: a page was taken twice")
     this.take = undefined
@@ -153,7 +153,7 @@ class Parcel<A> {
  */
 interface InFlight {
   readonly window: Engine.Window
-  readonly fiber: Fiber.RuntimeFiber<void, MicroappError>
+  readonly fiber: Fiber.RuntimeFiber<void, ScanError>
   readonly slot: { page: RawPage | undefined; millis: number }
 }
 
@@ -239,7 +239,7 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
 
   const summaryOf = (run: Run, now: number) => summarise(run.engine.counters, figuresOf(run, now), settings.dedupe)
 
-  const drive = (run: Run, deliver: Deliver<A>): Effect.Effect<void, MicroappError> => {
+  const drive = (run: Run, deliver: Deliver<A>): Effect.Effect<void, ScanError> => {
     const { controller, engine } = run
     const inflight: Array<InFlight> = []
 
@@ -279,7 +279,7 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
       Effect.suspend(() => {
         if (taken.rows.length === 0) return end ? deliver([], false, true) : Effect.void
         return Either.match(source.decode(taken.rows, taken.indexes, attempts), {
-          onLeft: (error) => Effect.fail<MicroappError>(error),
+          onLeft: (error) => Effect.fail<ScanError>(error),
           onRight: (decoded) => {
             run.rows += decoded.rows.length
             run.invalidRows += decoded.invalid.length
@@ -292,7 +292,7 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
       })
 
     /** Acts on the next page in order, as the engine judges it; false once the scan is over. */
-    const act = (window: Engine.Window, page: RawPage, millis: number): Effect.Effect<boolean, MicroappError> =>
+    const act = (window: Engine.Window, page: RawPage, millis: number): Effect.Effect<boolean, ScanError> =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const verdict = Engine.judge(engine, window, page.rows, page.attempts)
         Concurrency.observe(controller, {
@@ -344,7 +344,7 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
       })
     })
 
-    const loop: Effect.Effect<void, MicroappError> = Effect.flatMap(step, (more) => more ? loop : Effect.void)
+    const loop: Effect.Effect<void, ScanError> = Effect.flatMap(step, (more) => more ? loop : Effect.void)
     // a complete checkpoint leaves nothing to ask
     return Effect.onExit(engine.counters.complete ? Effect.void : loop, () => dropAhead)
   }
@@ -356,7 +356,7 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
   const runStream = <O>(
     journal: boolean,
     deliverTo: (run: Run, queue: Queue.Enqueue<Parcel<O>>) => Deliver<A>
-  ): Stream.Stream<O, MicroappError> =>
+  ): Stream.Stream<O, ScanError> =>
     Stream.unwrapScoped(
       Effect.gen(function*() {
         const span = yield* Effect.makeSpanScoped("MicroappClient.scan", {
