@@ -3,9 +3,9 @@
  * Over HTTP they are tested through the server in `emulator.test.ts`.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Either, Exit, Option } from "effect"
+import { Duration, Effect, Either, Exit, Option, Tracer } from "effect"
 import { makeFaults } from "../src/testing/Fault.js"
-import { demoCredentials, type FaultKind } from "../src/testing/index.js"
+import { demoCredentials, type FaultKind, MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import * as RequestLog from "../src/testing/RequestLog.js"
 import * as RowStore from "../src/testing/RowStore.js"
 import * as Sessions from "../src/testing/Sessions.js"
@@ -171,4 +171,44 @@ describe("Faults", () => {
       yield* faults.setPlan(undefined)
       expect(Array.from({ length: 50 }, () => faults.decide("/api/microappdata"))).toEqual(Array(50).fill(undefined))
     }))
+})
+
+describe("the emulator's spans", () => {
+  it.live("redact X-Auth-Token and Authorization, and hold no password", () =>
+    Effect.gen(function*() {
+      const native = yield* Effect.tracer
+      const spans: Array<Tracer.Span> = []
+      const recording = Tracer.make({
+        span: (...args) => {
+          const span = native.span(...args)
+          spans.push(span)
+          return span
+        },
+        context: native.context
+      })
+      const server = yield* Effect.withTracer(MicroappServer.make({ demoRows: 3 }), recording)
+      const { authToken, email, password, userId } = server.credentials
+      const post = (path: string, body: unknown, headers: Record<string, string>) =>
+        Effect.promise(() =>
+          fetch(`${server.baseUrl}${path}`, {
+            method: "POST",
+            headers: { "content-type": "application/json", ...headers },
+            body: JSON.stringify(body)
+          }).then((response) => response.status)
+        )
+      expect(yield* post("/api/login", { email, password }, {})).toBe(200)
+      expect(
+        yield* post("/api/microappdata", { microAppID: projectsMicroAppID }, {
+          "x-auth-token": authToken,
+          "x-user-id": userId,
+          authorization: `Bearer ${authToken}`
+        })
+      ).toBe(200)
+      const request = spans.find((span) => span.attributes.has("http.request.header.x-auth-token"))
+      expect(request?.attributes.get("http.request.header.x-auth-token")).toBe("<redacted>")
+      expect(request?.attributes.get("http.request.header.authorization")).toBe("<redacted>")
+      const values = spans.flatMap((span) => Array.from(span.attributes.values(), String))
+      expect(values.filter((value) => value.includes(authToken) || value.includes(password))).toEqual([])
+      expect(spans.length).toBeGreaterThanOrEqual(2)
+    }).pipe(Effect.scoped))
 })

@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as Headers from "@effect/platform/Headers"
 import type * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
 import type { Scope } from "effect"
@@ -39,6 +40,9 @@ export declare namespace MicroappServer {
   }
 }
 
+/** Headers that carry credentials: `authorization` is Effect's default already. */
+const redactedHeaderNames = ["authorization", "x-auth-token"]
+
 // Closing waits for open connections; a hanging request or an idle keep-alive socket would hold it forever.
 const closeNow = (server: Http.Server): Effect.Effect<void> =>
   Effect.async<void>((resume) => {
@@ -63,7 +67,12 @@ export const make = (
     const server = yield* NodeHttpServer.make(() => nodeServer, { host, port: options.port ?? 0 })
     // Added after the server's own finalizer, so it runs first.
     yield* Effect.addFinalizer(() => closeNow(nodeServer))
-    yield* server.serve(makeApp(state))
+    // the request fibers inherit it: their spans show these headers as "<redacted>"
+    yield* Effect.locallyWith(
+      server.serve(makeApp(state)),
+      Headers.currentRedactedNames,
+      (names) => [...names, ...redactedHeaderNames]
+    )
     const address = server.address
     const baseUrl = address._tag === "TcpAddress" ? `http://${host}:${address.port}` : `http://${host}`
     return { ...state, baseUrl }
