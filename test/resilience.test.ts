@@ -519,7 +519,7 @@ describe("the rate gate", () => {
     Effect.gen(function*() {
       const gate = yield* makeRateGate(Duration.minutes(1))
       yield* TestClock.setTime(1000)
-      yield* gate.holdFor(500.0005)
+      yield* gate.holdFor(500.0005, "429")
       // 500.0005 ms before 1500.0005, rounded to whole nanoseconds, ends a hair before it
       yield* TestClock.setTime(1000.002)
       const passed = yield* Effect.fork(gate.pass(Infinity))

@@ -2,7 +2,7 @@
  * The engine behind `updateRows`: bounded concurrency, one outcome per update in input order,
  * updates of one row applied in input order, and ambiguous failures resolved by reading back.
  */
-import { Deferred, Effect, identity, type Option, Predicate, Schema, Stream } from "effect"
+import { Deferred, Effect, identity, Metric, type Option, Predicate, Schema, Stream } from "effect"
 import { defaults, type Options, Outcome } from "../BulkUpdate.js"
 import type { MicroappClient } from "../MicroappClient.js"
 import type { GetRowError, InvalidInput, UpdateRowError } from "../MicroappError.js"
@@ -10,6 +10,16 @@ import { bounds, wholeNumberIn } from "./bounds.js"
 import { validate } from "./bounds.js"
 import type { Endpoint } from "./endpoints.js"
 import { isRetryable } from "./errors.js"
+import * as Metrics from "./metrics.js"
+
+// one counter per kind, tagged once
+const outcomeCounters = {
+  Updated: Metrics.tagged(Metrics.bulkOutcomes, { kind: "Updated" }),
+  Refused: Metrics.tagged(Metrics.bulkOutcomes, { kind: "Refused" }),
+  Failed: Metrics.tagged(Metrics.bulkOutcomes, { kind: "Failed" }),
+  Unknown: Metrics.tagged(Metrics.bulkOutcomes, { kind: "Unknown" }),
+  Invalid: Metrics.tagged(Metrics.bulkOutcomes, { kind: "Invalid" })
+} satisfies Record<Outcome["_tag"], unknown>
 
 /** The calls the engine makes: the client's own, so every request passes its gate, limits and retries. */
 export interface Calls {
@@ -187,16 +197,17 @@ export const makeUpdateRows = (calls: Calls) => {
             Effect.succeedNone :
             Effect.asSome(
               Effect.tap(outcomeOf(step), (outcome) =>
-                settings.stopOnFailure && outcome._tag !== "Updated" ? halt : Effect.void)
+                Effect.zipRight(
+                  Metric.update(outcomeCounters[outcome._tag], 1),
+                  settings.stopOnFailure && outcome._tag !== "Updated" ? halt : Effect.void
+                ))
             )
         ).pipe(Effect.ensuring("turn" in step ? endTurn(step.turn) : Effect.void))
 
       return updates.pipe(
         // after a stop, a read under way is abandoned and no more input is read than the chunk at hand
         Stream.interruptWhen(Deferred.await(halted)),
-        Stream.takeWhile(() =>
-          !stopped
-        ),
+        Stream.takeWhile(() => !stopped),
         Stream.zipWithIndex,
         // turns are taken in input order, before the update can start
         Stream.mapEffect(([input, index]): Effect.Effect<Step<I>> =>

@@ -7,7 +7,20 @@ import * as Headers from "@effect/platform/Headers"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
-import { Clock, Duration, Effect, Either, Option, Redacted, Ref, type Schedule, Schema } from "effect"
+import {
+  Cause,
+  Clock,
+  Duration,
+  Effect,
+  Either,
+  Exit,
+  Metric,
+  Option,
+  Redacted,
+  Ref,
+  type Schedule,
+  Schema
+} from "effect"
 import type { MicroappClient, RetryOptions } from "../MicroappClient.js"
 import { InvalidInput, type RequestError } from "../MicroappError.js"
 import { readUpTo } from "./body.js"
@@ -15,6 +28,7 @@ import * as Bounds from "./bounds.js"
 import type { Endpoint } from "./endpoints.js"
 import * as Errors from "./errors.js"
 import type { InFlight } from "./inFlight.js"
+import * as Metrics from "./metrics.js"
 import { budgetOf, defaultRateLimitPause, type RateGate, retrySchedule } from "./retry.js"
 
 /** The two values that authenticate a call (the public `MicroappClient.Credentials`). */
@@ -74,6 +88,8 @@ const decodeTimeout = Schema.decodeUnknownEither(Bounds.RequestTimeout)
 /** Builds the sender over the caller's HttpClient. */
 export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOptions) => {
   const scoped = HttpClient.withScope(http)
+  // the host, as OpenTelemetry's server.address: never the path, never credentials
+  const serverAddress = new URL(options.baseUrl).hostname
   /** The call's own timeout, checked against its bounds before anything is sent, or the client's. */
   const timeoutOf = (call: CallOptions, endpoint: Endpoint): Either.Either<Duration.Duration, InvalidInput> =>
     call.timeout === undefined ? Either.right(options.timeout) : Either.mapLeft(
@@ -130,9 +146,9 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
       const now = yield* Clock.currentTimeMillis
       const retryAfter = Errors.parseRetryAfter(response.headers["retry-after"], now)
       if (status === 429) {
-        yield* options.gate.holdFor(retryAfter ?? Duration.toMillis(defaultRateLimitPause))
+        yield* options.gate.holdFor(retryAfter ?? Duration.toMillis(defaultRateLimitPause), "429")
       } else if (retryAfter !== undefined && status === 503) {
-        yield* options.gate.holdFor(retryAfter)
+        yield* options.gate.holdFor(retryAfter, "503")
       }
       return yield* Effect.fail(Errors.fromStatus(status, text, retryAfter, info))
     }).pipe(
@@ -142,7 +158,28 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
       Effect.locallyWith(Headers.currentRedactedNames, (names) => [...names, ...redactedHeaderNames])
     )
     const pass = Effect.mapError(options.gate.pass(deadline), (wait) => Errors.heldBack(info, wait))
-    const limited = options.perSecond === undefined ? exchange : options.perSecond(exchange)
+    const timed = Effect.flatMap(
+      Clock.currentTimeMillis,
+      (start) =>
+        Effect.onExit(exchange, (exit) =>
+          Effect.flatMap(Clock.currentTimeMillis, (end) => {
+            const error = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+            const status = Exit.isSuccess(exit) ? exit.value.status : error !== undefined && "status" in error
+              ? error.status
+              : undefined
+            return Metric.update(
+              Metrics.tagged(Metrics.requestDuration, {
+                "http.request.method": "POST",
+                "server.address": serverAddress,
+                "microapp.endpoint": endpoint.path,
+                ...(status === undefined ? {} : { "http.response.status_code": String(status) }),
+                ...(error === undefined ? {} : { "error.type": error._tag })
+              }),
+              (end - start) / 1000
+            )
+          }))
+    )
+    const limited = options.perSecond === undefined ? timed : options.perSecond(timed)
     // the gate is passed before a permit is waited for (a call whose budget ends inside a pause
     // fails at once) and again once one is held (a pause may have begun meanwhile)
     return Effect.zipRight(
@@ -190,7 +227,7 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
     const budget = Duration.toMillis(budgetOf(options.retry, timeout.right))
     const attempt = (n: number, deadline: number) =>
       Effect.flatMap(attemptOnce(endpoint, body, call, timeout.right, n, deadline), read)
-    return Effect.flatMap(Clock.currentTimeMillis, (start) => {
+    const called: Effect.Effect<A, RequestError> = Effect.flatMap(Clock.currentTimeMillis, (start) => {
       const deadline = start + budget
       if (schedule === undefined) return attempt(1, deadline)
       return Effect.flatMap(
@@ -199,6 +236,13 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
           Effect.retry(Effect.flatMap(Ref.updateAndGet(attempts, (n) => n + 1), (n) => attempt(n, deadline)), schedule)
       )
     })
+    return Effect.onExit(called, (exit) =>
+      Metrics.add(Metrics.requests, 1, {
+        endpoint: endpoint.path,
+        outcome: Exit.isSuccess(exit)
+          ? "success"
+          : Option.getOrElse(Option.map(Cause.failureOption(exit.cause), (error) => error._tag), () => "interrupted")
+      }))
   }
 
   /** Sends and parses a JSON answer; a 2xx body that is not JSON fails (and, for reads, is retried). */

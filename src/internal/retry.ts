@@ -7,6 +7,7 @@ import type { RetryOptions } from "../MicroappClient.js"
 import type { MicroappError } from "../MicroappError.js"
 import type { Endpoint } from "./endpoints.js"
 import { isRetryable } from "./errors.js"
+import * as Metrics from "./metrics.js"
 
 const defaults = {
   maxAttempts: 5,
@@ -50,16 +51,22 @@ export const retrySchedule = (
       !(error._tag === "RateLimited" && error.status === undefined)
     ),
     // the last step, which gives up, is no retry and is not logged as one
-    Schedule.onDecision(([[delay, retry], error], decision) =>
-      ScheduleDecision.isDone(decision) ? Effect.void : Effect.logDebug("retrying request").pipe(
-        Effect.annotateLogs({
-          endpoint: endpoint.path,
-          attempt: retry + 2,
-          delayMillis: Math.round(Duration.toMillis(delay)),
-          cause: `${error._tag}: ${error.message}`
-        })
+    Schedule.onDecision(([[delay, retry], error], decision) => {
+      if (ScheduleDecision.isDone(decision)) return Effect.void
+      // the client-wide pause a Retry-After began holds the retry back past its backoff
+      const floor = "retryAfterMillis" in error ? Math.min(error.retryAfterMillis ?? 0, Duration.toMillis(maxPause)) : 0
+      return Effect.zipRight(
+        Metrics.add(Metrics.retries, 1, { endpoint: endpoint.path, cause: error._tag }),
+        Effect.logDebug("retrying request").pipe(
+          Effect.annotateLogs({
+            endpoint: endpoint.path,
+            attempt: retry + 2,
+            delayMillis: Math.round(Math.max(Duration.toMillis(delay), floor)),
+            cause: `${error._tag}: ${error.message}`
+          })
+        )
       )
-    )
+    })
   )
 }
 
@@ -80,7 +87,8 @@ export interface RateGate {
    * `deadline`: no call waits past its budget, and none is sent early.
    */
   readonly pass: (deadline: number) => Effect.Effect<void, number>
-  readonly holdFor: (millis: number) => Effect.Effect<void>
+  /** Pauses every call of the client for `millis` (at most `maxPause`), because of `cause`. */
+  readonly holdFor: (millis: number, cause: string) => Effect.Effect<void>
 }
 
 export const makeRateGate = (maxPause: Duration.Duration): Effect.Effect<RateGate> =>
@@ -100,10 +108,25 @@ export const makeRateGate = (maxPause: Duration.Duration): Effect.Effect<RateGat
       )
     return {
       pass,
-      holdFor: (millis) =>
-        Effect.flatMap(
-          Clock.currentTimeMillis,
-          (now) => Ref.update(until, (openAt) => Math.max(openAt, now + Math.min(millis, longest)))
-        )
+      holdFor: (millis, cause) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.flatMap(
+            Ref.modify(until, (openAt) => {
+              const next = Math.max(openAt, now + Math.min(millis, longest))
+              return [{ begun: openAt <= now && next > now, added: next - Math.max(openAt, now), next }, next]
+            }),
+            ({ added, begun, next }) =>
+              Effect.all([
+                Metrics.add(Metrics.throttleSeconds, added / 1000, { cause }),
+                begun
+                  ? Effect.zipRight(
+                    Metrics.add(Metrics.throttlePauses, 1, { cause }),
+                    Effect.logWarning("pausing every request of this client").pipe(
+                      Effect.annotateLogs({ cause, pauseMillis: next - now, askedMillis: millis })
+                    )
+                  )
+                  : Effect.void
+              ], { discard: true })
+          ))
     }
   })

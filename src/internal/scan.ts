@@ -3,7 +3,7 @@
  * scan's span and interruption around the state machine of `scanEngine.ts`, which decides
  * everything else.
  */
-import { Chunk, Clock, Effect, Either, Fiber, Queue, Ref, Schema, Stream, Take, type Tracer } from "effect"
+import { Chunk, Clock, Effect, Either, Fiber, Metric, Queue, Ref, Schema, Stream, Take, type Tracer } from "effect"
 import { InvalidInput, type ScanError, ScanInconsistent, type UnexpectedResponse } from "../MicroappError.js"
 import * as Query from "../Query.js"
 import * as RowStream from "../RowStream.js"
@@ -12,6 +12,7 @@ import { CheckpointImpl, type QueryJson, resumeFrom } from "./checkpoint.js"
 import * as Concurrency from "./concurrency.js"
 import type { DecodedRows } from "./decode.js"
 import { endpoints } from "./endpoints.js"
+import * as Metrics from "./metrics.js"
 import * as Engine from "./scanEngine.js"
 import { type Figures, noFigures, summarise } from "./summary.js"
 
@@ -239,6 +240,21 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
 
   const summaryOf = (run: Run, now: number) => summarise(run.engine.counters, figuresOf(run, now), settings.dedupe)
 
+  // tagged once per scan, not once per page
+  const tags = { microapp_id: source.microAppID }
+  const metric = {
+    rows: Metrics.tagged(Metrics.rowsEmitted, tags),
+    invalidRows: Metrics.tagged(Metrics.invalidRows, tags),
+    pages: Metrics.tagged(Metrics.pages, tags),
+    duplicatesDropped: Metrics.tagged(Metrics.duplicatesDropped, tags),
+    appearedBehind: Metrics.tagged(Metrics.appearedBehind, tags),
+    vanishedBehind: Metrics.tagged(Metrics.vanishedBehind, tags),
+    inconsistencies: Metrics.tagged(Metrics.inconsistencies, tags),
+    windowsInFlight: Metrics.tagged(Metrics.windowsInFlight, tags)
+  }
+  const count = (counter: Metric.Metric.Counter<number>, amount: number) =>
+    amount === 0 ? Effect.void : Metric.update(counter, amount)
+
   const drive = (run: Run, deliver: Deliver<A>): Effect.Effect<void, ScanError> => {
     const { controller, engine } = run
     const inflight: Array<InFlight> = []
@@ -284,7 +300,20 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
             run.rows += decoded.rows.length
             run.invalidRows += decoded.invalid.length
             return Effect.zipRight(
-              Effect.forEach(decoded.invalid, (error) => Effect.logWarning(error.message), { discard: true }),
+              Effect.all([
+                count(metric.rows, decoded.rows.length),
+                count(metric.invalidRows, decoded.invalid.length),
+                // where the row failed, never its values (the Schema's message may quote them)
+                Effect.forEach(decoded.invalid, (error) =>
+                  Effect.logWarning("a row failed its Schema").pipe(
+                    Effect.annotateLogs({
+                      microAppID: source.microAppID,
+                      rowIndex: error.rowIndex ?? -1,
+                      rowID: error.rowID ?? "",
+                      fieldPath: error.fieldPath ?? ""
+                    })
+                  ), { discard: true })
+              ], { discard: true }),
               deliver(decoded.rows, true, end)
             )
           }
@@ -294,7 +323,17 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
     /** Acts on the next page in order, as the engine judges it; false once the scan is over. */
     const act = (window: Engine.Window, page: RawPage, millis: number): Effect.Effect<boolean, ScanError> =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const before = { ...engine.counters }
         const verdict = Engine.judge(engine, window, page.rows, page.attempts)
+        const after = engine.counters
+        const counted = Effect.all([
+          count(metric.pages, after.pages - before.pages),
+          count(metric.duplicatesDropped, after.duplicatesDropped - before.duplicatesDropped),
+          count(metric.appearedBehind, after.appearedBehind - before.appearedBehind),
+          count(metric.vanishedBehind, after.vanishedBehind - before.vanishedBehind),
+          count(metric.inconsistencies, after.inconsistencies - before.inconsistencies),
+          Metric.set(metric.windowsInFlight, inflight.length)
+        ], { discard: true })
         Concurrency.observe(controller, {
           now,
           rows: page.rows.length,
@@ -302,31 +341,35 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
           pushedBack: page.attempts > 1,
           full: verdict._tag === "Continue" && !verdict.dropAhead
         })
-        switch (verdict._tag) {
-          case "Inconsistent":
-            return Effect.fail(
-              new ScanInconsistent({
-                method: "POST",
-                path: source.path,
-                microAppID: source.microAppID,
-                position: engine.position,
-                rowsEmitted: run.rows,
-                pages: engine.counters.pages,
-                reason: verdict.reason
-              })
-            )
-          case "End":
-            return Effect.as(Effect.zipRight(dropAhead, emit(verdict, page.attempts, true)), false)
-          case "Continue":
-            // fetch ahead before the consumer takes the rows
-            return (verdict.dropAhead ? Effect.zipRight(dropAhead, fill) : fill).pipe(
-              // one window in flight only: with more, the pause would let more of them be answered before a drop
-              Effect.zipRight(controller.current === 1 ? letRequestsOut : Effect.void),
-              Effect.zipRight(emit(verdict, page.attempts, false)),
-              Effect.as(true)
-            )
-        }
+        return Effect.zipRight(counted, actOn(verdict, page))
       })
+
+    const actOn = (verdict: Engine.Verdict, page: RawPage): Effect.Effect<boolean, ScanError> => {
+      switch (verdict._tag) {
+        case "Inconsistent":
+          return Effect.fail(
+            new ScanInconsistent({
+              method: "POST",
+              path: source.path,
+              microAppID: source.microAppID,
+              position: engine.position,
+              rowsEmitted: run.rows,
+              pages: engine.counters.pages,
+              reason: verdict.reason
+            })
+          )
+        case "End":
+          return Effect.as(Effect.zipRight(dropAhead, emit(verdict, page.attempts, true)), false)
+        case "Continue":
+          // fetch ahead before the consumer takes the rows
+          return (verdict.dropAhead ? Effect.zipRight(dropAhead, fill) : fill).pipe(
+            // one window in flight only: with more, the pause would let more of them be answered before a drop
+            Effect.zipRight(controller.current === 1 ? letRequestsOut : Effect.void),
+            Effect.zipRight(emit(verdict, page.attempts, false)),
+            Effect.as(true)
+          )
+      }
+    }
 
     /**
      * One page in order: fetch ahead, take the next answer and act on it; false once the scan is

@@ -1,0 +1,72 @@
+/**
+ * The client's metrics, as Effect `Metric`s: any metrics exporter of Effect (OpenTelemetry via
+ * `@effect/opentelemetry`, Prometheus) publishes them. Tagged by endpoint and Microapp id, never
+ * by a row id or anything secret. The README lists them.
+ */
+import { Effect, Metric, MetricBoundaries } from "effect"
+
+/** The OpenTelemetry semantic conventions' buckets for `http.client.request.duration`, in seconds. */
+const durationBoundaries = MetricBoundaries.fromIterable([
+  0.005,
+  0.01,
+  0.025,
+  0.05,
+  0.075,
+  0.1,
+  0.25,
+  0.5,
+  0.75,
+  1,
+  2.5,
+  5,
+  7.5,
+  10
+])
+
+/** One HTTP attempt's duration, as OpenTelemetry's semantic conventions name it. */
+export const requestDuration = Metric.histogram(
+  "http.client.request.duration",
+  durationBoundaries,
+  "Duration of HTTP client requests, in seconds"
+)
+
+const counter = (name: string, description: string) => Metric.counter(name, { description, incremental: true })
+
+export const requests = counter(
+  "microapp_requests_total",
+  "Calls by endpoint and outcome (success, or the error's tag)"
+)
+export const retries = counter("microapp_retries_total", "Attempts beyond the first, by endpoint and cause")
+export const throttlePauses = counter("microapp_throttle_pauses_total", "Client-wide pauses begun, by cause")
+export const throttleSeconds = counter(
+  "microapp_throttle_wait_seconds_total",
+  "Seconds of client-wide pause asked for by Retry-After (capped by rateLimit.maxPause)"
+)
+export const rowsEmitted = counter("microapp_rows_emitted_total", "Rows handed on by scans")
+export const pages = counter("microapp_pages_total", "Pages judged by scans")
+export const duplicatesDropped = counter("microapp_duplicates_dropped_total", "Rows dropped as already emitted")
+export const appearedBehind = counter("microapp_rows_appeared_behind_total", "Rows that appeared behind a scan")
+export const vanishedBehind = counter("microapp_rows_vanished_behind_total", "Rows that vanished behind a scan")
+export const inconsistencies = counter("microapp_inconsistencies_total", "Windows a scan could not prove joined")
+export const invalidRows = counter("microapp_invalid_rows_total", "Rows that failed their Schema")
+export const bulkOutcomes = counter("microapp_bulk_outcomes_total", "Outcomes of updateRows, by kind")
+export const windowsInFlight = Metric.gauge("microapp_windows_in_flight", {
+  description: "Windows a scan has in flight"
+})
+
+/** Adds `amount` to `metric` under `tags`; nothing when it is 0. */
+export const add = (
+  metric: Metric.Metric.Counter<number>,
+  amount: number,
+  tags: Readonly<Record<string, string>>
+): Effect.Effect<void> => amount === 0 ? Effect.void : Metric.update(tagged(metric, tags), amount)
+
+/** `metric` under `tags`. */
+export const tagged = <Type, In, Out>(
+  metric: Metric.Metric<Type, In, Out>,
+  tags: Readonly<Record<string, string>>
+): Metric.Metric<Type, In, Out> => {
+  let result = metric
+  for (const [key, value] of Object.entries(tags)) result = Metric.tagged(result, key, value)
+  return result
+}
