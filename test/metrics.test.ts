@@ -4,7 +4,7 @@
  * And the logs of a 429: the pause once, at warning level, and the delay a retry really waits.
  */
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Effect, Logger, LogLevel, Metric, MetricState, Schema, Stream } from "effect"
+import { Effect, Logger, LogLevel, Metric, MetricState, Schema, Stream, Tracer } from "effect"
 import { MicroappClient } from "../src/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import { numbersTable, onTestClock, tasksMicroAppID, tasksTable, withEmulator } from "./support.js"
@@ -164,6 +164,32 @@ describe("metrics", () => {
         expect(lines[0]).toContain("a row failed its Schema")
         expect(lines[0]).toContain("\"fieldPath\":\"Name\"")
         expect(names.filter((name) => lines.some((line) => line.includes(name)))).toEqual([])
+      }))
+  })
+})
+
+describe("the bulk update's span", () => {
+  it.layer(withEmulator({ tables: [tasksTable(30, [4, 9])] }))((it) => {
+    it.effect("covers the run and ends with its outcomes by kind", () =>
+      Effect.gen(function*() {
+        const client = yield* MicroappClient
+        const native = yield* Effect.tracer
+        const spans: Array<Tracer.Span> = []
+        const recording = Tracer.make({
+          span: (...args) => {
+            const span = native.span(...args)
+            spans.push(span)
+            return span
+          },
+          context: native.context
+        })
+        const rows = yield* client.collect({ microAppID: tasksMicroAppID, max: 100 })
+        yield* Stream.runDrain(
+          client.updateRows(Stream.fromIterable(rows.map((row) => ({ rowID: row._id, rowData: { Title: "y" } }))))
+        ).pipe(Effect.withTracer(recording))
+        const span = spans.find((candidate) => candidate.name === "MicroappClient.updateRows")
+        expect(span?.status._tag).toBe("Ended")
+        expect(Object.fromEntries(span?.attributes ?? [])).toMatchObject({ Updated: 28, Refused: 2, stopped: false })
       }))
   })
 })

@@ -154,6 +154,8 @@ export const makeUpdateRows = (calls: Calls) => {
         maxSends: valid.maxSends ?? defaults.maxSends
       }
       let stopped = false
+      const tally = { Updated: 0, Refused: 0, Failed: 0, Unknown: 0, Invalid: 0 }
+      const span = yield* Effect.option(Effect.currentSpan)
       const halted = yield* Deferred.make<void>()
       const halt = Effect.zipRight(Effect.sync(() => (stopped = true)), Deferred.succeed(halted, undefined))
       if (options.stop !== undefined) yield* Effect.forkScoped(Effect.zipRight(options.stop, halt))
@@ -216,7 +218,14 @@ export const makeUpdateRows = (calls: Calls) => {
             : Effect.map(takeTurn(input.rowID), (turn) => ({ index, input, turn }))
         ),
         Stream.mapEffect(run, { concurrency: settings.concurrency }),
-        Stream.filterMap(identity)
+        Stream.filterMap(identity),
+        Stream.tap((outcome) => Effect.sync(() => tally[outcome._tag]++)),
+        // the span ends with the figures of what was done, however the stream ended
+        Stream.ensuring(Effect.sync(() => {
+          if (span._tag === "None") return
+          for (const [kind, count] of Object.entries(tally)) span.value.attribute(kind, count)
+          span.value.attribute("stopped", stopped)
+        }))
       )
     })).pipe(Stream.withSpan("MicroappClient.updateRows"))
 }
