@@ -3,13 +3,13 @@
  * Over HTTP they are tested through the server in `emulator.test.ts`.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Either, Exit, Option, Tracer } from "effect"
+import { Duration, Effect, Either, Exit, Option } from "effect"
 import { makeFaults } from "../src/testing/Fault.js"
 import { demoCredentials, type FaultKind, MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import * as RequestLog from "../src/testing/RequestLog.js"
 import * as RowStore from "../src/testing/RowStore.js"
 import * as Sessions from "../src/testing/Sessions.js"
-import { numbersTable, taskID, tasksMicroAppID, tasksTable } from "./support.js"
+import { numbersTable, recordingTracer, taskID, tasksMicroAppID, tasksTable } from "./support.js"
 
 const numbersID = "6e0000000000000000000001"
 const ids = (rows: ReadonlyArray<{ readonly [key: string]: unknown }>) => rows.map((row) => row["_id"])
@@ -176,16 +176,7 @@ describe("Faults", () => {
 describe("the emulator's spans", () => {
   it.live("redact X-Auth-Token and Authorization, and hold no password", () =>
     Effect.gen(function*() {
-      const native = yield* Effect.tracer
-      const spans: Array<Tracer.Span> = []
-      const recording = Tracer.make({
-        span: (...args) => {
-          const span = native.span(...args)
-          spans.push(span)
-          return span
-        },
-        context: native.context
-      })
+      const { spans, tracer: recording } = yield* recordingTracer
       const server = yield* Effect.withTracer(MicroappServer.make({ demoRows: 3 }), recording)
       const { authToken, email, password, userId } = server.credentials
       const post = (path: string, body: unknown, headers: Record<string, string>) =>

@@ -16,14 +16,13 @@ import {
   Redacted,
   Schedule,
   TestClock,
-  TestServices,
-  Tracer
+  TestServices
 } from "effect"
 import * as Net from "node:net"
 import { MicroappClient, type MicroappError } from "../src/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import { clientOf, hostileServer, plainRows, rowsAnswer, secretToken, secretUser, transports } from "./hostile.js"
-import { withEmulator } from "./support.js"
+import { recordingTracer, withEmulator } from "./support.js"
 
 const microAppID = "66c000000000000000000001"
 const rowID = "66c100000000000000000001"
@@ -470,16 +469,7 @@ describe("credentials stay out of spans and printed requests", () => {
   it.live("X-User-Id is redacted like X-Auth-Token in the request spans, and in a logged request", () =>
     Effect.gen(function*() {
       const server = yield* hostileServer(() => Effect.succeed(rowsAnswer(plainRows(2))))
-      const native = yield* Effect.tracer
-      const spans: Array<Tracer.Span> = []
-      const recording = Tracer.make({
-        span: (...args) => {
-          const span = native.span(...args)
-          spans.push(span)
-          return span
-        },
-        context: native.context
-      })
+      const { spans, tracer: recording } = yield* recordingTracer
       // a transport that logs each request it sends, and a logger that prints what it is given
       const printed: Array<string> = []
       const logging = Layer.effect(

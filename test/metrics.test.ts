@@ -4,10 +4,10 @@
  * And the logs of a 429: the pause once, at warning level, and the delay a retry really waits.
  */
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Effect, Logger, LogLevel, Metric, MetricState, Schema, Stream, Tracer } from "effect"
+import { Effect, Logger, LogLevel, Metric, MetricState, Schema, Stream } from "effect"
 import { MicroappClient } from "../src/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
-import { numbersTable, onTestClock, tasksMicroAppID, tasksTable, withEmulator } from "./support.js"
+import { numbersTable, onTestClock, recordingTracer, tasksMicroAppID, tasksTable, withEmulator } from "./support.js"
 
 const numbers = "6e0000000000000000000002"
 
@@ -173,16 +173,7 @@ describe("the bulk update's span", () => {
     it.effect("covers the run and ends with its outcomes by kind", () =>
       Effect.gen(function*() {
         const client = yield* MicroappClient
-        const native = yield* Effect.tracer
-        const spans: Array<Tracer.Span> = []
-        const recording = Tracer.make({
-          span: (...args) => {
-            const span = native.span(...args)
-            spans.push(span)
-            return span
-          },
-          context: native.context
-        })
+        const { spans, tracer: recording } = yield* recordingTracer
         const rows = yield* client.collect({ microAppID: tasksMicroAppID, max: 100 })
         yield* Stream.runDrain(
           client.updateRows(Stream.fromIterable(rows.map((row) => ({ rowID: row._id, rowData: { Title: "y" } }))))

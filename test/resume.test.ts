@@ -4,10 +4,10 @@
  * another query refused before any request, and the scan's span.
  */
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Chunk, Effect, Option, Schema, Stream, Tracer } from "effect"
+import { Chunk, Effect, Option, Schema, Stream, type Tracer } from "effect"
 import { Checkpoint, Microapp, MicroappClient, type Row, type RowStream } from "../src/index.js"
 import { MicroappServer, Projects } from "../src/testing/index.js"
-import { numbersTable, withEmulator } from "./support.js"
+import { numbersTable, recordingTracer, withEmulator } from "./support.js"
 
 const numbers = "000000000000000000000r01"
 const size = 1000
@@ -169,17 +169,7 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
     it.effect("covers the whole run, from before the first request to the last row, and ends with the summary", () =>
       Effect.gen(function*() {
         yield* reset
-        const spans: Array<Tracer.Span> = []
-        const recording = yield* Effect.tracerWith((tracer) =>
-          Effect.succeed(Tracer.make({
-            span: (...args) => {
-              const span = tracer.span(...args)
-              spans.push(span)
-              return span
-            },
-            context: (f, fiber) => tracer.context(f, fiber)
-          }))
-        )
+        const { spans, tracer: recording } = yield* recordingTracer
         const scanSpans = () => spans.filter((span) => span.name === "MicroappClient.scan")
         const client = yield* MicroappClient
         yield* Stream.runDrain(client.rows({ microAppID: numbers, pageSize: 100, concurrency: 2 })).pipe(

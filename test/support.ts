@@ -10,7 +10,8 @@ import {
   Redacted,
   Schema,
   TestClock,
-  TestServices
+  TestServices,
+  Tracer
 } from "effect"
 import * as DiagnosticsChannel from "node:diagnostics_channel"
 import { MicroappClient } from "../src/index.js"
@@ -226,3 +227,17 @@ export const runAtOnTestClock = <A, E, R>(peer: Peer, program: Effect.Effect<A, 
 /** `runAtOnTestClock` against the emulator. */
 export const onTestClock = <A, E, R>(program: Effect.Effect<A, E, R>) =>
   Effect.flatMap(emulatorPeer, (peer) => runAtOnTestClock(peer, program))
+
+/** A tracer that records every span it starts, over the tracer in force. */
+export const recordingTracer = Effect.map(Effect.tracer, (native) => {
+  const spans: Array<Tracer.Span> = []
+  const tracer = Tracer.make({
+    span: (...args) => {
+      const span = native.span(...args)
+      spans.push(span)
+      return span
+    },
+    context: (f, fiber) => native.context(f, fiber)
+  })
+  return { spans, tracer }
+})

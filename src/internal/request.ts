@@ -88,8 +88,9 @@ const decodeTimeout = Schema.decodeUnknownEither(Bounds.RequestTimeout)
 /** Builds the sender over the caller's HttpClient. */
 export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOptions) => {
   const scoped = HttpClient.withScope(http)
-  // the host, as OpenTelemetry's server.address: never the path, never credentials
-  const serverAddress = new URL(options.baseUrl).hostname
+  // the host, as OpenTelemetry's server.address: never the path, never credentials; an invalid base URL fails
+  // every call before it is sent, so nothing is ever recorded under the empty name
+  const serverAddress = Either.getOrElse(Either.try(() => new URL(options.baseUrl).hostname), () => "")
   /** The call's own timeout, checked against its bounds before anything is sent, or the client's. */
   const timeoutOf = (call: CallOptions, endpoint: Endpoint): Either.Either<Duration.Duration, InvalidInput> =>
     call.timeout === undefined ? Either.right(options.timeout) : Either.mapLeft(
