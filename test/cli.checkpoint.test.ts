@@ -46,27 +46,15 @@ describe("microapp rows --checkpoint (in process)", () => {
           const expected = yield* reference(dir, format)
           const file = path.join(dir, `out.${format}`)
           const ckpt = path.join(dir, "out.ckpt")
-          const first = yield* cli(rowsArgs(server, ["--format", format, "--output", file, "--checkpoint", ckpt]))
+          const args = rowsArgs(server, ["--format", format, "--output", file, "--checkpoint", ckpt])
+          const first = yield* cli(args)
           expect(first.code, first.stderr).toBe(0)
           expect(fs.readFileSync(file, "utf8")).toBe(expected)
           expect(fs.readdirSync(dir).sort()).toEqual([`out.${format}`, "out.ckpt", `reference.${format}`].sort())
 
           const before = yield* requestCount
-          const again = yield* cli([
-            "rows",
-            projectsMicroAppID,
-            "--page-size",
-            "20",
-            "--concurrency",
-            "1",
-            "--format",
-            format,
-            "--output",
-            file,
-            "--checkpoint",
-            ckpt,
-            ...flags(server)
-          ])
+          // without --quiet, which would silence the notice
+          const again = yield* cli(args.filter((arg) => arg !== "--quiet"))
           expect(again.code, again.stderr).toBe(0)
           expect(again.stderr).toBe(`${file} is already complete: nothing to do\n`)
           expect(yield* requestCount).toBe(before)

@@ -372,18 +372,19 @@ describe("writes are never done twice by accident", () => {
     ))
 })
 
-describe("a full scan through injected faults", () => {
-  const kinds: ReadonlyArray<FaultKind> = [
-    "http500",
-    "http503Html",
-    "http503",
-    "http429",
-    "http408",
-    "drop",
-    "hang",
-    "malformedJson"
-  ]
+// every kind of fault a scan retries through
+const kinds: ReadonlyArray<FaultKind> = [
+  "http500",
+  "http503Html",
+  "http503",
+  "http429",
+  "http408",
+  "drop",
+  "hang",
+  "malformedJson"
+]
 
+describe("a full scan through injected faults", () => {
   it.effect("returns exactly the table, in order, and never comes back inside a Retry-After window", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
@@ -413,16 +414,6 @@ describe("a full scan through injected faults", () => {
 })
 
 describe("the fault matrix: each kind of fault on 20% of a scan's requests", () => {
-  const kinds: ReadonlyArray<FaultKind> = [
-    "http500",
-    "http503Html",
-    "http503",
-    "http429",
-    "http408",
-    "drop",
-    "hang",
-    "malformedJson"
-  ]
   for (const kind of kinds) {
     it.effect(`${kind}: every row, once, in order`, () =>
       Effect.gen(function*() {
