@@ -10,6 +10,7 @@ export const rename = (rowID: string) =>
     yield* client.updateRow({
       rowID,
       rowData: { Name: "New name", Budget: 1200, Owner: null } // keys are field LABELS, case sensitive
-      // optional, as the service documents: embeddingRowID, userID, ignoreActionRules
+      // optional, as the service documents: embeddingRowID, userID, ignoreActionRules;
+      // and, as every call: timeout, retry
     })
   })

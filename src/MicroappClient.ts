@@ -229,8 +229,14 @@ export declare namespace MicroappClient {
    * @category models
    */
   export interface CallOptions {
-    /** Overrides the client's per-request timeout for this call. */
+    /** Overrides the client's per-request timeout for this call (each request of a scan). */
     readonly timeout?: Duration.DurationInput | undefined
+    /**
+     * Overrides the client's retry policy for this call (each request of a scan): `false` for no
+     * retry; an object replaces the fields it gives, the others stay the client's. Bounds as the
+     * client's; beyond them, `InvalidInput` before anything is sent.
+     */
+    readonly retry?: RetryOptions | false | undefined
   }
 
   /**

@@ -98,6 +98,32 @@ const callOptions: ReadonlyArray<{
     call: (client, timeout) => Stream.runDrain(client.rows({ microAppID: numbers, timeout }))
   },
   {
+    input: "retry.maxAttempts",
+    values: outside(1, 20),
+    call: (client, maxAttempts) => client.getRow("66c100000000000000000001", { retry: { maxAttempts } })
+  },
+  {
+    input: "retry.initialDelay",
+    values: durationOutside(0, 60_000),
+    call: (client, initialDelay) => client.query({ microAppID: numbers, retry: { initialDelay } })
+  },
+  {
+    input: "retry.maxDelay",
+    values: durationOutside(0, 600_000),
+    call: (client, maxDelay) =>
+      client.updateRow({ rowID: "66c100000000000000000001", rowData: { N: 1 }, retry: { maxDelay } })
+  },
+  {
+    input: "retry.maxElapsed",
+    values: durationOutside(0, hour),
+    call: (client, maxElapsed) => Stream.runDrain(client.rows({ microAppID: numbers, retry: { maxElapsed } }))
+  },
+  {
+    input: "retry",
+    values: FC.constantFrom<Array<unknown>>(true, 0, "never", null, []),
+    call: (client, retry) => client.queryRaw({ microAppID: numbers, retry })
+  },
+  {
     input: "concurrency",
     values: outside(1, 32),
     call: (client, concurrency) => Stream.runDrain(client.updateRows(Stream.empty, { concurrency }))

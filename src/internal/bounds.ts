@@ -3,7 +3,7 @@
  * the README's table lists them with their reasons. No accepted value makes the client start an
  * unbounded number of requests or hold an unbounded amount of memory.
  */
-import { Duration, Effect, Option, ParseResult, Schema } from "effect"
+import { Duration, Effect, Either, Option, ParseResult, Schema } from "effect"
 import { InvalidInput } from "../MicroappError.js"
 
 export const bounds = {
@@ -70,18 +70,29 @@ export const durationIn = (min: Duration.Duration, max: Duration.Duration) =>
 export const minTimeout = Duration.millis(1)
 export const RequestTimeout = durationIn(minTimeout, bounds.timeout)
 
+/** A retry policy, the client's or one call's: the struct first, so that a refusal names the field at fault. */
+export const Retry = Schema.Union(
+  Schema.Struct({
+    maxAttempts: Schema.optional(wholeNumberIn(1, bounds.maxAttempts)),
+    initialDelay: Schema.optional(durationIn(Duration.zero, bounds.initialDelay)),
+    maxDelay: Schema.optional(durationIn(Duration.zero, bounds.maxDelay)),
+    maxElapsed: Schema.optional(durationIn(Duration.zero, bounds.maxElapsed))
+  }),
+  Schema.Literal(false)
+)
+
 /**
  * Turns a Schema failure on input into `InvalidInput` naming the offending option.
  */
-export const validate = <A, I>(
+export const validateEither = <A, I>(
   schema: Schema.Schema<A, I>,
   endpoint: { readonly path: string },
   /** What to call the input when the whole of it is at fault. */
   name = "options"
 ) => {
-  const decode = Schema.decodeUnknown(schema, { errors: "first", onExcessProperty: "ignore" })
-  return (input: unknown): Effect.Effect<A, InvalidInput> =>
-    Effect.mapError(decode(input), (error) => {
+  const decode = Schema.decodeUnknownEither(schema, { errors: "first", onExcessProperty: "ignore" })
+  return (input: unknown): Either.Either<A, InvalidInput> =>
+    Either.mapLeft(decode(input), (error) => {
       const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
       return new InvalidInput({
         method: "POST",
@@ -90,4 +101,14 @@ export const validate = <A, I>(
         reason: issue?.message ?? error.message
       })
     })
+}
+
+/** `validateEither`, as an Effect. */
+export const validate = <A, I>(
+  schema: Schema.Schema<A, I>,
+  endpoint: { readonly path: string },
+  name = "options"
+) => {
+  const check = validateEither(schema, endpoint, name)
+  return (input: unknown): Effect.Effect<A, InvalidInput> => Effect.suspend(() => check(input))
 }

@@ -121,7 +121,7 @@ export const makeUpdateRows = (calls: Calls) => {
         if (!settings.readBack) {
           return Effect.succeed(Outcome.Unknown({ index, rowID, sends, error, readBackError: undefined }))
         }
-        return Effect.matchEffect(calls.getRow(rowID, { timeout: update.timeout }), {
+        return Effect.matchEffect(calls.getRow(rowID, { timeout: update.timeout, retry: update.retry }), {
           onFailure: (readBackError) => Effect.succeed(Outcome.Unknown({ index, rowID, sends, error, readBackError })),
           onSuccess: (row) =>
             readsBack(update, row)

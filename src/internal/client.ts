@@ -11,7 +11,7 @@ import { InvalidInput, type MicroappError, NotFound, type RequestError, TooManyR
 import * as Query from "../Query.js"
 import { type InvalidRow, Row, RowMetadata } from "../Row.js"
 import * as RowStream from "../RowStream.js"
-import { bounds, durationIn, RequestTimeout, wholeNumberIn } from "./bounds.js"
+import { bounds, durationIn, RequestTimeout, Retry, wholeNumberIn } from "./bounds.js"
 import { validate } from "./bounds.js"
 import { makeUpdateRows } from "./bulkUpdate.js"
 import { queryOf } from "./checkpoint.js"
@@ -68,16 +68,7 @@ const TuningSchema = Schema.Struct({
   timeout: Schema.optional(RequestTimeout),
   pageSize: Schema.optional(wholeNumberIn(1, bounds.pageSize)),
   maxResponseBytes: Schema.optional(wholeNumberIn(bounds.minResponseBytes, bounds.maxResponseBytes)),
-  // the struct first, so that a refusal names the field at fault
-  retry: Schema.optional(Schema.Union(
-    Schema.Struct({
-      maxAttempts: Schema.optional(wholeNumberIn(1, bounds.maxAttempts)),
-      initialDelay: Schema.optional(durationIn(zero, bounds.initialDelay)),
-      maxDelay: Schema.optional(durationIn(zero, bounds.maxDelay)),
-      maxElapsed: Schema.optional(durationIn(zero, bounds.maxElapsed))
-    }),
-    Schema.Literal(false)
-  )),
+  retry: Schema.optional(Retry),
   rateLimit: Schema.optional(Schema.Struct({
     requestsPerSecond: Schema.optional(wholeNumberIn(1, bounds.requestsPerSecond)),
     maxInFlight: Schema.optional(wholeNumberIn(1, bounds.maxInFlight)),
@@ -206,17 +197,20 @@ const makeWith = Effect.fnUntraced(function*<E>(
   const post = (
     endpoint: Endpoint,
     body: unknown,
-    timeout: Duration.DurationInput | undefined,
+    call: MicroappClient.CallOptions | undefined,
     subject: { readonly rowID: string } | { readonly microAppID: string }
-  ) => authorised((credentials) => requester.sendJson(endpoint, body, { credentials, timeout, subject }))
+  ) =>
+    authorised((credentials) =>
+      requester.sendJson(endpoint, body, { credentials, timeout: call?.timeout, retry: call?.retry, subject })
+    )
 
   const fetchPage = Effect.fn("MicroappClient.fetchPage")(function*(
     selection: CheckedSelection,
     window: { readonly skip: number; readonly limit: number },
-    timeout: Duration.DurationInput | undefined
+    call: MicroappClient.CallOptions
   ) {
     yield* Effect.annotateCurrentSpan({ microAppID: selection.microAppID, skip: window.skip, limit: window.limit })
-    const reply = yield* post(endpoints.rows, toRequestBody(selection, window), timeout, {
+    const reply = yield* post(endpoints.rows, toRequestBody(selection, window), call, {
       microAppID: selection.microAppID
     })
     const body = yield* decodeRowsBody(reply.json, 200, { endpoint: endpoints.rows, attempt: reply.attempts })
@@ -248,7 +242,7 @@ const makeWith = Effect.fnUntraced(function*<E>(
           microAppID: selection.microAppID,
           path: endpoints.rows.path,
           query,
-          fetch: (window) => fetchPage(selection, window, options.timeout),
+          fetch: (window) => fetchPage(selection, window, options),
           decode: (rows, indexes, attempts) => decoder(rows, indexes, { endpoint: endpoints.rows, attempt: attempts })
         },
         settings,
@@ -268,7 +262,7 @@ const makeWith = Effect.fnUntraced(function*<E>(
     const query = Effect.fn("MicroappClient.query")(function*(options: MicroappClient.QueryOptions) {
       const valid = yield* validateQuery(options)
       const limit = valid.limit ?? pageSize
-      const page = yield* fetchPage(checkSelection(valid), { skip: valid.skip ?? 0, limit }, options.timeout)
+      const page = yield* fetchPage(checkSelection(valid), { skip: valid.skip ?? 0, limit }, options)
       // a server that sends more than asked is cut to the promise: at most `limit` rows
       const kept = page.rows.length > limit ? page.rows.slice(0, limit) : page.rows
       if (kept !== page.rows) {
@@ -288,7 +282,7 @@ const makeWith = Effect.fnUntraced(function*<E>(
     ) {
       const id = yield* validateRowID(rowID)
       yield* Effect.annotateCurrentSpan({ rowID: id })
-      const reply = yield* post(endpoints.row, { rowID: id }, options?.timeout, { rowID: id })
+      const reply = yield* post(endpoints.row, { rowID: id }, options, { rowID: id })
       const info = { endpoint: endpoints.row, attempt: reply.attempts }
       // a success envelope without the row means the same as a 404
       const notFound = () =>
@@ -316,7 +310,7 @@ const makeWith = Effect.fnUntraced(function*<E>(
       requester.send(
         endpoints.rows,
         toRequestBody(selection, window, true),
-        { credentials, timeout: options.timeout },
+        { credentials, timeout: options.timeout, retry: options.retry },
         (reply) => Effect.succeed(reply.text)
       )
     )
@@ -325,7 +319,7 @@ const makeWith = Effect.fnUntraced(function*<E>(
   const updateRow = Effect.fn("MicroappClient.updateRow")(function*(options: MicroappClient.UpdateOptions) {
     const valid = yield* validateUpdate(options)
     yield* Effect.annotateCurrentSpan({ rowID: valid.rowID })
-    const reply = yield* post(endpoints.update, valid, options.timeout, { rowID: valid.rowID })
+    const reply = yield* post(endpoints.update, valid, options, { rowID: valid.rowID })
     yield* Effect.annotateCurrentSpan({ attempt: reply.attempts })
     yield* decodeStatus(reply.json, 200, { endpoint: endpoints.update, attempt: reply.attempts })
   })

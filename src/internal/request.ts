@@ -60,6 +60,8 @@ export interface CallOptions {
   /** `undefined` for the one call that needs none: login. */
   readonly credentials: Credentials | undefined
   readonly timeout?: Duration.DurationInput | undefined
+  /** Replaces the client's policy (`false`), or the fields it gives. */
+  readonly retry?: RetryOptions | false | undefined
   readonly subject?: Errors.AttemptInfo["subject"]
 }
 
@@ -84,6 +86,13 @@ const withoutRedirects = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effec
   )
 
 const decodeTimeout = Schema.decodeUnknownEither(Bounds.RequestTimeout)
+const checkRetry = Bounds.validateEither(Schema.Struct({ retry: Bounds.Retry }), { path: "" })
+
+/** How one call is retried: its policy, and its schedule for each endpoint (none when it is not retried). */
+interface RetryPolicy {
+  readonly retry: RetryOptions | false
+  readonly schedules: Map<string, Schedule.Schedule<unknown, RequestError> | undefined>
+}
 
 /** Builds the sender over the caller's HttpClient. */
 export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOptions) => {
@@ -91,6 +100,27 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
   // the host, as OpenTelemetry's server.address: never the path, never credentials; an invalid base URL fails
   // every call before it is sent, so nothing is ever recorded under the empty name
   const serverAddress = Either.getOrElse(Either.try(() => new URL(options.baseUrl).hostname), () => "")
+  const clientPolicy: RetryPolicy = { retry: options.retry, schedules: new Map() }
+  // a scan hands every page the same options: its override is checked, and its schedules built, once
+  const overrides = new WeakMap<RetryOptions, Either.Either<RetryPolicy, InvalidInput>>()
+  /** The call's own retry policy, checked against its bounds before anything is sent, over the client's. */
+  const policyOf = (call: CallOptions, endpoint: Endpoint): Either.Either<RetryPolicy, InvalidInput> => {
+    const retry = call.retry
+    if (retry === undefined) return Either.right(clientPolicy)
+    if (retry === false) return Either.right({ retry: false, schedules: new Map() })
+    const known = overrides.get(retry)
+    if (known !== undefined) return known
+    const policy = Either.map(checkRetry({ retry }), (): RetryPolicy => ({
+      retry: options.retry === false ? retry : { ...options.retry, ...retry },
+      schedules: new Map()
+    }))
+    // an InvalidInput names the endpoint it was refused for, so only a policy is kept
+    if (Either.isRight(policy)) overrides.set(retry, policy)
+    return Either.mapLeft(
+      policy,
+      ({ input, method, reason }) => new InvalidInput({ method, path: endpoint.path, input, reason })
+    )
+  }
   /** The call's own timeout, checked against its bounds before anything is sent, or the client's. */
   const timeoutOf = (call: CallOptions, endpoint: Endpoint): Either.Either<Duration.Duration, InvalidInput> =>
     call.timeout === undefined ? Either.right(options.timeout) : Either.mapLeft(
@@ -200,15 +230,15 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
       )
     )
   }
-  // one schedule per endpoint for the client's life, not one per call (a scan makes many)
-  const schedules = new Map<string, Schedule.Schedule<unknown, RequestError>>()
-  const scheduleOf = (endpoint: Endpoint): Schedule.Schedule<unknown, RequestError> | undefined => {
-    const retry = options.retry
-    if (retry === false) return undefined
-    const known = schedules.get(endpoint.path)
-    if (known !== undefined) return known
-    const schedule = retrySchedule(retry, endpoint, options.maxPause)
-    schedules.set(endpoint.path, schedule)
+  // one schedule per endpoint and policy for the client's life, not one per call (a scan makes many)
+  const scheduleOf = (
+    policy: RetryPolicy,
+    endpoint: Endpoint
+  ): Schedule.Schedule<unknown, RequestError> | undefined => {
+    if (policy.retry === false) return undefined
+    if (policy.schedules.has(endpoint.path)) return policy.schedules.get(endpoint.path)
+    const schedule = retrySchedule(policy.retry, endpoint, options.maxPause)
+    policy.schedules.set(endpoint.path, schedule)
     return schedule
   }
 
@@ -224,8 +254,10 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
   ): Effect.Effect<A, RequestError> => {
     const timeout = timeoutOf(call, endpoint)
     if (Either.isLeft(timeout)) return Effect.fail(timeout.left)
-    const schedule = scheduleOf(endpoint)
-    const budget = Duration.toMillis(budgetOf(options.retry, timeout.right))
+    const policy = policyOf(call, endpoint)
+    if (Either.isLeft(policy)) return Effect.fail(policy.left)
+    const schedule = scheduleOf(policy.right, endpoint)
+    const budget = Duration.toMillis(budgetOf(policy.right.retry, timeout.right))
     const attempt = (n: number, deadline: number) =>
       Effect.flatMap(attemptOnce(endpoint, body, call, timeout.right, n, deadline), read)
     const called: Effect.Effect<A, RequestError> = Effect.flatMap(Clock.currentTimeMillis, (start) => {
