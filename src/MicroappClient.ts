@@ -41,15 +41,15 @@ import type * as RowStream from "./RowStream.js"
  */
 export interface RetryOptions {
   /** Attempts in all, the first included. Default 5, from 1 to 20. */
-  readonly maxAttempts?: number
+  readonly maxAttempts?: number | undefined
   /** The first backoff delay, doubled at each retry, with jitter. Default 250 ms, at most 1 minute. */
-  readonly initialDelay?: Duration.DurationInput
+  readonly initialDelay?: Duration.DurationInput | undefined
   /** The largest backoff delay. Default 10 s, at most 10 minutes. */
-  readonly maxDelay?: Duration.DurationInput
+  readonly maxDelay?: Duration.DurationInput | undefined
   /** No retry starts after this long since the first failure. Default 60 s, at most 1 hour. */
-  readonly maxElapsed?: Duration.DurationInput
+  readonly maxElapsed?: Duration.DurationInput | undefined
   /** Replaces the backoff delays (attempt and time bounds still apply). */
-  readonly schedule?: Schedule.Schedule<unknown, MicroappError>
+  readonly schedule?: Schedule.Schedule<unknown, MicroappError> | undefined
 }
 
 /**

@@ -3,8 +3,9 @@
  * the README's table lists them with their reasons. No accepted value makes the client start an
  * unbounded number of requests or hold an unbounded amount of memory.
  */
-import { Duration, Effect, Either, Option, ParseResult, Schema } from "effect"
-import { InvalidInput } from "../MicroappError.js"
+import { Duration, Effect, Either, Option, ParseResult, Schedule, Schema } from "effect"
+import type { RetryOptions } from "../MicroappClient.js"
+import { InvalidInput, type MicroappError } from "../MicroappError.js"
 
 export const bounds = {
   /** Rows per request (`pageSize`, `query`'s `limit`): the service's own default is 1,000. */
@@ -52,9 +53,15 @@ const isNegative = (input: unknown): boolean =>
   (typeof input === "number" && !(input >= 0)) || (typeof input === "bigint" && input < 0n) ||
   (typeof input === "string" && input.trim().startsWith("-"))
 
+/** What `Duration.decode` reads, so that the options that take one have the public type `Duration.DurationInput`. */
+const durationInput = (reason: string) =>
+  Schema.declare((input): input is Duration.DurationInput => Option.isSome(Duration.decodeUnknown(input)), {
+    message: () => reason
+  })
+
 /** A finite duration in `[min, max]`, from any `Duration.DurationInput`; a negative one is refused, not read as zero. */
 export const durationIn = (min: Duration.Duration, max: Duration.Duration) =>
-  Schema.transformOrFail(Schema.Unknown, Schema.DurationFromSelf, {
+  Schema.transformOrFail(durationInput(durationReason(min, max)), Schema.DurationFromSelf, {
     strict: true,
     decode: (input, _, ast) => {
       const decoded = isNegative(input) ? Option.none() : Duration.decodeUnknown(input)
@@ -70,14 +77,31 @@ export const durationIn = (min: Duration.Duration, max: Duration.Duration) =>
 export const minTimeout = Duration.millis(1)
 export const RequestTimeout = durationIn(minTimeout, bounds.timeout)
 
+/**
+ * Compiles only when `schema` takes exactly the public type `I`: the public option types are the
+ * one source, and the Schemas that check them against their bounds cannot drift from them.
+ */
+export const checking = <I>() =>
+<A, E extends I>(
+  schema: Schema.Schema<A, E> & (I extends E ? SameKeys<I, E> : "takes another type than its public one")
+): Schema.Schema<A, E> => schema
+
+/** `unknown` when `X` and `Y` have the same keys: an optional key added to one alone is still a drift. */
+type SameKeys<X, Y> = [Exclude<keyof X, keyof Y> | Exclude<keyof Y, keyof X>] extends [never] ? unknown
+  : "has other keys than its public type"
+
 /** A retry policy, the client's or one call's: the struct first, so that a refusal names the field at fault. */
 export const Retry = Schema.Union(
-  Schema.Struct({
+  checking<RetryOptions>()(Schema.Struct({
     maxAttempts: Schema.optional(wholeNumberIn(1, bounds.maxAttempts)),
     initialDelay: Schema.optional(durationIn(Duration.zero, bounds.initialDelay)),
     maxDelay: Schema.optional(durationIn(Duration.zero, bounds.maxDelay)),
-    maxElapsed: Schema.optional(durationIn(Duration.zero, bounds.maxElapsed))
-  }),
+    maxElapsed: Schema.optional(durationIn(Duration.zero, bounds.maxElapsed)),
+    // a Schedule is the caller's own: its type is all there is to check
+    schedule: Schema.optional(
+      Schema.declare((input): input is Schedule.Schedule<unknown, MicroappError> => Schedule.isSchedule(input))
+    )
+  })),
   Schema.Literal(false)
 )
 

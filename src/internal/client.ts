@@ -11,7 +11,7 @@ import { InvalidInput, type MicroappError, NotFound, type RequestError, TooManyR
 import * as Query from "../Query.js"
 import { type InvalidRow, Row, RowMetadata } from "../Row.js"
 import * as RowStream from "../RowStream.js"
-import { bounds, durationIn, RequestTimeout, Retry, wholeNumberIn } from "./bounds.js"
+import { bounds, checking, durationIn, RequestTimeout, Retry, wholeNumberIn } from "./bounds.js"
 import { validate } from "./bounds.js"
 import { makeUpdateRows } from "./bulkUpdate.js"
 import { queryOf } from "./checkpoint.js"
@@ -64,24 +64,29 @@ const tuningDefaults = {
 const zero = Duration.zero
 
 /** The client's own options, checked against their bounds (the schedule, a function, is not). */
-const TuningSchema = Schema.Struct({
+const TuningSchema = checking<MicroappClient.Tuning>()(Schema.Struct({
   timeout: Schema.optional(RequestTimeout),
   pageSize: Schema.optional(wholeNumberIn(1, bounds.pageSize)),
   maxResponseBytes: Schema.optional(wholeNumberIn(bounds.minResponseBytes, bounds.maxResponseBytes)),
   retry: Schema.optional(Retry),
-  rateLimit: Schema.optional(Schema.Struct({
-    requestsPerSecond: Schema.optional(wholeNumberIn(1, bounds.requestsPerSecond)),
-    maxInFlight: Schema.optional(wholeNumberIn(1, bounds.maxInFlight)),
-    maxPause: Schema.optional(durationIn(zero, bounds.maxPause))
-  }))
-})
+  rateLimit: Schema.optional(
+    checking<MicroappClient.RateLimitOptions>()(Schema.Struct({
+      requestsPerSecond: Schema.optional(wholeNumberIn(1, bounds.requestsPerSecond)),
+      maxInFlight: Schema.optional(wholeNumberIn(1, bounds.maxInFlight)),
+      maxPause: Schema.optional(durationIn(zero, bounds.maxPause))
+    }))
+  )
+}))
 
 const validateTuning = validate(TuningSchema, { path: "" }, "tuning")
 
 const PageSize = wholeNumberIn(1, bounds.pageSize)
 const Concurrency = wholeNumberIn(1, bounds.concurrency)
 
-const RowsOptionsSchema = Schema.Struct({
+/** The options of a scan but those checked where they are used: `resume` and `checkpointEvery`, `timeout` and `retry`. */
+const RowsOptionsSchema = checking<
+  Omit<MicroappClient.RowsOptions, "resume" | "checkpointEvery" | keyof MicroappClient.CallOptions>
+>()(Schema.Struct({
   ...Query.Selection.fields,
   pageSize: Schema.optional(PageSize),
   concurrency: Schema.optional(Schema.Union(Concurrency, Schema.Literal("auto"))),
@@ -90,7 +95,7 @@ const RowsOptionsSchema = Schema.Struct({
   prefetch: Schema.optional(wholeNumberIn(1, bounds.prefetch)),
   overlap: Schema.optional(wholeNumberIn(0, bounds.overlap)),
   onInconsistent: Schema.optional(Schema.Literal("fail", "continue"))
-})
+}))
 
 const CollectMax = Schema.Struct({ max: wholeNumberIn(0, bounds.collectMax) })
 

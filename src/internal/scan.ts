@@ -7,7 +7,7 @@ import { Chunk, Clock, Effect, Either, Fiber, Metric, Queue, Ref, Schema, Stream
 import { InvalidInput, type ScanError, ScanInconsistent, type UnexpectedResponse } from "../MicroappError.js"
 import * as Query from "../Query.js"
 import * as RowStream from "../RowStream.js"
-import { validate } from "./bounds.js"
+import { checking, validate } from "./bounds.js"
 import { CheckpointImpl, type QueryJson, resumeFrom } from "./checkpoint.js"
 import * as Concurrency from "./concurrency.js"
 import type { DecodedRows } from "./decode.js"
@@ -72,10 +72,12 @@ export interface Checkpointing {
   readonly every: RowStream.CheckpointEvery
 }
 
-const CheckpointEvery = Schema.Struct({
-  pages: Schema.optional(Query.Limit.pipe(Schema.lessThanOrEqualTo(10_000))),
-  rows: Schema.optional(Query.Limit.pipe(Schema.lessThanOrEqualTo(1_000_000)))
-}).pipe(Schema.filter((every) => every.pages !== undefined || every.rows !== undefined || "must name pages or rows"))
+const CheckpointEvery = checking<RowStream.CheckpointEvery>()(
+  Schema.Struct({
+    pages: Schema.optional(Query.Limit.pipe(Schema.lessThanOrEqualTo(10_000))),
+    rows: Schema.optional(Query.Limit.pipe(Schema.lessThanOrEqualTo(1_000_000)))
+  }).pipe(Schema.filter((every) => every.pages !== undefined || every.rows !== undefined || "must name pages or rows"))
+)
 
 const validateCheckpointEvery = validate(
   Schema.Struct({ checkpointEvery: Schema.optional(CheckpointEvery) }),

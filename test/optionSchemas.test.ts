@@ -1,0 +1,38 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Either, ParseResult, Schema } from "effect"
+import { checking, durationIn, durationReason } from "../src/internal/bounds.js"
+
+interface Public {
+  readonly a?: number | undefined
+  readonly b?: Duration.DurationInput | undefined
+}
+
+describe("each option Schema takes exactly its public type", () => {
+  it("a Schema with the public type's keys and types compiles; one with a key more, a key less or another type does not", () => {
+    const exact = checking<Public>()(Schema.Struct({
+      a: Schema.optional(Schema.Number),
+      b: Schema.optional(durationIn(Duration.zero, Duration.seconds(1)))
+    }))
+    // @ts-expect-error a key the public type does not have
+    checking<Public>()(Schema.Struct({ a: Schema.optional(Schema.Number), c: Schema.optional(Schema.Number) }))
+    // @ts-expect-error a key of the public type missing
+    checking<Public>()(Schema.Struct({ a: Schema.optional(Schema.Number) }))
+    // @ts-expect-error a duration taken as a number only
+    checking<Public>()(Schema.Struct({ a: Schema.optional(Schema.Number), b: Schema.optional(Schema.Number) }))
+    expect(Either.isRight(Schema.decodeUnknownEither(exact)({ a: 1, b: "500 millis" }))).toBe(true)
+  })
+
+  it("a duration is any Duration.DurationInput in range; anything else is refused with the range", () => {
+    const decode = Schema.decodeUnknownEither(durationIn(Duration.zero, Duration.seconds(1)))
+    for (const input of [0, 999, 1000n, "1 second", Duration.millis(5), [0, 5] as const]) {
+      expect(Either.isRight(decode(input)), String(input)).toBe(true)
+    }
+    for (const input of [1001, "2 seconds", "soon", null, {}, -1, "-5 millis"]) {
+      const result = decode(input)
+      const issues = Either.isLeft(result) ? ParseResult.ArrayFormatter.formatErrorSync(result.left) : []
+      expect(issues.map((issue) => issue.message), String(input)).toEqual([
+        durationReason(Duration.zero, Duration.seconds(1))
+      ])
+    }
+  })
+})
