@@ -198,13 +198,19 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
             const status = Exit.isSuccess(exit) ? exit.value.status : error !== undefined && "status" in error
               ? error.status
               : undefined
+            // an attempt abandoned (a scan that ended with a window in flight) is no success either
+            const errorType = error !== undefined
+              ? error._tag
+              : Exit.isFailure(exit)
+              ? Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect"
+              : undefined
             return Metric.update(
               Metrics.tagged(Metrics.requestDuration, {
                 "http.request.method": "POST",
                 "server.address": serverAddress,
                 "microapp.endpoint": endpoint.path,
                 ...(status === undefined ? {} : { "http.response.status_code": String(status) }),
-                ...(error === undefined ? {} : { "error.type": error._tag })
+                ...(errorType === undefined ? {} : { "error.type": errorType })
               }),
               (end - start) / 1000
             )

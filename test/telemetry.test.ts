@@ -1,0 +1,150 @@
+/**
+ * The README's telemetry recipe, with in-memory exporters: a scan and a bulk update under faults
+ * reach OpenTelemetry as metrics that agree with the summaries and the server's log, and as spans
+ * with the scan's figures, every request under the call that made it; no token in any of it.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import type { ResourceMetrics } from "@opentelemetry/sdk-metrics"
+import { MetricReader } from "@opentelemetry/sdk-metrics"
+import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-base"
+import { Effect, Stream } from "effect"
+import { TelemetryLive } from "../scratchpad/telemetry.js"
+import { MicroappClient } from "../src/index.js"
+import { MicroappServer } from "../src/testing/index.js"
+import { numbersTable, withEmulator } from "./support.js"
+
+const numbers = "7e0000000000000000000001"
+const rowsPath = "/api/microappdata"
+const updatePath = "/api/updatemicroapprow"
+const table = numbersTable(numbers, 300)
+
+/** A reader collected on demand, as a Prometheus scrape is. */
+class OnDemandReader extends MetricReader {
+  protected override onShutdown = () => Promise.resolve()
+  protected override onForceFlush = () => Promise.resolve()
+}
+
+/** Keeps what it exported after the SDK shuts down (the in-memory exporter forgets it then). */
+class KeepingExporter extends InMemorySpanExporter {
+  override shutdown = () => Promise.resolve()
+}
+
+/** The data points of the metric `name` whose attributes include `attributes`, summed (counts for histograms). */
+const total = (collected: ResourceMetrics, name: string, attributes: Readonly<Record<string, string>>) => {
+  let sum = 0
+  for (const scope of collected.scopeMetrics) {
+    for (const metric of scope.metrics) {
+      if (metric.descriptor.name !== name) continue
+      for (const point of metric.dataPoints) {
+        if (!Object.entries(attributes).every(([key, value]) => point.attributes[key] === value)) continue
+        const value: unknown = point.value
+        sum += typeof value === "number"
+          ? value
+          : typeof value === "object" && value !== null && "count" in value && typeof value.count === "number"
+          ? value.count
+          : 0
+      }
+    }
+  }
+  return sum
+}
+
+const collect = (reader: MetricReader) =>
+  Effect.promise(() => reader.collect()).pipe(Effect.map((result) => result.resourceMetrics))
+
+const ancestors = (span: ReadableSpan, byId: ReadonlyMap<string, ReadableSpan>): ReadonlyArray<string> => {
+  const names: Array<string> = []
+  for (let at = byId.get(span.parentSpanContext?.spanId ?? ""); at !== undefined;) {
+    names.push(at.name)
+    at = byId.get(at.parentSpanContext?.spanId ?? "")
+  }
+  return names
+}
+
+describe("the telemetry recipe", () => {
+  it.live(
+    "exports the client's metrics and spans: they agree with the summaries and the log, and hold no token",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const spans = new KeepingExporter()
+        const reader = new OnDemandReader()
+        const telemetry = TelemetryLive(spans, reader)
+        const ids = table.rows.slice(0, 20).map((row) => row._id)
+
+        const { before, collected, scanSummary, outcomes } = yield* Effect.gen(function*() {
+          const client = yield* MicroappClient
+          const before = yield* collect(reader)
+          const scan = yield* client.scan({ microAppID: numbers, pageSize: 50, concurrency: 2 })
+          yield* Stream.runDrain(scan.rows)
+          const scanSummary = yield* scan.summary
+          const outcomes = yield* Stream.runCollect(
+            client.updateRows(Stream.fromIterable(ids.map((rowID, n) => ({ rowID, rowData: { N: -n } }))))
+          )
+          return { before, collected: yield* collect(reader), scanSummary, outcomes }
+        }).pipe(Effect.provide(telemetry))
+
+        const grown = (name: string, attributes: Readonly<Record<string, string>>) =>
+          total(collected, name, attributes) - total(before, name, attributes)
+        const log = yield* server.log.requests
+        expect(scanSummary.rows).toBe(300)
+        expect(scanSummary.retries).toBeGreaterThan(0)
+        expect(grown("microapp_rows_emitted_total", { microapp_id: numbers })).toBe(300)
+        expect(grown("microapp_pages_total", { microapp_id: numbers })).toBe(scanSummary.pages)
+        expect(grown("microapp_retries_total", { endpoint: rowsPath })).toBe(scanSummary.retries)
+        // every attempt was measured, with the convention's attributes: those the server saw, and
+        // those abandoned in flight when the scan ended, which it may or may not have seen
+        const measured = grown("http.client.request.duration", {
+          "microapp.endpoint": rowsPath,
+          "http.request.method": "POST"
+        })
+        const abandoned = grown("http.client.request.duration", {
+          "microapp.endpoint": rowsPath,
+          "error.type": "interrupted"
+        })
+        const seen = log.filter((record) => record.path === rowsPath).length
+        expect(seen).toBeLessThanOrEqual(measured)
+        expect(seen).toBeGreaterThanOrEqual(measured - abandoned)
+        expect(
+          grown("http.client.request.duration", { "microapp.endpoint": updatePath, "server.address": "127.0.0.1" })
+        )
+          .toBe(log.filter((record) => record.path === updatePath).length)
+        expect(grown("microapp_bulk_outcomes_total", { kind: "Updated" })).toBe(
+          [...outcomes].filter((outcome) => outcome._tag === "Updated").length
+        )
+
+        const finished = spans.getFinishedSpans()
+        const byId = new Map(finished.map((span) => [span.spanContext().spanId, span]))
+        const scanSpans = finished.filter((span) => span.name === "MicroappClient.scan")
+        expect(scanSpans).toHaveLength(1)
+        expect(scanSpans[0]?.attributes).toMatchObject({ rows: 300, complete: true, retries: scanSummary.retries })
+        const requests = finished.filter((span) => span.name.startsWith("http.client"))
+        expect(requests.length).toBe(
+          measured + grown("http.client.request.duration", { "microapp.endpoint": updatePath }) +
+            grown("http.client.request.duration", { "microapp.endpoint": "/api/microappdata/row" })
+        )
+        for (const request of requests) {
+          expect(ancestors(request, byId)).toEqual(
+            expect.arrayContaining([expect.stringMatching(/^MicroappClient\.(scan|updateRows)$/)])
+          )
+        }
+        const everything = JSON.stringify([
+          finished.map((span) => [span.attributes, span.events]),
+          collected.scopeMetrics.flatMap((scope) =>
+            scope.metrics.flatMap((metric): ReadonlyArray<unknown> =>
+              metric.dataPoints.map((point) => point.attributes)
+            )
+          )
+        ])
+        expect(everything).not.toContain(server.credentials.authToken)
+      }).pipe(
+        Effect.provide(
+          withEmulator(
+            { tables: [table], faults: { seed: 11, rate: 0.15, kinds: ["http500", "http503"] } },
+            { retry: { maxAttempts: 8, initialDelay: "1 millis", maxDelay: "5 millis" } }
+          )
+        )
+      ),
+    60_000
+  )
+})
