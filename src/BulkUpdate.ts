@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import { Data, type Effect, Sink } from "effect"
+import { Clock, Data, Effect, Sink } from "effect"
 import type { GetRowError, InvalidInput, UpdateRowError } from "./MicroappError.js"
 
 /**
@@ -44,7 +44,9 @@ export const defaults = {
 
 /**
  * What happened to one update. `index` is its 0-based position in the input stream; `sends` is
- * how often it was sent (each send with the client's own retries of what never reached the server).
+ * how often it was sent (each send with the client's own retries of what never reached the server);
+ * `retries`, the attempts beyond the first of all its requests (sends and read-backs); `throttled`,
+ * whether a client-wide pause (a server's `Retry-After`) held one of them back.
  *
  * - `Updated`: the server said "success", or (`verifiedByReadBack`) the request failed in a way
  *   that may have applied it and reading the row back found every written value in place.
@@ -59,18 +61,10 @@ export const defaults = {
  * @category models
  */
 export type Outcome = Data.TaggedEnum<{
-  Updated: {
-    readonly index: number
-    readonly rowID: string
-    readonly sends: number
-    readonly verifiedByReadBack: boolean
-  }
-  Refused: { readonly index: number; readonly rowID: string; readonly sends: number; readonly error: UpdateRowError }
-  Failed: { readonly index: number; readonly rowID: string; readonly sends: number; readonly error: UpdateRowError }
-  Unknown: {
-    readonly index: number
-    readonly rowID: string
-    readonly sends: number
+  Updated: Sent & { readonly verifiedByReadBack: boolean }
+  Refused: Sent & { readonly error: UpdateRowError }
+  Failed: Sent & { readonly error: UpdateRowError }
+  Unknown: Sent & {
     /** The failure of the last send. */
     readonly error: UpdateRowError
     /** Why the row could not be read back; `undefined` when read-back is off. */
@@ -85,6 +79,20 @@ export type Outcome = Data.TaggedEnum<{
 }>
 
 /**
+ * What every outcome of an update that was sent says.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Sent {
+  readonly index: number
+  readonly rowID: string
+  readonly sends: number
+  readonly retries: number
+  readonly throttled: boolean
+}
+
+/**
  * Constructors and matchers: `Outcome.Updated({...})`, `Outcome.$is("Refused")`, `Outcome.$match`.
  *
  * @since 0.1.0
@@ -93,7 +101,10 @@ export type Outcome = Data.TaggedEnum<{
 export const Outcome = Data.taggedEnum<Outcome>()
 
 /**
- * Counts of outcomes; `verifiedByReadBack` counts the `updated` ones resolved by reading back.
+ * Counts of outcomes; `verifiedByReadBack` counts the `updated` ones resolved by reading back;
+ * `retries` sums the outcomes' retries, `throttled` counts the updates a client-wide pause held
+ * back; `elapsedMillis` is the run's time, from the start of `summarize` to the end of the stream
+ * (0 in a summary built with `addOutcome` alone).
  *
  * @since 0.1.0
  * @category models
@@ -106,6 +117,9 @@ export interface Summary {
   readonly failed: number
   readonly unknown: number
   readonly invalid: number
+  readonly retries: number
+  readonly throttled: number
+  readonly elapsedMillis: number
 }
 
 /**
@@ -119,7 +133,10 @@ export const emptySummary: Summary = {
   refused: 0,
   failed: 0,
   unknown: 0,
-  invalid: 0
+  invalid: 0,
+  retries: 0,
+  throttled: 0,
+  elapsedMillis: 0
 }
 
 /**
@@ -128,8 +145,13 @@ export const emptySummary: Summary = {
  * @since 0.1.0
  * @category summary
  */
-export const addOutcome = (summary: Summary, outcome: Outcome): Summary => {
-  const total = summary.total + 1
+export const addOutcome = (counted: Summary, outcome: Outcome): Summary => {
+  const total = counted.total + 1
+  const summary = outcome._tag === "Invalid" ? counted : {
+    ...counted,
+    retries: counted.retries + outcome.retries,
+    throttled: counted.throttled + (outcome.throttled ? 1 : 0)
+  }
   switch (outcome._tag) {
     case "Updated":
       return {
@@ -156,4 +178,10 @@ export const addOutcome = (summary: Summary, outcome: Outcome): Summary => {
  * @since 0.1.0
  * @category summary
  */
-export const summarize: Sink.Sink<Summary, Outcome> = Sink.foldLeft(emptySummary, addOutcome)
+export const summarize: Sink.Sink<Summary, Outcome> = Sink.unwrap(
+  Effect.map(Clock.currentTimeMillis, (start) =>
+    Sink.mapEffect(
+      Sink.foldLeft(emptySummary, addOutcome),
+      (summary) => Effect.map(Clock.currentTimeMillis, (end) => ({ ...summary, elapsedMillis: end - start }))
+    ))
+)

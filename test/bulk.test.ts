@@ -74,7 +74,14 @@ describe("updateRows: outcomes", () => {
       const outcomes = yield* onTestClock(runUpdates(updates))
       expect(outcomes).toEqual(
         updates.map((update, index) =>
-          BulkUpdate.Outcome.Updated({ index, rowID: update.rowID, sends: 1, verifiedByReadBack: false })
+          BulkUpdate.Outcome.Updated({
+            index,
+            rowID: update.rowID,
+            sends: 1,
+            retries: 0,
+            throttled: false,
+            verifiedByReadBack: false
+          })
         )
       )
       expect(yield* requestLog).toHaveLength(40)
@@ -239,10 +246,40 @@ describe("updateRows: outcomes", () => {
         refused: 1,
         failed: 0,
         unknown: 0,
-        invalid: 1
+        invalid: 1,
+        retries: 0,
+        throttled: 0,
+        elapsedMillis: expect.any(Number)
       })
-      expect(seen.reduce(BulkUpdate.addOutcome, BulkUpdate.emptySummary)).toEqual(summary)
+      // addOutcome counts what the outcomes say; the run's time is the sink's
+      expect(seen.reduce(BulkUpdate.addOutcome, BulkUpdate.emptySummary)).toEqual({ ...summary, elapsedMillis: 0 })
     }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(4, [2])] }))))
+
+  it.effect("the summary counts retries, the updates a pause held back, and the run's time", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      // the first update is refused twice, and asks the client to pause 2 s each time
+      yield* server.faults.inject("http429", { path: updatePath, retryAfterSeconds: 2, count: 2 })
+      const outcomes: Array<BulkUpdate.Outcome> = []
+      const summary = yield* onTestClock(
+        client.updateRows(Stream.fromIterable([retitle(0), retitle(1), retitle(2)]), { concurrency: 1 }).pipe(
+          Stream.tap((outcome) => Effect.sync(() => outcomes.push(outcome))),
+          Stream.run(BulkUpdate.summarize)
+        )
+      )
+      expect(outcomes.map((outcome) => outcome._tag === "Invalid" ? undefined : [outcome.retries, outcome.throttled]))
+        .toEqual([[2, true], [0, false], [0, false]])
+      expect(summary).toMatchObject({ total: 3, updated: 3, retries: 2, throttled: 1 })
+      // two pauses of 2 s, the backoff under them
+      expect(summary.elapsedMillis).toBeGreaterThanOrEqual(4_000)
+      expect(summary.elapsedMillis).toBeLessThan(4_100)
+      expect(yield* requestLog).toHaveLength(5)
+    }).pipe(
+      Effect.provide(
+        withEmulator({ tables: [tasksTable(3)] }, { retry: { maxAttempts: 5, initialDelay: "1 millis" } })
+      )
+    ))
 })
 
 describe("updateRows: ambiguous failures are read back", () => {
@@ -254,7 +291,14 @@ describe("updateRows: ambiguous failures are read back", () => {
         yield* server.faults.inject(kind, { path: updatePath })
         const [outcome] = yield* runUpdates([retitle(0)])
         expect(outcome).toEqual(
-          BulkUpdate.Outcome.Updated({ index: 0, rowID: taskID(0), sends: 1, verifiedByReadBack: true })
+          BulkUpdate.Outcome.Updated({
+            index: 0,
+            rowID: taskID(0),
+            sends: 1,
+            retries: 0,
+            throttled: false,
+            verifiedByReadBack: true
+          })
         )
         expect(yield* requestLog).toEqual([`update ${taskID(0)}`, `row ${taskID(0)}`])
         expect(yield* appliedTo(taskID(0))).toBe(1)
@@ -270,7 +314,14 @@ describe("updateRows: ambiguous failures are read back", () => {
         yield* server.faults.inject(kind, { path: updatePath })
         const [outcome] = yield* onTestClock(runUpdates([retitle(0)]))
         expect(outcome).toEqual(
-          BulkUpdate.Outcome.Updated({ index: 0, rowID: taskID(0), sends: 2, verifiedByReadBack: false })
+          BulkUpdate.Outcome.Updated({
+            index: 0,
+            rowID: taskID(0),
+            sends: 2,
+            retries: 0,
+            throttled: false,
+            verifiedByReadBack: false
+          })
         )
         const id = taskID(0)
         expect(yield* requestLog).toEqual([`update ${id}`, `row ${id}`, `update ${id}`])

@@ -53,8 +53,28 @@ describe("microapp (in process)", () => {
         expect(run.stdout.endsWith("\n")).toBe(true)
         expect(ndjsonRows(run.stdout)).toEqual(yield* server.rows.table(projectsMicroAppID))
         expect(run.stderr).toMatch(
-          /^done: 130 rows, \d+ pages, [\d.]+ s, 0 duplicates dropped, 0 realignments, up to \d+ requests? in flight\n$/
+          /^done: 130 rows, \d+ pages, [\d.]+ s, 0 duplicates dropped, 0 realignments, up to \d+ requests? in flight, exhaustive\n$/
         )
+      }))
+
+    it.effect("--log-level debug shows the retry and the pause a 429 caused, with their figures; without it, only the pause", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const args = ["rows", projectsMicroAppID, "--page-size", "100", "--concurrency", "1", ...flags(server)]
+        const pauseLine = /^warn: pausing every request of this client askedMillis=1000 cause=429 pauseMillis=\d+$/m
+        yield* server.faults.inject("http429", { path: "/api/microappdata", retryAfterSeconds: 1 })
+        const debug = yield* cli([...args, "--log-level", "debug"])
+        expect(debug.code, debug.stderr).toBe(0)
+        expect(debug.stderr).toMatch(pauseLine)
+        expect(debug.stderr).toMatch(
+          /^debug: retrying request attempt=2 cause="RateLimited: [^"]+" delayMillis=1000 endpoint=\/api\/microappdata$/m
+        )
+        expect(debug.stderr).not.toContain(server.credentials.authToken)
+        yield* server.faults.inject("http429", { path: "/api/microappdata", retryAfterSeconds: 1 })
+        const plain = yield* cli(args)
+        expect(plain.code, plain.stderr).toBe(0)
+        expect(plain.stderr).toMatch(pauseLine)
+        expect(plain.stderr).not.toContain("debug:")
       }))
 
     it.effect("rows --concurrency N: that many requests in flight, never more", () =>
@@ -71,7 +91,7 @@ describe("microapp (in process)", () => {
         ])
         expect(run.code, run.stderr).toBe(0)
         expect(ndjsonRows(run.stdout)).toEqual(yield* server.rows.table(projectsMicroAppID))
-        expect(run.stderr).toMatch(/, up to 3 requests in flight\n$/)
+        expect(run.stderr).toMatch(/, up to 3 requests in flight, exhaustive\n$/)
       }))
 
     it.effect("rows --format json: one array; --quiet: nothing on stderr; credentials from the environment", () =>

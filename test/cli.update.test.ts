@@ -96,7 +96,7 @@ describe("microapp update --from (in process)", () => {
         expect(log.filter((record) => record.fault === "http500AfterApply" || record.fault === "dropAfterApply").length)
           .toBeGreaterThan(50)
         const summary =
-          /^done: 503 lines, 500 updated \((\d+) after read-back\), 0 refused, 0 failed, 0 unknown, 3 invalid, [\d.]+ s\n/
+          /^done: 503 lines, 500 updated \((\d+) after read-back\), 0 refused, 0 failed, 0 unknown, 3 invalid, \d+ retr(?:y|ies), \d+ throttled, [\d.]+ s\n/
             .exec(run.stderr)
         expect(Number(summary?.[1])).toBeGreaterThan(50)
         expect(run.stderr).toMatch(
@@ -105,6 +105,21 @@ describe("microapp update --from (in process)", () => {
       }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(500)] }))),
     120_000
   )
+
+  it.live("the summary counts the retries and the updates a server's Retry-After held back", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      yield* server.faults.inject("http429", { path: "/api/updatemicroapprow", retryAfterSeconds: 1 })
+      const updates = [0, 1, 2].map((i) => `${JSON.stringify({ rowID: taskID(i), rowData: { Count: i + 7 } })}\n`)
+      const run = yield* cli(["update", "--from", "-", "--concurrency", "1"], {
+        env: envOf(server),
+        stdin: updates.join("")
+      })
+      expect(run.code, run.stderr).toBe(0)
+      expect(run.stderr).toMatch(
+        /^warn: pausing every request of this client askedMillis=1000 cause=429 pauseMillis=\d+\ndone: 3 lines, 3 updated \(0 after read-back\), 0 refused, 0 failed, 0 unknown, 0 invalid, 1 retry, 1 throttled, [\d.]+ s\n$/
+      )
+    }).pipe(Effect.provide(MicroappServer.layer({ tables: [tasksTable(3)] }))))
 
   it.live("rows, then a filter, into update --from -: a pipeline; exit 0 when every line is updated", () =>
     Effect.gen(function*() {
@@ -122,7 +137,7 @@ describe("microapp update --from (in process)", () => {
         Array.from({ length: 30 }, (_, i) => ({ line: i + 1, rowID: taskID(i), outcome: "updated" }))
       )
       expect(run.stderr).toMatch(
-        /^done: 30 lines, 30 updated \(0 after read-back\), 0 refused, 0 failed, 0 unknown, 0 invalid/
+        /^done: 30 lines, 30 updated \(0 after read-back\), 0 refused, 0 failed, 0 unknown, 0 invalid, 0 retries, 0 throttled, [\d.]+ s\n/
       )
       expect((yield* server.rows.table(tasksMicroAppID)).map((row) => row["Count"])).toEqual(
         Array.from({ length: 30 }, (_, i) => i + 100)

@@ -277,7 +277,7 @@ export const stoppedScan =
 
 /** The closing line of `update --from` cut short by its reader; lines counted in group 1, updated in group 2. */
 export const stoppedUpdates =
-  /^stopped \(standard output closed by its reader\): (\d+) lines, (\d+) updated \(0 after read-back\), 0 refused, 0 failed, 0 unknown, 0 invalid, [\d.]+ s\n$/
+  /^stopped \(standard output closed by its reader\): (\d+) lines, (\d+) updated \(0 after read-back\), 0 refused, 0 failed, 0 unknown, 0 invalid, 0 retries, 0 throttled, [\d.]+ s\n$/
 
 /** The rows the pipe tests scan: 30 pages of about 100 kB each, a scan long enough to cut short. */
 export const pipedRows = 3000

@@ -44,8 +44,9 @@ export const progressLine = (summary: ScanSummary): string =>
 
 /**
  * The closing line: rows, pages, elapsed time, the server's page cap when one was detected,
- * duplicates dropped and realignments (and retries, inconsistencies or invalid rows if any);
- * `stopped (...)` instead of `done` first when `stoppedBy` cut the scan short.
+ * duplicates dropped and realignments (and retries, inconsistencies or invalid rows if any), and
+ * whether the scan was exhaustive; `stopped (...)` instead of `done` first when `stoppedBy` cut the
+ * scan short.
  *
  * @since 0.1.0
  * @category formatting
@@ -65,7 +66,11 @@ export const summaryLine = (summary: ScanSummary, stoppedBy?: EarlyStop): string
     ...(summary.retries === 0 ? [] : [plural(summary.retries, "retry", "retries")]),
     ...(summary.inconsistencies === 0 ? [] : [plural(summary.inconsistencies, "inconsistency", "inconsistencies")]),
     ...(summary.invalidRows === 0 ? [] : [plural(summary.invalidRows, "invalid row", "invalid rows")]),
-    ...(summary.resumed === 0 ? [] : [`resumed ${summary.resumed === 1 ? "once" : `${summary.resumed} times`}`])
+    ...(summary.resumed === 0 ? [] : [`resumed ${summary.resumed === 1 ? "once" : `${summary.resumed} times`}`]),
+    // a scan cut short says so first; one that ended says whether it can vouch for every row
+    ...(stoppedBy !== undefined
+      ? []
+      : [summary.exhaustive ? "exhaustive" : "not exhaustive: rows may have been missed"])
   ]
   return `${ending(stoppedBy)}: ${parts.join(", ")}`
 }
@@ -82,7 +87,8 @@ export const updateProgressLine = (summary: BulkUpdate.Summary, elapsedMillis: n
   } not updated, ${perSecond(summary.total, elapsedMillis)} lines/s`
 
 /**
- * The closing line of `update --from`: each outcome counted, and the time it took; `stopped (...)`
+ * The closing line of `update --from`: each outcome counted, the retries, the updates a
+ * client-wide pause held back, and the time it took; `stopped (...)`
  * instead of `done` first when `stoppedBy` ended it before its input did.
  *
  * @since 0.1.0
@@ -95,9 +101,8 @@ export const updateSummaryLine = (
 ): string =>
   `${ending(stoppedBy)}: ${plural(summary.total, "line", "lines")}, ` +
   `${summary.updated} updated (${summary.verifiedByReadBack} after read-back), ` +
-  `${summary.refused} refused, ${summary.failed} failed, ${summary.unknown} unknown, ${summary.invalid} invalid, ${
-    seconds(elapsedMillis)
-  }`
+  `${summary.refused} refused, ${summary.failed} failed, ${summary.unknown} unknown, ${summary.invalid} invalid, ` +
+  `${plural(summary.retries, "retry", "retries")}, ${summary.throttled} throttled, ${seconds(elapsedMillis)}`
 
 /**
  * Runs `effect` while the progress line `line` gives is redrawn on stderr every quarter second;

@@ -82,10 +82,21 @@ export const stderrLine = (line: string): Effect.Effect<void, never, Stdio> =>
  * @category destinations
  */
 export const stderrLogger = (stderr: Destination): Logger.Logger<unknown, void> =>
-  Logger.make(({ logLevel, message }) => {
+  Logger.make(({ annotations, logLevel, message }) => {
     const parts: ReadonlyArray<unknown> = Array.isArray(message) ? message : [message]
-    Effect.runFork(Effect.ignore(stderr.write(`${logLevel.label.toLowerCase()}: ${parts.map(String).join(" ")}\n`)))
+    // the client's annotations (endpoint, cause, delayMillis...) hold no secret: they say why
+    const annotated = Array.from(annotations).sort(([a], [b]) => a < b ? -1 : 1).map(([key, value]) =>
+      ` ${key}=${annotationText(value)}`
+    ).join("")
+    const line = `${logLevel.label.toLowerCase()}: ${parts.map(String).join(" ")}${annotated}\n`
+    Effect.runFork(Effect.ignore(stderr.write(line)))
   })
+
+/** An annotation as logfmt writes it: bare when it has no space or quote, else quoted. */
+const annotationText = (value: unknown): string => {
+  const text = typeof value === "string" ? value : JSON.stringify(value) ?? String(value)
+  return /^[^\s"=]*$/.test(text) && text !== "" ? text : JSON.stringify(text)
+}
 
 /** More than this on stdin is not a password or a row's data. */
 const stdinLimit = 64 * 1024 * 1024

@@ -11,6 +11,7 @@ import { validate } from "./bounds.js"
 import type { Endpoint } from "./endpoints.js"
 import { isRetryable } from "./errors.js"
 import * as Metrics from "./metrics.js"
+import { currentTally, type Tally } from "./retry.js"
 
 // one counter per kind, tagged once
 const outcomeCounters = {
@@ -106,34 +107,37 @@ export const makeUpdateRows = (calls: Calls) => {
     index: number,
     update: MicroappClient.UpdateOptions,
     settings: Settings,
-    sends: number
+    sends: number,
+    tally: Tally
   ): Effect.Effect<Outcome> => {
     const { rowID } = update
+    // read when the outcome is made, once its requests are done
+    const sent = () => ({ index, rowID, sends, retries: tally.retries, throttled: tally.throttled })
     return Effect.matchEffect(calls.updateRow(update), {
-      onSuccess: () => Effect.succeed(Outcome.Updated({ index, rowID, sends, verifiedByReadBack: false })),
+      onSuccess: () => Effect.succeed(Outcome.Updated({ ...sent(), verifiedByReadBack: false })),
       onFailure: (error): Effect.Effect<Outcome> => {
         if (error._tag === "InvalidInput") {
           return Effect.succeed(Outcome.Invalid({ index, rowID: rowIDOf(update), error }))
         }
         // retryable for a write means certainly not acted on: 429, or never sent
-        if (isRetryable(error, calls.endpoint)) return Effect.succeed(Outcome.Failed({ index, rowID, sends, error }))
-        if (!mayHaveActed(error)) return Effect.succeed(Outcome.Refused({ index, rowID, sends, error }))
+        if (isRetryable(error, calls.endpoint)) return Effect.succeed(Outcome.Failed({ ...sent(), error }))
+        if (!mayHaveActed(error)) return Effect.succeed(Outcome.Refused({ ...sent(), error }))
         if (!settings.readBack) {
-          return Effect.succeed(Outcome.Unknown({ index, rowID, sends, error, readBackError: undefined }))
+          return Effect.succeed(Outcome.Unknown({ ...sent(), error, readBackError: undefined }))
         }
         return Effect.matchEffect(calls.getRow(rowID, { timeout: update.timeout, retry: update.retry }), {
-          onFailure: (readBackError) => Effect.succeed(Outcome.Unknown({ index, rowID, sends, error, readBackError })),
+          onFailure: (readBackError) => Effect.succeed(Outcome.Unknown({ ...sent(), error, readBackError })),
           onSuccess: (row) =>
             readsBack(update, row)
               ? Effect.as(
                 Effect.logDebug("update applied, as its read-back shows").pipe(
                   Effect.annotateLogs({ rowID, cause: `${error._tag}: ${error.message}` })
                 ),
-                Outcome.Updated({ index, rowID, sends, verifiedByReadBack: true })
+                Outcome.Updated({ ...sent(), verifiedByReadBack: true })
               )
               : sends < settings.maxSends
-              ? settle(index, update, settings, sends + 1)
-              : Effect.succeed(Outcome.Failed({ index, rowID, sends, error }))
+              ? settle(index, update, settings, sends + 1, tally)
+              : Effect.succeed(Outcome.Failed({ ...sent(), error }))
         })
       }
     })
@@ -154,7 +158,7 @@ export const makeUpdateRows = (calls: Calls) => {
         maxSends: valid.maxSends ?? defaults.maxSends
       }
       let stopped = false
-      const tally = { Updated: 0, Refused: 0, Failed: 0, Unknown: 0, Invalid: 0 }
+      const figures = { Updated: 0, Refused: 0, Failed: 0, Unknown: 0, Invalid: 0, retries: 0, throttled: 0 }
       const span = yield* Effect.option(Effect.currentSpan)
       const halted = yield* Deferred.make<void>()
       const halt = Effect.zipRight(Effect.sync(() => (stopped = true)), Deferred.succeed(halted, undefined))
@@ -180,7 +184,11 @@ export const makeUpdateRows = (calls: Calls) => {
       const update = (index: number, input: I): Effect.Effect<Outcome> =>
         Effect.matchEffect(prepare(input), {
           onFailure: (error) => Effect.succeed(Outcome.Invalid({ index, rowID: rowIDOf(input), error })),
-          onSuccess: (prepared) => settle(index, prepared, settings, 1)
+          onSuccess: (prepared) =>
+            Effect.suspend(() => {
+              const tally: Tally = { retries: 0, throttled: false }
+              return Effect.locally(settle(index, prepared, settings, 1, tally), currentTally, tally)
+            })
         })
 
       const outcomeOf = (step: Step<I>): Effect.Effect<Outcome> =>
@@ -219,11 +227,18 @@ export const makeUpdateRows = (calls: Calls) => {
         ),
         Stream.mapEffect(run, { concurrency: settings.concurrency }),
         Stream.filterMap(identity),
-        Stream.tap((outcome) => Effect.sync(() => tally[outcome._tag]++)),
+        Stream.tap((outcome) =>
+          Effect.sync(() => {
+            figures[outcome._tag]++
+            if (outcome._tag === "Invalid") return
+            figures.retries += outcome.retries
+            if (outcome.throttled) figures.throttled++
+          })
+        ),
         // the span ends with the figures of what was done, however the stream ended
         Stream.ensuring(Effect.sync(() => {
           if (span._tag === "None") return
-          for (const [kind, count] of Object.entries(tally)) span.value.attribute(kind, count)
+          for (const [figure, count] of Object.entries(figures)) span.value.attribute(figure, count)
           span.value.attribute("stopped", stopped)
         }))
       )

@@ -2,7 +2,7 @@
  * The retry policy and the rate gate: what is retried, how long to wait, and holding back every
  * request of a client while the server has asked it to.
  */
-import { Clock, Duration, Effect, Ref, Schedule, ScheduleDecision } from "effect"
+import { Clock, Duration, Effect, FiberRef, Ref, Schedule, ScheduleDecision } from "effect"
 import type { RetryOptions } from "../MicroappClient.js"
 import type { MicroappError } from "../MicroappError.js"
 import type { Endpoint } from "./endpoints.js"
@@ -15,6 +15,30 @@ const defaults = {
   maxDelay: Duration.seconds(10),
   maxElapsed: Duration.seconds(60)
 }
+
+/**
+ * What the requests of one unit of work (an update of `updateRows`, its read-backs included) went
+ * through: counted where it happens, for the outcome to report.
+ */
+export interface Tally {
+  /** Attempts beyond the first, over all its requests. */
+  retries: number
+  /** Whether one of its requests was held back by a client-wide pause. */
+  throttled: boolean
+}
+
+/** The tally of the work under way, if something counts it. */
+export const currentTally = FiberRef.unsafeMake<Tally | undefined>(undefined)
+
+const tallyRetry = FiberRef.getWith(currentTally, (tally) =>
+  Effect.sync(() => {
+    if (tally !== undefined) tally.retries++
+  }))
+
+const tallyThrottled = FiberRef.getWith(currentTally, (tally) =>
+  Effect.sync(() => {
+    if (tally !== undefined) tally.throttled = true
+  }))
 
 /** How long a 429 without `Retry-After` holds the client back. */
 export const defaultRateLimitPause = Duration.seconds(1)
@@ -56,7 +80,7 @@ export const retrySchedule = (
       // the client-wide pause a Retry-After began holds the retry back past its backoff
       const floor = "retryAfterMillis" in error ? Math.min(error.retryAfterMillis ?? 0, Duration.toMillis(maxPause)) : 0
       return Effect.zipRight(
-        Metrics.add(Metrics.retries, 1, { endpoint: endpoint.path, cause: error._tag }),
+        Effect.zipRight(tallyRetry, Metrics.add(Metrics.retries, 1, { endpoint: endpoint.path, cause: error._tag })),
         Effect.logDebug("retrying request").pipe(
           Effect.annotateLogs({
             endpoint: endpoint.path,
@@ -103,8 +127,11 @@ export const makeRateGate = (maxPause: Duration.Duration): Effect.Effect<RateGat
           openAt <= now
             ? Effect.void
             : openAt > deadline
-            ? Effect.fail(openAt - now)
-            : Effect.zipRight(Effect.sleep(Duration.millis(Math.ceil(openAt - now))), pass(deadline))
+            ? Effect.zipRight(tallyThrottled, Effect.fail(openAt - now))
+            : Effect.zipRight(
+              tallyThrottled,
+              Effect.zipRight(Effect.sleep(Duration.millis(Math.ceil(openAt - now))), pass(deadline))
+            )
       )
     return {
       pass,
