@@ -6,8 +6,7 @@ import { Deferred, Effect, identity, Metric, type Option, Predicate, Schema, Str
 import { defaults, type Options, Outcome } from "../BulkUpdate.js"
 import type { MicroappClient } from "../MicroappClient.js"
 import type { GetRowError, InvalidInput, UpdateRowError } from "../MicroappError.js"
-import { bounds, wholeNumberIn } from "./bounds.js"
-import { validate } from "./bounds.js"
+import { bounds, checking, validate, wholeNumberIn } from "./bounds.js"
 import type { Endpoint } from "./endpoints.js"
 import { isRetryable } from "./errors.js"
 import * as Metrics from "./metrics.js"
@@ -34,12 +33,13 @@ export interface Calls {
 
 type Settings = { readonly [K in Exclude<keyof Options, "stop">]-?: NonNullable<Options[K]> }
 
-const OptionsSchema = Schema.Struct({
+// `stop`, an Effect, is the caller's own: its type is all there is to check
+const OptionsSchema = checking<Omit<Options, "stop">>()(Schema.Struct({
   concurrency: Schema.optional(wholeNumberIn(1, bounds.concurrency)),
   stopOnFailure: Schema.optional(Schema.Boolean),
   readBack: Schema.optional(Schema.Boolean),
   maxSends: Schema.optional(wholeNumberIn(1, bounds.maxSends))
-})
+}))
 
 /** Deep equality of JSON values; object keys in any order. */
 const jsonEqual = (a: unknown, b: unknown): boolean => {
