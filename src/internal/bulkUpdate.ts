@@ -14,11 +14,11 @@ import { currentTally, type Tally } from "./retry.js"
 
 // one counter per kind, tagged once
 const outcomeCounters = {
-  Updated: Metrics.tagged(Metrics.bulkOutcomes, { kind: "Updated" }),
-  Refused: Metrics.tagged(Metrics.bulkOutcomes, { kind: "Refused" }),
-  Failed: Metrics.tagged(Metrics.bulkOutcomes, { kind: "Failed" }),
-  Unknown: Metrics.tagged(Metrics.bulkOutcomes, { kind: "Unknown" }),
-  Invalid: Metrics.tagged(Metrics.bulkOutcomes, { kind: "Invalid" })
+  Updated: Metrics.bulkOutcomes({ kind: "Updated" }),
+  Refused: Metrics.bulkOutcomes({ kind: "Refused" }),
+  Failed: Metrics.bulkOutcomes({ kind: "Failed" }),
+  Unknown: Metrics.bulkOutcomes({ kind: "Unknown" }),
+  Invalid: Metrics.bulkOutcomes({ kind: "Invalid" })
 } satisfies Record<Outcome["_tag"], unknown>
 
 /** The calls the engine makes: the client's own, so every request passes its gate, limits and retries. */

@@ -3,7 +3,7 @@
  * `@effect/opentelemetry`, Prometheus) publishes them. Tagged by endpoint and Microapp id, never
  * by a row id or anything secret. The README lists them.
  */
-import { Effect, Metric, MetricBoundaries } from "effect"
+import { Effect, Metric, MetricBoundaries, MetricKey, MetricLabel } from "effect"
 
 /** The OpenTelemetry semantic conventions' buckets for `http.client.request.duration`, in seconds. */
 const durationBoundaries = MetricBoundaries.fromIterable([
@@ -23,14 +23,43 @@ const durationBoundaries = MetricBoundaries.fromIterable([
   10
 ])
 
+// the tags are endpoints, kinds and Microapp ids: few; past this many a series is made afresh
+const maxSeries = 10_000
+
+/**
+ * A metric's series by tags, each made once: a metric tagged at update time hashes its whole key
+ * in the registry on every update, which costs more than the request it measures.
+ */
+const series = <M>(make: (labels: ReadonlyArray<MetricLabel.MetricLabel>) => M) => {
+  const made = new Map<string, M>()
+  return (tags: Readonly<Record<string, string>>): M => {
+    const id = JSON.stringify(tags)
+    const known = made.get(id)
+    if (known !== undefined) return known
+    const metric = make(Object.entries(tags).map(([key, value]) => MetricLabel.make(key, value)))
+    if (made.size < maxSeries) made.set(id, metric)
+    return metric
+  }
+}
+
 /** One HTTP attempt's duration, as OpenTelemetry's semantic conventions name it. */
-export const requestDuration = Metric.histogram(
-  "http.client.request.duration",
-  durationBoundaries,
-  "Duration of HTTP client requests, in seconds"
+export const requestDuration = series((labels) =>
+  Metric.fromMetricKey(
+    MetricKey.taggedWithLabels(
+      MetricKey.histogram(
+        "http.client.request.duration",
+        durationBoundaries,
+        "Duration of HTTP client requests, in seconds"
+      ),
+      labels
+    )
+  )
 )
 
-const counter = (name: string, description: string) => Metric.counter(name, { description, incremental: true })
+const counter = (name: string, description: string) => {
+  const key = MetricKey.counter(name, { description, incremental: true })
+  return series((labels) => Metric.fromMetricKey(MetricKey.taggedWithLabels(key, labels)))
+}
 
 export const requests = counter(
   "microapp_requests_total",
@@ -50,23 +79,18 @@ export const vanishedBehind = counter("microapp_rows_vanished_behind_total", "Ro
 export const inconsistencies = counter("microapp_inconsistencies_total", "Windows a scan could not prove joined")
 export const invalidRows = counter("microapp_invalid_rows_total", "Rows that failed their Schema")
 export const bulkOutcomes = counter("microapp_bulk_outcomes_total", "Outcomes of updateRows, by kind")
-export const windowsInFlight = Metric.gauge("microapp_windows_in_flight", {
-  description: "Windows a scan has in flight"
-})
+export const windowsInFlight = series((labels) =>
+  Metric.fromMetricKey(
+    MetricKey.taggedWithLabels(
+      MetricKey.gauge("microapp_windows_in_flight", { description: "Windows a scan has in flight" }),
+      labels
+    )
+  )
+)
 
-/** Adds `amount` to `metric` under `tags`; nothing when it is 0. */
+/** Adds `amount` to the series of `counter` with `tags`. */
 export const add = (
-  metric: Metric.Metric.Counter<number>,
+  counter: (tags: Readonly<Record<string, string>>) => Metric.Metric.Counter<number>,
   amount: number,
   tags: Readonly<Record<string, string>>
-): Effect.Effect<void> => amount === 0 ? Effect.void : Metric.update(tagged(metric, tags), amount)
-
-/** `metric` under `tags`. */
-export const tagged = <Type, In, Out>(
-  metric: Metric.Metric<Type, In, Out>,
-  tags: Readonly<Record<string, string>>
-): Metric.Metric<Type, In, Out> => {
-  let result = metric
-  for (const [key, value] of Object.entries(tags)) result = Metric.tagged(result, key, value)
-  return result
-}
+): Effect.Effect<void> => amount === 0 ? Effect.void : Metric.update(counter(tags), amount)

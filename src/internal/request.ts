@@ -205,7 +205,7 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
               ? Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect"
               : undefined
             return Metric.update(
-              Metrics.tagged(Metrics.requestDuration, {
+              Metrics.requestDuration({
                 "http.request.method": "POST",
                 "server.address": serverAddress,
                 "microapp.endpoint": endpoint.path,

@@ -245,14 +245,14 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
   // tagged once per scan, not once per page
   const tags = { microapp_id: source.microAppID }
   const metric = {
-    rows: Metrics.tagged(Metrics.rowsEmitted, tags),
-    invalidRows: Metrics.tagged(Metrics.invalidRows, tags),
-    pages: Metrics.tagged(Metrics.pages, tags),
-    duplicatesDropped: Metrics.tagged(Metrics.duplicatesDropped, tags),
-    appearedBehind: Metrics.tagged(Metrics.appearedBehind, tags),
-    vanishedBehind: Metrics.tagged(Metrics.vanishedBehind, tags),
-    inconsistencies: Metrics.tagged(Metrics.inconsistencies, tags),
-    windowsInFlight: Metrics.tagged(Metrics.windowsInFlight, tags)
+    rows: Metrics.rowsEmitted(tags),
+    invalidRows: Metrics.invalidRows(tags),
+    pages: Metrics.pages(tags),
+    duplicatesDropped: Metrics.duplicatesDropped(tags),
+    appearedBehind: Metrics.appearedBehind(tags),
+    vanishedBehind: Metrics.vanishedBehind(tags),
+    inconsistencies: Metrics.inconsistencies(tags),
+    windowsInFlight: Metrics.windowsInFlight(tags)
   }
   const count = (counter: Metric.Metric.Counter<number>, amount: number) =>
     amount === 0 ? Effect.void : Metric.update(counter, amount)

@@ -1,6 +1,7 @@
 /**
  * A fast stand-in for the service, run in its own process so that it does not share a core with
- * the client measured: answers `POST /api/microappdata` by joining pre-serialised rows, honouring
+ * the client measured: answers `POST /api/updatemicroapprow` with success, and
+ * `POST /api/microappdata` by joining pre-serialised rows, honouring
  * `searchFilter[0].skip` (a numeric string or a number) and `limit`, after an optional fixed delay.
  * Any skip and limit are accepted: the client re-reads a few rows before each window.
  *
@@ -22,6 +23,8 @@ export interface ServerReady {
 }
 
 const head = `{"status":"success","body":{"microAppRows":[`
+// an update is taken as the service takes it: the status alone
+const updated = `{"status":"success"}`
 const tail = `]}}`
 // the service's silent default row cap, applied when a request names no limit
 const defaultLimit = 1000
@@ -68,6 +71,10 @@ const serve = (config: ServerConfig, rows: ReadonlyArray<string>) =>
         body = JSON.parse(Buffer.concat(chunks).toString("utf8"))
       } catch {
         return fail(response, 400, "body is not JSON")
+      }
+      if (request.url === "/api/updatemicroapprow") {
+        response.writeHead(200, { "content-type": "application/json" })
+        return response.end(updated)
       }
       const asked = window(body)
       if (request.url !== "/api/microappdata" || asked === undefined) return fail(response, 400, "bad request")
