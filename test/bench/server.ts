@@ -73,7 +73,7 @@ const serve = (config: ServerConfig, rows: ReadonlyArray<string>) =>
         return fail(response, 400, "body is not JSON")
       }
       if (request.url === "/api/updatemicroapprow") {
-        response.writeHead(200, { "content-type": "application/json" })
+        response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(updated) })
         return response.end(updated)
       }
       const asked = window(body)
@@ -82,8 +82,10 @@ const serve = (config: ServerConfig, rows: ReadonlyArray<string>) =>
       const to = Math.min(rows.length, from + asked.limit)
       const answer = () => {
         if (to - from <= sliceRows) {
-          response.writeHead(200, { "content-type": "application/json" })
-          response.end(head + rows.slice(from, to).join(",") + tail)
+          // as the service's Express sends a whole answer: with its length
+          const text = head + rows.slice(from, to).join(",") + tail
+          response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
+          response.end(text)
         } else {
           stream(response, rows, from, to).catch(() => response.destroy())
         }
