@@ -180,7 +180,13 @@ describe("the bulk update's span", () => {
         ).pipe(Effect.withTracer(recording))
         const span = spans.find((candidate) => candidate.name === "MicroappClient.updateRows")
         expect(span?.status._tag).toBe("Ended")
-        expect(Object.fromEntries(span?.attributes ?? [])).toMatchObject({ Updated: 28, Refused: 2, stopped: false })
+        expect(Object.fromEntries(span?.attributes ?? [])).toMatchObject({
+          Updated: 28,
+          Refused: 2,
+          retries: 0,
+          throttled: 0,
+          stopped: false
+        })
       }))
   })
 })
