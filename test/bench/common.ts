@@ -4,6 +4,7 @@
  */
 import { fork } from "node:child_process"
 import { readFileSync } from "node:fs"
+import { PerformanceObserver } from "node:perf_hooks"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import type { EmulatorConfig } from "./emulator.js"
@@ -73,6 +74,23 @@ export const startServer = (config: ServerConfig | EmulatorConfig, program = "./
       resolve({ baseUrl: `http://127.0.0.1:${ready.port}`, stop: () => child.kill() })
     })
   })
+
+/** Sums the garbage collector's pauses from now; `stop` gives them in ms, once the last entries arrived. */
+export const gcTimer = () => {
+  let millis = 0
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) millis += entry.duration
+  })
+  observer.observe({ entryTypes: ["gc"] })
+  return {
+    stop: async (): Promise<number> => {
+      // entries are delivered asynchronously: let the last ones arrive
+      await new Promise((resolve) => setImmediate(resolve))
+      observer.disconnect()
+      return millis
+    }
+  }
+}
 
 /** The median; NaN for none. */
 export const median = (values: ReadonlyArray<number>): number => {
@@ -163,6 +181,7 @@ export const startWorker = (spec: WorkerSpec, flags: ReadonlyArray<string> = [])
         crashed: true,
         millis: performance.now() - start,
         cpuMillis: 0,
+        gcMillis: 0,
         peakRss: sampledPeak,
         error: death
       })

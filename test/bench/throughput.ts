@@ -49,6 +49,7 @@ const main = async (): Promise<Report> => {
   const workers = new Map<string, Worker>()
   const times = new Map<string, Array<number>>(contenders.map((c) => [c.key, []]))
   const cpuTimes = new Map<string, Array<number>>(contenders.map((c) => [c.key, []]))
+  const gcShares = new Map<string, Array<number>>(contenders.map((c) => [c.key, []]))
   const settled = new Map<string, Array<number>>(contenders.map((c) => [c.key, []]))
   try {
     for (const c of contenders) {
@@ -62,6 +63,7 @@ const main = async (): Promise<Report> => {
         if (round >= warmup) {
           times.get(contender.key)?.push(run.millis)
           cpuTimes.get(contender.key)?.push(run.cpuMillis)
+          gcShares.get(contender.key)?.push(run.gcMillis / run.cpuMillis)
           if (run.concurrency !== undefined) settled.get(contender.key)?.push(run.concurrency.settled)
         }
       }
@@ -74,18 +76,22 @@ const main = async (): Promise<Report> => {
   const medianOf = (key: string) => median(times.get(key) ?? [])
   const b = medianOf("B")
   const windows = (key: string) => settled.get(key)?.join(", ") || "–"
+  const gcShare = (key: string) => median(gcShares.get(key) ?? [])
+  const cpuPerRow = (key: string) => median(cpuTimes.get(key) ?? []) * 1000 / rows
   const lines = contenders.map((c) => {
     const millis = medianOf(c.key)
     const cpu = median(cpuTimes.get(c.key) ?? [])
     return `| ${c.label} | ${formatInt(millis)} | ${formatInt(rows / millis * 1000)} | ${formatRatio(b / millis)} | ${
       formatInt(cpu)
-    } | ${(cpu * 1000 / rows).toFixed(1)} | ${c.concurrency === "auto" ? windows(c.key) : c.concurrency} |`
+    } | ${(cpu * 1000 / rows).toFixed(1)} | ${formatRatio(gcShare(c.key) * 100, 1)}% | ${
+      c.concurrency === "auto" ? windows(c.key) : c.concurrency
+    } |`
   })
   const details = [
     `### Throughput: ${formatInt(rows)} rows, page ${formatInt(pageSize)}, median of ${rounds} alternating rounds`,
     "",
-    "| Contender | ms | rows/s | throughput vs B | client CPU ms | client CPU µs/row | windows in flight (settled, each round) |",
-    "|---|---:|---:|---:|---:|---:|---|",
+    "| Contender | ms | rows/s | throughput vs B | client CPU ms | client CPU µs/row | GC share of CPU | windows in flight (settled, each round) |",
+    "|---|---:|---:|---:|---:|---:|---:|---|",
     ...lines
   ].join("\n")
   const ratio = (key: string) => b / medianOf(key)
@@ -105,6 +111,16 @@ const main = async (): Promise<Report> => {
         measured: formatRatio(ratio("A1")) + (times.has("A2") ? ` (concurrency 2: ${formatRatio(ratio("A2"))})` : ""),
         goal: ">= 0.85",
         met: ratio("A1") >= 0.85
+      }]
+      : []),
+    ...(times.has("A1") && times.has("B")
+      ? [{
+        figure: "CPU per row, same table: A (concurrency 1)/B",
+        measured: `${formatRatio(cpuPerRow("A1") / cpuPerRow("B"))}x (${cpuPerRow("A1").toFixed(1)} / ${
+          cpuPerRow("B").toFixed(1)
+        } µs; GC ${formatRatio(gcShare("A1") * 100, 1)}% / ${formatRatio(gcShare("B") * 100, 1)}% of CPU)`,
+        goal: "<= 1.0x",
+        met: cpuPerRow("A1") <= cpuPerRow("B")
       }]
       : []),
     ...(times.has("C") && times.has("B")

@@ -3,7 +3,7 @@
  * JIT and CPU time are its own, so contenders do not tax each other (C's huge heap would), and
  * its peak RSS is its alone. B and C load no Effect.
  */
-import { peakRss } from "./common.js"
+import { gcTimer, peakRss } from "./common.js"
 import { expectRows, type Tally } from "./plain.js"
 
 /** Which contender, and the table it reads. */
@@ -23,6 +23,8 @@ export interface WorkerRun {
   readonly millis: number
   /** CPU time of the worker process during the scan, user and system. */
   readonly cpuMillis: number
+  /** Time in the garbage collector during the scan. */
+  readonly gcMillis: number
   /** Peak RSS of the worker process so far. */
   readonly peakRss: number
   readonly concurrency?: Tally["concurrency"]
@@ -63,32 +65,25 @@ const main = async () => {
   const spec = JSON.parse(process.argv[2] ?? "{}") as WorkerSpec
   const scan = await makeScan(spec)
   process.on("message", () => {
+    const gc = gcTimer()
     const cpu = process.cpuUsage()
     const start = performance.now()
-    const measured = () => {
+    const measured = async () => {
       const used = process.cpuUsage(cpu)
-      return { millis: performance.now() - start, cpuMillis: (used.user + used.system) / 1000 }
+      const millis = performance.now() - start
+      return { millis, cpuMillis: (used.user + used.system) / 1000, gcMillis: await gc.stop(), peakRss: peakRss() }
     }
     scan().then(
-      (seen) => {
-        const { cpuMillis, millis } = measured()
+      async (seen) => {
+        const figures = await measured()
         try {
           expectRows(spec.contender, seen, spec.rows, spec.lastId)
-          send({
-            ok: true,
-            millis,
-            cpuMillis,
-            peakRss: peakRss(),
-            ...(seen.concurrency === undefined ? {} : { concurrency: seen.concurrency })
-          })
+          send({ ok: true, ...figures, ...(seen.concurrency === undefined ? {} : { concurrency: seen.concurrency }) })
         } catch (error) {
-          send({ ok: false, millis, cpuMillis, peakRss: peakRss(), error: describe(error) })
+          send({ ok: false, ...figures, error: describe(error) })
         }
       },
-      (error: unknown) => {
-        const { cpuMillis, millis } = measured()
-        send({ ok: false, millis, cpuMillis, peakRss: peakRss(), error: describe(error) })
-      }
+      async (error: unknown) => send({ ok: false, ...(await measured()), error: describe(error) })
     )
   })
   process.on("disconnect", () => process.exit(0))

@@ -6,9 +6,8 @@
  */
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Effect, Layer, ManagedRuntime, Redacted, Stream } from "effect"
-import { PerformanceObserver } from "node:perf_hooks"
 import { MicroappClient } from "../../src/index.js"
-import { finish, formatInt, formatRatio, median, options, type Report, rotate, startServer } from "./common.js"
+import { finish, formatInt, formatRatio, gcTimer, median, options, type Report, rotate, startServer } from "./common.js"
 import { rowId } from "./table.js"
 
 const credentials = { authToken: "bench-token", userId: "bench-user" }
@@ -21,22 +20,15 @@ interface Run {
 
 type Contender = "client" | "pool"
 
-/** Garbage collection time, summed while `f` runs. */
+/** The wall time, CPU time and garbage collection time of `f`. */
 const measured = async (f: () => Promise<void>): Promise<Run> => {
-  let gcMillis = 0
-  const observer = new PerformanceObserver((list) => {
-    for (const entry of list.getEntries()) gcMillis += entry.duration
-  })
-  observer.observe({ entryTypes: ["gc"] })
+  const gc = gcTimer()
   const cpu = process.cpuUsage()
   const start = performance.now()
   await f()
   const millis = performance.now() - start
   const used = process.cpuUsage(cpu)
-  // entries are delivered asynchronously: let the last ones arrive
-  await new Promise((resolve) => setImmediate(resolve))
-  observer.disconnect()
-  return { millis, cpuMicros: used.user + used.system, gcMillis }
+  return { millis, cpuMicros: used.user + used.system, gcMillis: await gc.stop() }
 }
 
 const main = async (): Promise<Report> => {
