@@ -120,7 +120,11 @@ export interface ScanSummary {
   readonly pagesDiscarded: number
   /** The most rows the server returns per request, when it was seen to cap pages below what was asked. */
   readonly serverCap: number | undefined
-  /** Attempts beyond the first, over all requests. */
+  /**
+   * Attempts beyond the first, over the requests whose pages the scan used: the retries of a window
+   * fetched ahead and then dropped, or abandoned in flight when the scan ended, are not in it (the
+   * metric `microapp_retries_total` counts every retry).
+   */
   readonly retries: number
   /** Times completeness could not be proven (only under `onInconsistent: "continue"`). */
   readonly inconsistencies: number

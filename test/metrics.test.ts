@@ -78,7 +78,8 @@ describe("metrics", () => {
           expect(rows).toBe(900)
           expect(pages).toBe(summary.pages)
           expect(duplicates).toBe(summary.duplicatesDropped)
-          expect(retries).toBe(summary.retries)
+          // the summary counts the retries of the pages it used; a window abandoned at the end may have retried too
+          expect(retries).toBeGreaterThanOrEqual(summary.retries)
           expect(retries).toBeGreaterThan(0)
           // every attempt reached the server and was measured; every call succeeded in the end
           expect(attempts).toBe(log.length)

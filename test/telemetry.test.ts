@@ -93,7 +93,8 @@ describe("the telemetry recipe", () => {
         expect(scanSummary.retries).toBeGreaterThan(0)
         expect(grown("microapp_rows_emitted_total", { microapp_id: numbers })).toBe(300)
         expect(grown("microapp_pages_total", { microapp_id: numbers })).toBe(scanSummary.pages)
-        expect(grown("microapp_retries_total", { endpoint: rowsPath })).toBe(scanSummary.retries)
+        // the summary counts the retries of the pages it used; a window abandoned at the end may have retried too
+        expect(grown("microapp_retries_total", { endpoint: rowsPath })).toBeGreaterThanOrEqual(scanSummary.retries)
         // each page answered is a call that succeeded, after its retries, with a 200
         expect(grown("microapp_requests_total", { endpoint: rowsPath, outcome: "success" })).toBe(scanSummary.pages)
         expect(
