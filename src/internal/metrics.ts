@@ -88,9 +88,13 @@ export const windowsInFlight = series((labels) =>
   )
 )
 
+/** Adds `amount` to `counter`; nothing to do for none. */
+export const increase = (counter: Metric.Metric.Counter<number>, amount: number): Effect.Effect<void> =>
+  amount === 0 ? Effect.void : Metric.update(counter, amount)
+
 /** Adds `amount` to the series of `counter` with `tags`. */
 export const add = (
   counter: (tags: Readonly<Record<string, string>>) => Metric.Metric.Counter<number>,
   amount: number,
   tags: Readonly<Record<string, string>>
-): Effect.Effect<void> => amount === 0 ? Effect.void : Metric.update(counter(tags), amount)
+): Effect.Effect<void> => amount === 0 ? Effect.void : increase(counter(tags), amount)

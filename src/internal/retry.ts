@@ -30,15 +30,11 @@ export interface Tally {
 /** The tally of the work under way, if something counts it. */
 export const currentTally = FiberRef.unsafeMake<Tally | undefined>(undefined)
 
-const tallyRetry = FiberRef.getWith(currentTally, (tally) =>
-  Effect.sync(() => {
-    if (tally !== undefined) tally.retries++
-  }))
+const tallied = (mark: (tally: Tally) => void) =>
+  FiberRef.getWith(currentTally, (tally) => tally === undefined ? Effect.void : Effect.sync(() => mark(tally)))
 
-const tallyThrottled = FiberRef.getWith(currentTally, (tally) =>
-  Effect.sync(() => {
-    if (tally !== undefined) tally.throttled = true
-  }))
+const tallyRetry = tallied((tally) => tally.retries++)
+const tallyThrottled = tallied((tally) => (tally.throttled = true))
 
 /** How long a 429 without `Retry-After` holds the client back. */
 export const defaultRateLimitPause = Duration.seconds(1)

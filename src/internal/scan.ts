@@ -254,8 +254,6 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
     inconsistencies: Metrics.inconsistencies(tags),
     windowsInFlight: Metrics.windowsInFlight(tags)
   }
-  const count = (counter: Metric.Metric.Counter<number>, amount: number) =>
-    amount === 0 ? Effect.void : Metric.update(counter, amount)
 
   const drive = (run: Run, deliver: Deliver<A>): Effect.Effect<void, ScanError> => {
     const { controller, engine } = run
@@ -303,8 +301,8 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
             run.invalidRows += decoded.invalid.length
             return Effect.zipRight(
               Effect.all([
-                count(metric.rows, decoded.rows.length),
-                count(metric.invalidRows, decoded.invalid.length),
+                Metrics.increase(metric.rows, decoded.rows.length),
+                Metrics.increase(metric.invalidRows, decoded.invalid.length),
                 // where the row failed, never its values (the Schema's message may quote them)
                 Effect.forEach(decoded.invalid, (error) =>
                   Effect.logWarning("a row failed its Schema").pipe(
@@ -329,11 +327,11 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
         const verdict = Engine.judge(engine, window, page.rows, page.attempts)
         const after = engine.counters
         const counted = Effect.all([
-          count(metric.pages, after.pages - before.pages),
-          count(metric.duplicatesDropped, after.duplicatesDropped - before.duplicatesDropped),
-          count(metric.appearedBehind, after.appearedBehind - before.appearedBehind),
-          count(metric.vanishedBehind, after.vanishedBehind - before.vanishedBehind),
-          count(metric.inconsistencies, after.inconsistencies - before.inconsistencies),
+          Metrics.increase(metric.pages, after.pages - before.pages),
+          Metrics.increase(metric.duplicatesDropped, after.duplicatesDropped - before.duplicatesDropped),
+          Metrics.increase(metric.appearedBehind, after.appearedBehind - before.appearedBehind),
+          Metrics.increase(metric.vanishedBehind, after.vanishedBehind - before.vanishedBehind),
+          Metrics.increase(metric.inconsistencies, after.inconsistencies - before.inconsistencies),
           Metric.set(metric.windowsInFlight, inflight.length)
         ], { discard: true })
         Concurrency.observe(controller, {
