@@ -6,6 +6,7 @@ import { describe, expect, it } from "@effect/vitest"
 import {
   ConfigError,
   ConfigProvider,
+  Deferred,
   Duration,
   Effect,
   Fiber,
@@ -15,6 +16,7 @@ import {
   Logger,
   Redacted,
   Schedule,
+  Stream,
   TestClock,
   TestServices
 } from "effect"
@@ -252,6 +254,41 @@ const rawUpload = (baseUrl: string, head: string, body: "none" | "endless") =>
     if (body === "endless") pump()
     return Effect.sync(() => socket.destroy())
   })
+
+describe("a stalled answer ends at the timeout, on the live clock, and its request is aborted", () => {
+  const head = `{"status":"success","body":{"microAppRows":[`
+  // each answer completes `closed` when the connection is gone: its handler, or its body, is interrupted
+  const stalls = [
+    [
+      "before its headers",
+      (closed: Deferred.Deferred<void>) => Effect.onInterrupt(Effect.never, () => Deferred.succeed(closed, undefined))
+    ],
+    ["in the middle of its body", (closed: Deferred.Deferred<void>) =>
+      Effect.succeed(HttpServerResponse.stream(
+        Stream.concat(Stream.make(new TextEncoder().encode(head)), Stream.never).pipe(
+          Stream.ensuring(Deferred.succeed(closed, undefined))
+        ),
+        { contentType: "application/json" }
+      ))]
+  ] as const
+
+  for (const [transport, layer] of transports) {
+    for (const [where, answer] of stalls) {
+      it.live(`${transport}: an answer that stalls ${where} is Timeout, and the server sees the connection closed`, () =>
+        Effect.gen(function*() {
+          const closed = yield* Deferred.make<void>()
+          const server = yield* hostileServer(() => answer(closed))
+          const error = yield* Effect.flip(
+            Effect.provide(read, clientOf(server.baseUrl, layer, { timeout: "300 millis", retry: false }))
+          )
+          expect(error).toMatchObject({ _tag: "Timeout", timeoutMillis: 300, attempts: 1 })
+          // the server's handler is interrupted when the client closes the connection
+          yield* Deferred.await(closed)
+          expect(yield* server.seen).toHaveLength(1)
+        }).pipe(Effect.scoped))
+    }
+  }
+})
 
 describe("the emulator reads request bodies up to 1 MiB", () => {
   it.live("a declared length above it is answered 413 at once, and the connection closed", () =>

@@ -2,13 +2,14 @@
  * The engine behind `updateRows`: bounded concurrency, one outcome per update in input order,
  * updates of one row applied in input order, and ambiguous failures resolved by reading back.
  */
-import { Deferred, Effect, identity, Metric, type Option, Predicate, Schema, Stream } from "effect"
+import { Deferred, Effect, FiberId, identity, Metric, type Option, Predicate, Schema, Stream } from "effect"
 import { defaults, type Options, Outcome } from "../BulkUpdate.js"
 import type { MicroappClient } from "../MicroappClient.js"
 import type { GetRowError, InvalidInput, UpdateRowError } from "../MicroappError.js"
 import { bounds, checking, validate, wholeNumberIn } from "./bounds.js"
 import type { Endpoint } from "./endpoints.js"
 import { isRetryable } from "./errors.js"
+import { mapInOrder } from "./inOrder.js"
 import * as Metrics from "./metrics.js"
 import { currentTally, type Tally } from "./retry.js"
 
@@ -166,12 +167,13 @@ export const makeUpdateRows = (calls: Calls) => {
       // per row, the update of it that started last: the next one of that row waits for it
       const latest = new Map<string, Deferred.Deferred<void>>()
 
-      const takeTurn = (rowID: string): Effect.Effect<Turn> =>
-        Effect.map(Deferred.make<void>(), (done) => {
-          const before = latest.get(rowID)
-          latest.set(rowID, done)
-          return { rowID, before, done }
-        })
+      /** The update's place in line for its row; taken in input order, as each update starts. */
+      const takeTurn = (rowID: string): Turn => {
+        const done = Deferred.unsafeMake<void>(FiberId.none)
+        const before = latest.get(rowID)
+        latest.set(rowID, done)
+        return { rowID, before, done }
+      }
 
       const endTurn = (turn: Turn) =>
         Effect.zipRight(
@@ -214,33 +216,33 @@ export const makeUpdateRows = (calls: Calls) => {
             )
         ).pipe(Effect.ensuring("turn" in step ? endTurn(step.turn) : Effect.void))
 
-      return updates.pipe(
+      const input = updates.pipe(
         // after a stop, a read under way is abandoned and no more input is read than the chunk at hand
         Stream.interruptWhen(Deferred.await(halted)),
-        Stream.takeWhile(() => !stopped),
-        Stream.zipWithIndex,
-        // turns are taken in input order, before the update can start
-        Stream.mapEffect(([input, index]): Effect.Effect<Step<I>> =>
-          isInvalidInput(input)
-            ? Effect.succeed({ index, invalid: input })
-            : Effect.map(takeTurn(input.rowID), (turn) => ({ index, input, turn }))
-        ),
-        Stream.mapEffect(run, { concurrency: settings.concurrency }),
-        Stream.filterMap(identity),
-        Stream.tap((outcome) =>
-          Effect.sync(() => {
-            figures[outcome._tag]++
-            if (outcome._tag === "Invalid") return
-            figures.retries += outcome.retries
-            if (outcome.throttled) figures.throttled++
-          })
-        ),
-        // the span ends with the figures of what was done, however the stream ended
-        Stream.ensuring(Effect.sync(() => {
-          if (span._tag === "None") return
-          for (const [figure, count] of Object.entries(figures)) span.value.attribute(figure, count)
-          span.value.attribute("stopped", stopped)
-        }))
+        Stream.takeWhile(() => !stopped)
       )
+      // turns are taken in input order, as the updates start
+      return mapInOrder(input, settings.concurrency, (element, index) =>
+        run(
+          isInvalidInput(element)
+            ? { index, invalid: element }
+            : { index, input: element, turn: takeTurn(element.rowID) }
+        )).pipe(
+          Stream.filterMap(identity),
+          Stream.tap((outcome) =>
+            Effect.sync(() => {
+              figures[outcome._tag]++
+              if (outcome._tag === "Invalid") return
+              figures.retries += outcome.retries
+              if (outcome.throttled) figures.throttled++
+            })
+          ),
+          // the span ends with the figures of what was done, however the stream ended
+          Stream.ensuring(Effect.sync(() => {
+            if (span._tag === "None") return
+            for (const [figure, count] of Object.entries(figures)) span.value.attribute(figure, count)
+            span.value.attribute("stopped", stopped)
+          }))
+        )
     })).pipe(Stream.withSpan("MicroappClient.updateRows"))
 }

@@ -19,7 +19,8 @@ import {
   Redacted,
   Ref,
   type Schedule,
-  Schema
+  Schema,
+  Scope
 } from "effect"
 import type { MicroappClient, RetryOptions } from "../MicroappClient.js"
 import { InvalidInput, type RequestError } from "../MicroappError.js"
@@ -83,6 +84,40 @@ const withoutRedirects = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effec
         ...Option.getOrUndefined(init),
         redirect: "manual"
       })
+  )
+
+/** Effect's own clock, the one every program runs on unless a test provides another. */
+const liveClock = Effect.runSync(Effect.clock)
+
+/**
+ * Runs an attempt in a scope of its own, failing with `onTimeout()` once `timeout` has passed. On
+ * the live clock the timer is a plain one that closes the scope, which aborts the request through
+ * the signal its transport was given (every transport of @effect/platform honours it): racing a
+ * sleeping fiber, as `Effect.timeout` does, costs more CPU than a request. On any other clock (a
+ * `TestClock`) it is that race, which time on that clock ends.
+ */
+const withinTimeout = <A, E>(
+  exchange: Effect.Effect<A, E, Scope.Scope>,
+  timeout: Duration.Duration,
+  onTimeout: () => E
+): Effect.Effect<A, E> =>
+  Effect.clockWith((clock) =>
+    clock !== liveClock
+      ? Effect.timeoutFail(Effect.scoped(exchange), { duration: timeout, onTimeout })
+      : Effect.acquireUseRelease(Scope.make(), (scope) => {
+        let timedOut = false
+        const timer = setTimeout(() => {
+          timedOut = true
+          Effect.runFork(Scope.close(scope, Exit.void))
+        }, Duration.toMillis(timeout))
+        return Effect.ensuring(
+          Effect.catchAllCause(
+            Scope.extend(exchange, scope),
+            (cause) => timedOut ? Effect.fail(onTimeout()) : Effect.failCause(cause)
+          ),
+          Effect.sync(() => clearTimeout(timer))
+        )
+      }, (scope, exit) => Scope.close(scope, exit))
   )
 
 const decodeTimeout = Schema.decodeUnknownEither(Bounds.RequestTimeout)
@@ -184,8 +219,7 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
       return yield* Effect.fail(Errors.fromStatus(status, text, retryAfter, info))
     }).pipe(
       // a request still running when its attempt ends, with a body not read to its end, is aborted
-      Effect.scoped,
-      Effect.timeoutFail({ duration: timeout, onTimeout: () => Errors.timedOut(info, Duration.toMillis(timeout)) }),
+      (exchange) => withinTimeout(exchange, timeout, () => Errors.timedOut(info, Duration.toMillis(timeout))),
       Effect.locallyWith(Headers.currentRedactedNames, (names) => [...names, ...redactedHeaderNames])
     )
     const pass = Effect.mapError(options.gate.pass(deadline), (wait) => Errors.heldBack(info, wait))
