@@ -535,3 +535,18 @@ describe("credentials stay out of spans and printed requests", () => {
       expect((yield* server.seen)[0]?.headers).toMatchObject({ "x-user-id": secretUser, "x-auth-token": secretToken })
     }).pipe(Effect.scoped))
 })
+
+describe("a request's span is made only where a tracer records it", () => {
+  it.live("under Effect's own tracer no request span is made and no trace header sent; under another, both", () =>
+    Effect.gen(function*() {
+      const server = yield* hostileServer(() => Effect.succeed(rowsAnswer(plainRows(1))))
+      const { spans, tracer: recording } = yield* recordingTracer
+      const client = clientOf(server.baseUrl, undici)
+      yield* Effect.provide(read, client)
+      yield* Effect.provide(read, client).pipe(Effect.withTracer(recording))
+      const [untraced, traced] = yield* server.seen
+      expect(untraced?.headers).not.toHaveProperty("traceparent")
+      expect(traced?.headers).toHaveProperty("traceparent")
+      expect(spans.filter((span) => span.name.startsWith("http.client"))).toHaveLength(1)
+    }).pipe(Effect.scoped))
+})

@@ -89,6 +89,9 @@ const withoutRedirects = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effec
 /** Effect's own clock, the one every program runs on unless a test provides another. */
 const liveClock = Effect.runSync(Effect.clock)
 
+/** Effect's own tracer, which exports nothing: the span of a request made under it would be work for nothing. */
+const nativeTracer = Effect.runSync(Effect.tracer)
+
 /**
  * Runs an attempt in a scope of its own, failing with `onTimeout()` once `timeout` has passed. On
  * the live clock the timer is a plain one that closes the scope, which aborts the request through
@@ -132,6 +135,7 @@ interface RetryPolicy {
 /** Builds the sender over the caller's HttpClient. */
 export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOptions) => {
   const scoped = HttpClient.withScope(http)
+  const untraced = HttpClient.withTracerDisabledWhen(scoped, () => true)
   // the host, as OpenTelemetry's server.address: never the path, never credentials; an invalid base URL fails
   // every call before it is sent, so nothing is ever recorded under the empty name
   const serverAddress = Either.getOrElse(Either.try(() => new URL(options.baseUrl).hostname), () => "")
@@ -196,7 +200,7 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
       )
     const exchange = Effect.gen(function*() {
       const response = yield* Effect.mapError(
-        withoutRedirects(scoped.execute(request)),
+        withoutRedirects(Effect.tracerWith((tracer) => (tracer === nativeTracer ? untraced : scoped).execute(request))),
         (error) =>
           error._tag === "RequestError" ? Errors.fromRequestError(error, info) : Errors.fromBodyError(error, info)
       )
@@ -223,33 +227,31 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
       Effect.locallyWith(Headers.currentRedactedNames, (names) => [...names, ...redactedHeaderNames])
     )
     const pass = Effect.mapError(options.gate.pass(deadline), (wait) => Errors.heldBack(info, wait))
-    const timed = Effect.flatMap(
-      Clock.currentTimeMillis,
-      (start) =>
-        Effect.onExit(exchange, (exit) =>
-          Effect.flatMap(Clock.currentTimeMillis, (end) => {
-            const error = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
-            const status = Exit.isSuccess(exit) ? exit.value.status : error !== undefined && "status" in error
-              ? error.status
-              : undefined
-            // an attempt abandoned (a scan that ended with a window in flight) is no success either
-            const errorType = error !== undefined
-              ? error._tag
-              : Exit.isFailure(exit)
-              ? Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect"
-              : undefined
-            return Metric.update(
-              Metrics.requestDuration({
-                "http.request.method": "POST",
-                "server.address": serverAddress,
-                "microapp.endpoint": endpoint.path,
-                ...(status === undefined ? {} : { "http.response.status_code": String(status) }),
-                ...(errorType === undefined ? {} : { "error.type": errorType })
-              }),
-              (end - start) / 1000
-            )
-          }))
-    )
+    const timed = Effect.clockWith((clock) => {
+      const start = clock.unsafeCurrentTimeMillis()
+      return Effect.onExit(exchange, (exit) => {
+        const error = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+        const status = Exit.isSuccess(exit) ? exit.value.status : error !== undefined && "status" in error
+          ? error.status
+          : undefined
+        // an attempt abandoned (a scan that ended with a window in flight) is no success either
+        const errorType = error !== undefined
+          ? error._tag
+          : Exit.isFailure(exit)
+          ? Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect"
+          : undefined
+        return Metric.update(
+          Metrics.requestDuration({
+            "http.request.method": "POST",
+            "server.address": serverAddress,
+            "microapp.endpoint": endpoint.path,
+            ...(status === undefined ? {} : { "http.response.status_code": String(status) }),
+            ...(errorType === undefined ? {} : { "error.type": errorType })
+          }),
+          (clock.unsafeCurrentTimeMillis() - start) / 1000
+        )
+      })
+    })
     const limited = options.perSecond === undefined ? timed : options.perSecond(timed)
     // the gate is passed before a permit is waited for (a call whose budget ends inside a pause
     // fails at once) and again once one is held (a pause may have begun meanwhile)
