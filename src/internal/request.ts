@@ -132,6 +132,9 @@ interface RetryPolicy {
   readonly schedules: Map<string, Schedule.Schedule<unknown, RequestError> | undefined>
 }
 
+/** A call with `retry: false`: one attempt, whatever the client's policy. */
+const noRetry: RetryPolicy = { retry: false, schedules: new Map() }
+
 /** Builds the sender over the caller's HttpClient. */
 export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOptions) => {
   const scoped = HttpClient.withScope(http)
@@ -146,7 +149,7 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
   const policyOf = (call: CallOptions, endpoint: Endpoint): Either.Either<RetryPolicy, InvalidInput> => {
     const retry = call.retry
     if (retry === undefined) return Either.right(clientPolicy)
-    if (retry === false) return Either.right({ retry: false, schedules: new Map() })
+    if (retry === false) return Either.right(noRetry)
     const known = overrides.get(retry)
     if (known !== undefined) return known
     const policy = Either.map(checkRetry({ retry }), (): RetryPolicy => ({
