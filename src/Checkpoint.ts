@@ -14,7 +14,7 @@
  * page size, overlap, dedupe): a scan of another query refuses it.
  *
  * Store it with `toJson` and read it back with `fromJson`; the `Checkpoint` Schema does the same
- * inside other Schemas. The JSON is a documented format (`"version": 1`, see the README), with a
+ * inside other Schemas. The JSON is a documented format (`"version": 1`, see docs/resuming.md), with a
  * checksum that `fromJson` checks: do not edit it.
  *
  * @since 0.1.0

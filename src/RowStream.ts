@@ -3,7 +3,7 @@
  *
  * The server has a silent default row cap, may clamp `limit` silently, sends no total and no
  * cursor, and its skip/limit windows shift when rows are inserted, deleted or re-sorted during a
- * scan. What a scan guarantees all the same, and how, is written once, in the README's "Full-table
+ * scan. What a scan guarantees all the same, and how, is written once, in docs/scanning.md, "Full-table
  * streams" (numbered 1 to 11) and "Resuming a scan": the engine keeps 1 to 6 as a pure state
  * machine, its driver 7 to 11 and the checkpoints.
  *
@@ -103,7 +103,7 @@ export interface ScanSummary {
   readonly realignments: number
   /**
    * Rows that appeared behind the scan's position while it ran: inserted there, or moved there
-   * from ahead. They are not in this scan. A lower bound: see the README for what is not seen.
+   * from ahead. They are not in this scan. A lower bound: see docs/scanning.md for what is not seen.
    */
   readonly appearedBehind: number
   /**
@@ -140,7 +140,7 @@ export interface ScanSummary {
    * Complete, and nothing left unproven: no inconsistency, no row arrived behind the position
    * (it may have been re-sorted there from ahead, unread), no row skipped as invalid, and every
    * id kept (`dedupe: "exact"`). Every row that stood in the table, in its place in the sort,
-   * from the start of the scan to its end, was then emitted exactly once. See the README for
+   * from the start of the scan to its end, was then emitted exactly once. See docs/scanning.md for
    * what no scan can see.
    */
   readonly exhaustive: boolean

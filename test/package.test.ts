@@ -69,11 +69,14 @@ const publicModuleWords = (): ReadonlySet<string> =>
   )
 
 /**
- * The identifiers the README's code names as its own heads: in code spans and code blocks, less
- * string literals, file names and the members after a dot (`Microapp.make` names `Microapp`).
+ * The identifiers the README's and docs/' code names as its own heads: in code spans and code
+ * blocks, less string literals, file names and the members after a dot (`Microapp.make` names `Microapp`).
  */
 const readmeIdentifiers = (): ReadonlySet<string> => {
-  const readme = fs.readFileSync(path.join(root, "README.md"), "utf8")
+  const readme = ["README.md", ...fs.readdirSync(path.join(root, "docs")).map((file) => path.join("docs", file))]
+    .filter((file) => file.endsWith(".md"))
+    .map((file) => fs.readFileSync(path.join(root, file), "utf8"))
+    .join("\n")
   const code = [
     ...Array.from(readme.matchAll(/```[a-z]*\n([\s\S]*?)```/g), (match) => match[1] ?? ""),
     ...Array.from(readme.replace(/```[\s\S]*?```/g, "").matchAll(/`([^`\n]+)`/g), (match) => match[1] ?? "")
@@ -180,7 +183,7 @@ describe("the package", () => {
     expect(testing.some((specifier) => specifier.startsWith("@effect/platform-node"))).toBe(true)
   })
 
-  it("nothing the README names is found only in src/internal", () => {
+  it("nothing the README or docs/ name is found only in src/internal", () => {
     const internal = internalExports()
     expect(internal.has("makeRowDecoder")).toBe(true)
     const publicWords = publicModuleWords()

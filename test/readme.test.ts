@@ -16,10 +16,14 @@ import { withEmulator } from "./support.js"
 
 const root = path.resolve(import.meta.dirname, "..")
 const readme = fs.readFileSync(path.join(root, "README.md"), "utf8")
+const docs = fs.readdirSync(path.join(root, "docs")).filter((file) => file.endsWith(".md"))
+  .map((file) => fs.readFileSync(path.join(root, "docs", file), "utf8"))
 
-/** The README's TypeScript blocks, each with the file it says it quotes. */
-const blocks = [...readme.matchAll(/(?:<!-- (scratchpad\/[\w-]+\.ts) -->\n)?```ts\n([\s\S]*?)```/g)]
-  .map(([, file, code]) => ({ file, code: code ?? "" }))
+/** The TypeScript blocks of the README and of docs/, each with the file it says it quotes. */
+const blocks = [readme, ...docs].flatMap((page) =>
+  [...page.matchAll(/(?:<!-- (scratchpad\/[\w-]+\.ts) -->\n)?```ts\n([\s\S]*?)```/g)]
+    .map(([, file, code]) => ({ file, code: code ?? "" }))
+)
 
 /** A scratchpad file as a user of the package writes it: no leading doc comment, imports by package name. */
 const asQuoted = (source: string) =>
@@ -30,6 +34,22 @@ const asQuoted = (source: string) =>
 const runnable = fs.readdirSync(path.join(root, "scratchpad"))
   .filter((file) => file.endsWith(".ts"))
   .filter((file) => fs.readFileSync(path.join(root, "scratchpad", file), "utf8").includes("NodeRuntime.runMain"))
+
+/** A scratchpad file bundled with its relative imports, the packages left to node_modules. */
+const bundle = (file: string): string => {
+  const outfile = path.join(root, "node_modules", ".cache", "readme", file.replace(/\.ts$/, ".mjs"))
+  buildSync({
+    entryPoints: [path.join(root, "scratchpad", file)],
+    outfile,
+    bundle: true,
+    packages: "external",
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    logLevel: "error"
+  })
+  return outfile
+}
 
 describe("the README's examples", () => {
   it("are files of scratchpad/ (which npm run check compiles), quoted exactly", () => {
@@ -42,17 +62,7 @@ describe("the README's examples", () => {
   })
 
   it.each(runnable)("scratchpad/%s runs to the end against the emulator", async (file) => {
-    const outfile = path.join(root, "node_modules", ".cache", "readme", file.replace(/\.ts$/, ".mjs"))
-    buildSync({
-      entryPoints: [path.join(root, "scratchpad", file)],
-      outfile,
-      bundle: true,
-      packages: "external",
-      format: "esm",
-      platform: "node",
-      target: "node20",
-      logLevel: "error"
-    })
+    const outfile = bundle(file)
     // in a directory of its own, for the files an example writes (the SQLite mirror's database)
     const cwd = fs.mkdtempSync(path.join(os.tmpdir(), "microapp-readme-"))
     try {
@@ -62,6 +72,37 @@ describe("the README's examples", () => {
       fs.rmSync(cwd, { recursive: true, force: true })
     }
   }, 90_000)
+
+  it.live("the first example counts the open rows of a Microapp of the service its environment names", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const client = yield* MicroappClient
+      const open = yield* client.collect({
+        microAppID: projectsMicroAppID,
+        filters: [{ fieldID: "f_status", value: "Open" }],
+        max: 10_000
+      })
+      const env = {
+        ...process.env,
+        MICROAPP_BASE_URL: server.baseUrl,
+        MICROAPP_AUTH_TOKEN: server.credentials.authToken,
+        MICROAPP_USER_ID: server.credentials.userId,
+        MICROAPP_ID: projectsMicroAppID
+      }
+      const outfile = bundle("realService.ts")
+      const { stdout } = yield* Effect.promise(() =>
+        promisify(execFile)(process.execPath, [outfile], { timeout: 60_000, env })
+      )
+      expect(open.length).toBeGreaterThan(0)
+      expect(stdout.trim()).toBe(`open rows: ${open.length}`)
+      const refused = yield* Effect.promise(() =>
+        promisify(execFile)(process.execPath, [outfile], {
+          timeout: 60_000,
+          env: { ...env, MICROAPP_AUTH_TOKEN: "wrong" }
+        })
+      )
+      expect(refused.stderr.trim()).toBe("the token was refused: log in again")
+    }).pipe(Effect.provide(withEmulator({ demoRows: 1200 }))))
 
   it("runs quickstart, typed, updateMany and mirrorSqlite at least", () => {
     expect(runnable).toEqual(expect.arrayContaining(["quickstart.ts", "typed.ts", "updateMany.ts", "mirrorSqlite.ts"]))

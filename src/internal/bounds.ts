@@ -1,6 +1,6 @@
 /**
  * The bounds of every number a caller passes, in one place: the validation Schemas read them, and
- * the README's table lists them with their reasons. No accepted value makes the client start an
+ * docs/configuration.md's table lists them with their reasons. No accepted value makes the client start an
  * unbounded number of requests or hold an unbounded amount of memory.
  */
 import { Duration, Effect, Either, Option, ParseResult, Schedule, Schema } from "effect"

@@ -1,7 +1,7 @@
 /**
  * The client's metrics, as Effect `Metric`s: any metrics exporter of Effect (OpenTelemetry via
  * `@effect/opentelemetry`, Prometheus) publishes them. Tagged by endpoint and Microapp id, never
- * by a row id or anything secret. The README lists them.
+ * by a row id or anything secret. docs/telemetry.md lists them.
  */
 import { Effect, Metric, MetricBoundaries, MetricKey, MetricLabel } from "effect"
 

@@ -3,7 +3,7 @@
  * skip/limit windows to request and judges each answered page, in order. The driver
  * (`internal/scan.ts`) owns fibers, prefetch, concurrency and the stream.
  *
- * It keeps guarantees 1 to 6 of the README's "Full-table streams", where they are written once.
+ * It keeps guarantees 1 to 6 of docs/scanning.md, "Full-table streams", where they are written once.
  *
  * The state is plain data, changed in place by `plan` and `judge`. Between two judged pages it is
  * all a scan needs to go on: `snapshot` takes it (the windows planned ahead left out), and
