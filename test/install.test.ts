@@ -1,0 +1,121 @@
+/**
+ * The README's install lines, as a newcomer runs them: the package packed as npm publishes it,
+ * installed into an empty project with exactly the README's client-only line, then the README's
+ * first example run there against an emulator; then the README's Node line, and the quick start
+ * of docs/ run there too. The registry serves the Effect 3 packages each line names.
+ */
+import { NodeHttpClient } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { transformSync } from "esbuild"
+import { execFile } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { promisify } from "node:util"
+import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
+
+const root = path.resolve(import.meta.dirname, "..")
+const readme = fs.readFileSync(path.join(root, "README.md"), "utf8")
+
+/** The line of the README's install block that ends with this comment. */
+const installLine = (comment: string): string => {
+  const block = /## Install[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)?.[1] ?? ""
+  const line = block.split("\n").find((text) => text.endsWith(`# ${comment}`))
+  if (line === undefined) throw new Error(`no install line for ${comment} in the README`)
+  return line.replace(/#.*$/, "").trim()
+}
+
+/** The TypeScript block quoting a scratchpad file, in a page, as JavaScript a consumer runs. */
+const example = (page: string, file: string): string => {
+  const text = fs.readFileSync(path.join(root, page), "utf8")
+  const code = new RegExp(`<!-- scratchpad/${file} -->\\n\`\`\`ts\\n([\\s\\S]*?)\`\`\``).exec(text)?.[1]
+  if (code === undefined) throw new Error(`${page} quotes no scratchpad/${file}`)
+  return transformSync(code, { loader: "ts", format: "esm", target: "node20" }).code
+}
+
+/** A command's exit code and output; the test's own event loop keeps serving the emulator meanwhile. */
+const exec = (command: string, args: ReadonlyArray<string>, options: { cwd: string; env?: NodeJS.ProcessEnv }) =>
+  Effect.promise(() =>
+    promisify(execFile)(command, args, { ...options, timeout: 300_000, maxBuffer: 64 * 1024 * 1024 }).then(
+      ({ stderr, stdout }) => ({ status: 0, stdout, stderr }),
+      (error: { code?: number; stdout?: string; stderr?: string }) => ({
+        status: error.code ?? 1,
+        stdout: error.stdout ?? "",
+        stderr: error.stderr ?? ""
+      })
+    )
+  )
+
+/** The package as `npm pack` makes it: the modules built by tsc, the bin bundled by the suite's setup. */
+const pack = Effect.gen(function*() {
+  const stage = fs.mkdtempSync(path.join(os.tmpdir(), "effect-microapp-stage-"))
+  for (const file of ["package.json", "README.md", "LICENSE"]) {
+    fs.copyFileSync(path.join(root, file), path.join(stage, file))
+  }
+  const tsc = path.join(root, "node_modules", "typescript", "bin", "tsc")
+  yield* exec(process.execPath, [tsc, "-p", "tsconfig.build.json", "--outDir", path.join(stage, "dist")], { cwd: root })
+  fs.mkdirSync(path.join(stage, "dist", "cli"), { recursive: true })
+  fs.copyFileSync(path.join(root, "dist", "cli", "bin.js"), path.join(stage, "dist", "cli", "bin.js"))
+  const packed = yield* exec("npm", ["pack", "--ignore-scripts", "--json"], { cwd: stage })
+  return path.join(stage, JSON.parse(packed.stdout)[0].filename as string)
+})
+
+/** Runs an install line in the project, the package name standing for the tarball. */
+const install = (project: string, line: string, tarball: string) =>
+  Effect.map(
+    exec("npm", [
+      ...line.split(/\s+/).slice(1).map((arg) => arg === "effect-microapp" ? tarball : arg),
+      "--no-audit",
+      "--no-fund"
+    ], {
+      cwd: project
+    }),
+    (result) => ({ status: result.status, output: `${result.stdout}${result.stderr}` })
+  )
+
+const run = (project: string, code: string, env: Record<string, string>) => {
+  fs.writeFileSync(path.join(project, "example.mjs"), code)
+  return exec(process.execPath, ["example.mjs"], { cwd: project, env: { ...process.env, ...env } })
+}
+
+describe("installed from the README's lines into an empty project", () => {
+  it.live(
+    "the client-only line, then the first example against the service; the Node line, then the quick start",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const project = fs.mkdtempSync(path.join(os.tmpdir(), "effect-microapp-consumer-"))
+        fs.writeFileSync(
+          path.join(project, "package.json"),
+          JSON.stringify({ name: "consumer", version: "1.0.0", private: true, type: "module" })
+        )
+        const tarball = yield* pack
+
+        const client = yield* install(project, installLine("the client"), tarball)
+        expect(client.output).not.toMatch(/ERESOLVE|overriding peer|Could not resolve/i)
+        expect(client.status).toBe(0)
+        const installed = JSON.parse(fs.readFileSync(path.join(project, "node_modules/effect/package.json"), "utf8"))
+        expect(installed.version).toMatch(/^3\./)
+        expect(fs.existsSync(path.join(project, "node_modules/@effect/platform-node"))).toBe(false)
+        const first = yield* run(project, example("README.md", "realService.ts"), {
+          MICROAPP_BASE_URL: server.baseUrl,
+          MICROAPP_AUTH_TOKEN: server.credentials.authToken,
+          MICROAPP_USER_ID: server.credentials.userId,
+          MICROAPP_ID: projectsMicroAppID
+        })
+        expect(first.stderr).toBe("")
+        expect(first.stdout).toMatch(/^open rows: [1-9]\d*\n$/)
+
+        const node = yield* install(project, installLine("the emulator and Node's transport"), tarball)
+        expect(node.output).not.toMatch(/ERESOLVE|overriding peer|Could not resolve/i)
+        expect(node.status).toBe(0)
+        const quickstart = yield* run(project, example("docs/quickstart.md", "quickstart.ts"), {})
+        expect(quickstart.stderr).toBe("")
+        expect(quickstart.stdout).toContain("rows in the table: 2500")
+        fs.rmSync(project, { recursive: true, force: true })
+        fs.rmSync(path.dirname(tarball), { recursive: true, force: true })
+      }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 1200 }).pipe(Layer.provide(NodeHttpClient.layerUndici)))),
+    { timeout: 600_000 }
+  )
+})
