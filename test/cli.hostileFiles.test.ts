@@ -182,7 +182,7 @@ describe("microapp rows --checkpoint, among hostile files", () => {
         expect(fs.readdirSync(dir).sort()).toEqual(["out.ckpt", "out.ndjson", "reference.ndjson"])
       }))
 
-    it.scoped("a lock left by a run that died is taken over; one of another host, or not a lock, is refused", () =>
+    it.scoped("a lock left by a run that died (or by an earlier process of this pid) is taken over; one of another host, or not a lock, is refused", () =>
       Effect.gen(function*() {
         const server = yield* MicroappServer
         const dir = yield* temporaryDirectory
@@ -206,7 +206,8 @@ describe("microapp rows --checkpoint, among hostile files", () => {
         yield* refused(args, file, /out\.ckpt\.lock is not a lock of microapp: not a regular file/)
         fs.rmdirSync(`${ckpt}.lock`)
         fs.writeFileSync(`${ckpt}.lock`, `${deadPid()} ${os.hostname()} 1\n`)
-        fs.writeFileSync(`${file}.lock`, `${deadPid()} ${os.hostname()} 1\n`)
+        // this pid, but not this process's lock: an earlier process with the same pid left it
+        fs.writeFileSync(`${file}.lock`, `${process.pid} ${os.hostname()} 1\n`)
         const run = yield* cli(args)
         expect(run.code, run.stderr).toBe(0)
         expect(fs.readFileSync(file, "utf8")).toBe(expected)

@@ -31,6 +31,15 @@ const isRunning = (pid: number): boolean => {
   }
 }
 
+/**
+ * The locks this process holds, by their text: a lock of this pid that is not among them was left
+ * by an earlier process that had the same pid (a container restarted keeps its pids and host).
+ */
+const heldHere = new Set<string>()
+
+/** Whether the run that wrote a lock of this host still runs. */
+const holderRuns = (pid: number, text: string): boolean => pid === process.pid ? heldHere.has(text) : isRunning(pid)
+
 /** Runs that keep taking the lock as it is freed win after this many tries. */
 const maxTakeovers = 3
 
@@ -87,7 +96,7 @@ export const holdLock = (
         }
         const [, pid = "", host = ""] = holder
         const here = host === os.hostname()
-        if (!here || isRunning(Number(pid))) {
+        if (!here || holderRuns(Number(pid), text.value)) {
           return yield* new UsageError({
             message: `${target} is in use by another run (pid ${pid} on ${host}, lock ${lock}): ` +
               (here ? "wait for it to end" : `wait for it to end; if it has, remove ${lock}`)
@@ -98,8 +107,11 @@ export const holdLock = (
       return yield* new UsageError({ message: `${lock} is taken by other runs as fast as it is freed: try again` })
     }))
 
-    yield* Effect.acquireRelease(take, () =>
-      Effect.ignore(
-        Effect.flatMap(held, (text) => Option.contains(text, mine) ? fs.remove(lock) : Effect.void)
-      ))
+    yield* Effect.acquireRelease(
+      Effect.tap(take, () => heldHere.add(mine)),
+      () =>
+        Effect.ignore(
+          Effect.flatMap(held, (text) => Option.contains(text, mine) ? fs.remove(lock) : Effect.void)
+        ).pipe(Effect.ensuring(Effect.sync(() => heldHere.delete(mine))))
+    )
   })
