@@ -39,6 +39,16 @@ const reference = (dir: string) =>
     return fs.readFileSync(file, "utf8")
   })
 
+/** A directory holding what one run without a checkpoint writes, and the arguments of a checkpointed run into it. */
+const anExport = Effect.gen(function*() {
+  const server = yield* MicroappServer
+  const dir = yield* temporaryDirectory
+  const expected = yield* reference(dir)
+  const file = path.join(dir, "out.ndjson")
+  const ckpt = path.join(dir, "out.ckpt")
+  return { server, dir, expected, file, ckpt, args: rowsArgs(server, ["--output", file, "--checkpoint", ckpt]) }
+})
+
 const modeOf = (file: string) => fs.statSync(file).mode & 0o777
 
 /** A pid no process has: one that has just ended. */
@@ -156,12 +166,7 @@ describe("microapp rows --checkpoint, among hostile files", () => {
   layer(MicroappServer.layer({ demoRows: 300 }), { excludeTestServices: true })("two runs at once", (it) => {
     it.scoped("a second run on the same CKPT, or the same FILE, is refused naming the lock and its pid", () =>
       Effect.gen(function*() {
-        const server = yield* MicroappServer
-        const dir = yield* temporaryDirectory
-        const expected = yield* reference(dir)
-        const file = path.join(dir, "out.ndjson")
-        const ckpt = path.join(dir, "out.ckpt")
-        const args = rowsArgs(server, ["--output", file, "--checkpoint", ckpt])
+        const { args, ckpt, dir, expected, file, server } = yield* anExport
         yield* server.configure({ latency: Duration.millis(20) })
         const first = yield* startCli(args)
         yield* eventually(Effect.sync(() => fs.existsSync(ckpt)), Boolean)
@@ -184,12 +189,7 @@ describe("microapp rows --checkpoint, among hostile files", () => {
 
     it.scoped("a lock left by a run that died (or by an earlier process of this pid) is taken over; one of another host, or not a lock, is refused", () =>
       Effect.gen(function*() {
-        const server = yield* MicroappServer
-        const dir = yield* temporaryDirectory
-        const expected = yield* reference(dir)
-        const file = path.join(dir, "out.ndjson")
-        const ckpt = path.join(dir, "out.ckpt")
-        const args = rowsArgs(server, ["--output", file, "--checkpoint", ckpt])
+        const { args, ckpt, dir, expected, file } = yield* anExport
         fs.writeFileSync(`${ckpt}.lock`, `${deadPid()} elsewhere.example 1\n`)
         yield* refused(
           args,
@@ -297,12 +297,9 @@ describe("microapp rows --checkpoint, among hostile files", () => {
       "a second process is refused while the first runs; the first SIGKILLed, a third resumes: every row once",
       () =>
         Effect.gen(function*() {
-          const server = yield* MicroappServer
-          const dir = yield* temporaryDirectory
-          const expected = yield* reference(dir)
-          const file = path.join(dir, "out.ndjson")
-          const ckpt = path.join(dir, "out.ckpt")
-          const args = rowsArgs(server, ["--output", file, "--checkpoint", ckpt]).filter((arg) => arg !== "--quiet")
+          const exported = yield* anExport
+          const { ckpt, dir, expected, file, server } = exported
+          const args = exported.args.filter((arg) => arg !== "--quiet")
           // slow enough that the first is still running when the second starts
           yield* server.configure({ latency: Duration.millis(300) })
           const first = yield* Effect.acquireRelease(
