@@ -413,3 +413,54 @@ export const expectServing = (firstLines: string) =>
     expect(Schema.decodeUnknownSync(PlainAnswer)(body).body.microAppRows).toHaveLength(10)
     return String(url)
   })
+
+/** `rows` of the projects Microapp, 20 rows a request, one request at a time, quietly, with `extra`. */
+export const rowsArgs = (server: MicroappServer.Service, extra: ReadonlyArray<string>) => [
+  "rows",
+  projectsMicroAppID,
+  "--page-size",
+  "20",
+  "--concurrency",
+  "1",
+  "--quiet",
+  ...extra,
+  ...flags(server)
+]
+
+/** How many requests the emulator has seen. */
+export const requestCount = Effect.map(
+  Effect.flatMap(MicroappServer, (server) => server.log.requests),
+  (log) => log.length
+)
+
+/** `rows --output FILE --checkpoint CKPT` stopped by SIGINT after a few pages: FILE and CKPT as after a crash half-way. */
+export const halfDone = Effect.gen(function*() {
+  const server = yield* MicroappServer
+  const dir = yield* temporaryDirectory
+  const file = path.join(dir, "out.ndjson")
+  const ckpt = path.join(dir, "out.ckpt")
+  const args = rowsArgs(server, ["--output", file, "--checkpoint", ckpt])
+  yield* server.configure({ latency: Duration.millis(20) })
+  const seen = (yield* server.log.requests).length
+  const started = yield* startCli(args)
+  yield* eventually(Effect.sync(() => fs.existsSync(ckpt)), Boolean)
+  yield* untilRequests(server, seen + 3)
+  yield* started.raise("SIGINT")
+  expect(yield* started.exit).toBe(130)
+  yield* server.configure({ latency: Duration.zero })
+  return { server, dir, file, ckpt, args, saved: fs.readFileSync(ckpt, "utf8"), rows: fs.readFileSync(file, "utf8") }
+})
+
+/** Runs `args`; expects exit 2 with one line naming `reason`, FILE as it was, and no request sent. */
+export const refused = (args: ReadonlyArray<string>, file: string, reason: RegExp) =>
+  Effect.gen(function*() {
+    const before = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : undefined
+    const sent = yield* requestCount
+    const run = yield* cli(args)
+    expect(run.code, run.stderr).toBe(2)
+    expect(run.stderr).toMatch(/^error: [^\n]+\n$/)
+    expect(run.stderr).toMatch(reason)
+    expect(yield* requestCount).toBe(sent)
+    expect(fs.existsSync(file) ? fs.readFileSync(file, "utf8") : undefined).toBe(before)
+    return run
+  })

@@ -9,16 +9,22 @@
  * beside CKPT (`CKPT.rows`, NDJSON) under the same rules, and FILE is written from it, atomically,
  * once the scan is complete.
  *
+ * Nothing a resumed run trusts goes unchecked: CKPT carries a SHA-256 checksum of all it records,
+ * FILE must still end a row where CKPT says, and `CKPT.lock` and `FILE.lock` keep a second run
+ * away from both while one runs.
+ *
  * @since 0.1.0
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
 import { Effect, Option, ParseResult, Schema, Stream } from "effect"
+import { createHash } from "node:crypto"
 import * as Checkpoint from "../Checkpoint.js"
 import { MicroappClient } from "../MicroappClient.js"
 import type { MicroappError } from "../MicroappError.js"
 import type { ScanSummary } from "../RowStream.js"
 import { type CommandFailed, UsageError } from "./exitCodes.js"
+import { holdLock } from "./lockFile.js"
 import {
   atomicFile,
   failedOn,
@@ -26,15 +32,28 @@ import {
   formats,
   type JsonRow,
   ndjsonLines,
+  readSmallFile,
   spooledKeys,
   writeCsvFromSpool
 } from "./output.js"
 import type { Stdio, WriteError } from "./stdio.js"
 
-/** What CKPT holds: the scan's checkpoint, and how far the file it writes is committed. */
-const CheckpointFile = Schema.Struct({
+/** The version of CKPT this command writes and reads: 2 has a checksum, 1 had none. */
+const version = 2
+
+const Version = Schema.Number.pipe(
+  Schema.filter((n) =>
+    n === version ||
+    (n > version
+      ? `version ${n} is newer than this microapp reads (${version})`
+      : `version ${n} has no checksum, so what it records cannot be trusted`)
+  )
+)
+
+/** What CKPT holds but its checksum: the scan's checkpoint, and how far the file it writes is committed. */
+const Body = Schema.Struct({
   kind: Schema.Literal("microapp rows --checkpoint"),
-  version: Schema.Literal(1),
+  version: Version,
   format: Schema.Literal(...formats),
   /** Bytes of FILE (of the spool, for CSV) that hold whole pages the checkpoint counts. */
   length: Schema.NonNegativeInt,
@@ -42,45 +61,83 @@ const CheckpointFile = Schema.Struct({
   finished: Schema.Boolean,
   scan: Schema.String
 })
-type CheckpointFile = typeof CheckpointFile.Type
+type Body = typeof Body.Type
 
-const decodeCheckpointFile = Schema.decodeUnknownEither(Schema.parseJson(CheckpointFile))
+/** CKPT: its body and the checksum of it, so that no byte a resumed run trusts goes unchecked. */
+const CheckpointFile = Schema.Struct({ ...Body.fields, checksum: Schema.String })
+
+/**
+ * The largest CKPT read: a scan's checkpoint takes about 16 bytes a row, so this is room for 16
+ * million rows; anything larger is refused unread.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const checkpointFileLimit = 256 * 1024 * 1024
+
+// a key CKPT does not have is an edit too
+const decodeCheckpointFile = Schema.decodeUnknownEither(Schema.parseJson(CheckpointFile), {
+  onExcessProperty: "error"
+})
 const encoder = new TextEncoder()
 
-/** CKPT, if it exists; a clear usage error if it is not a checkpoint of `microapp rows`. */
+// the keys in the order written: the checksum is of one text, whatever order they were read in
+const canonical = (body: Body): string => JSON.stringify(body, Object.keys(Body.fields))
+
+const checksumOf = (text: string): string => createHash("sha256").update(text).digest("hex")
+
+/** CKPT, if it exists; a clear usage error if it is not a checkpoint of `microapp rows` as written. */
 const load = (
   ckpt: string
-): Effect.Effect<Option.Option<CheckpointFile>, UsageError | CommandFailed, FileSystem.FileSystem> =>
+): Effect.Effect<Option.Option<Body>, UsageError | CommandFailed, FileSystem.FileSystem> =>
   Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    if (!(yield* Effect.mapError(fs.exists(ckpt), failedOn(`cannot read ${ckpt}`)))) return Option.none()
-    const text = yield* Effect.mapError(fs.readFileString(ckpt), failedOn(`cannot read ${ckpt}`))
-    return yield* decodeCheckpointFile(text).pipe(
-      Effect.mapError((error) =>
-        new UsageError({
-          message: `${ckpt} is not a checkpoint of microapp rows: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
+    const text = yield* readSmallFile(ckpt, checkpointFileLimit, "a checkpoint of microapp rows")
+    if (Option.isNone(text)) return Option.none()
+    const { checksum, ...body } = yield* decodeCheckpointFile(text.value).pipe(
+      Effect.mapError((error) => {
+        const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
+        const where = issue === undefined || issue.path.length === 0 ? "" : `${issue.path.join(".")}: `
+        return new UsageError({
+          message: `${ckpt} is not a checkpoint of microapp rows: ${where}${issue?.message ?? error.message}`
         })
-      ),
-      Effect.map(Option.some)
+      })
     )
-  })
-
-/** Replaces CKPT atomically: a temporary file beside it, synced, renamed over it. */
-const save = (ckpt: string, state: CheckpointFile) =>
-  atomicFile(ckpt, (destination) => destination.write(`${JSON.stringify(state)}\n`))
-
-/** The size of a file, or a usage error if it is shorter than CKPT says it was. */
-const checkLength = (file: string, ckpt: string, length: number) =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const info = yield* Effect.option(fs.stat(file))
-    const size = Option.match(info, { onNone: () => -1, onSome: (info) => Number(info.size) })
-    if (size < length) {
+    if (checksumOf(canonical(body)) !== checksum) {
       return yield* new UsageError({
-        message: `${file} ${size < 0 ? "is missing" : `holds ${size} bytes`}, but ${ckpt} records ${length}: ` +
-          `it was changed since; remove ${ckpt} to start again`
+        message: `${ckpt}: changed or damaged since it was written (its checksum does not match its content): ` +
+          `restore it, or remove it to start again`
       })
     }
+    return Option.some(body)
+  })
+
+/** Replaces CKPT atomically (a temporary file beside it, synced, renamed over it); a new CKPT is private. */
+const save = (ckpt: string, body: Body) =>
+  atomicFile(ckpt, (destination) => {
+    const text = canonical(body)
+    return destination.write(`${text.slice(0, -1)},"checksum":"${checksumOf(text)}"}\n`)
+  }, { mode: 0o600 })
+
+/**
+ * A usage error unless `file` holds at least the `length` bytes CKPT records, the last of them
+ * `end`, as the run that committed them wrote them.
+ */
+const checkCommitted = (file: string, ckpt: string, length: number, end: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const changed = (what: string) =>
+      new UsageError({ message: `${file} ${what}: it was changed since; remove ${ckpt} to start again` })
+    const info = yield* Effect.option(fs.stat(file))
+    if (Option.isNone(info)) return yield* changed(`is missing, but ${ckpt} records it`)
+    const size = Number(info.value.size)
+    if (size < length) return yield* changed(`holds ${size} bytes, but ${ckpt} records ${length}`)
+    if (length === 0) return
+    const last = yield* fs.stream(file, { offset: FileSystem.Size(length - 1), bytesToRead: FileSystem.Size(1) }).pipe(
+      Stream.decodeText(),
+      Stream.mkString,
+      Effect.mapError(failedOn(`cannot read ${file}`))
+    )
+    if (last !== end) return yield* changed(`does not end a row at byte ${length}, where ${ckpt} records its end`)
   })
 
 /** How a page's rows are written to the file that grows, given whether anything is written yet. */
@@ -111,8 +168,11 @@ export const writeCheckpointed = (
   UsageError | CommandFailed | WriteError | MicroappError,
   MicroappClient | FileSystem.FileSystem | Path.Path | Stdio
 > =>
-  Effect.gen(function*() {
+  Effect.scoped(Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
+    // held until the run ends, from before CKPT is read; taking them shows an unwritable directory before any request
+    yield* holdLock(ckpt, `cannot create ${ckpt}`)
+    yield* holdLock(output, `cannot write ${output}`)
     const stored = yield* load(ckpt)
     const growing = format === "csv" ? `${ckpt}.rows` : output
     if (Option.isSome(stored)) {
@@ -121,10 +181,13 @@ export const writeCheckpointed = (
         return yield* new UsageError({ message: `${ckpt} was written by --format ${state.format}, not ${format}` })
       }
       if (state.finished) {
+        // the spool CSV's length counts is gone: a CSV FILE need only be there
+        yield* checkCommitted(output, ckpt, format === "csv" ? 0 : state.length, "\n")
         yield* Effect.ignore(fs.remove(`${ckpt}.rows`, { force: true }))
         return Option.none()
       }
-      yield* checkLength(growing, ckpt, state.length)
+      // a JSON array's rows end in "}", the comma comes with the next page
+      yield* checkCommitted(growing, ckpt, state.length, format === "json" ? "}" : "\n")
     }
     const resume = yield* Option.match(stored, {
       onNone: () => Effect.succeed(undefined),
@@ -145,13 +208,16 @@ export const writeCheckpointed = (
     let length = Option.match(stored, { onNone: () => 0, onSome: (state) => state.length })
     // nothing of FILE changes before the checkpoint has been accepted
     yield* Effect.mapError(
-      Option.isSome(stored) ? fs.truncate(growing, length) : fs.writeFile(growing, new Uint8Array()),
+      Option.isSome(stored)
+        ? fs.truncate(growing, length)
+        // the spool holds rows, and is no one else's business; FILE is made as any file is
+        : fs.writeFile(growing, new Uint8Array(), format === "csv" ? { mode: 0o600 } : {}),
       failedOn(`cannot write ${growing}`)
     )
     const saveAt = (finished: boolean, checkpoint: Checkpoint.Checkpoint) =>
       save(ckpt, {
         kind: "microapp rows --checkpoint",
-        version: 1,
+        version,
         format,
         length,
         finished,
@@ -183,4 +249,4 @@ export const writeCheckpointed = (
     if (last !== undefined) yield* saveAt(true, last)
     if (format === "csv") yield* Effect.ignore(fs.remove(growing))
     return Option.some(summary)
-  })
+  }))

@@ -9,8 +9,8 @@
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
-import { Chunk, Effect, Exit, Random, Schema, type Scope, Stream } from "effect"
-import { CommandFailed } from "./exitCodes.js"
+import { Chunk, Effect, Exit, Option, Random, Schema, type Scope, Stream } from "effect"
+import { CommandFailed, UsageError } from "./exitCodes.js"
 import type { Destination, WriteError } from "./stdio.js"
 
 /**
@@ -47,10 +47,48 @@ export const failedOn = (what: string) => (error: PlatformError | { readonly mes
     message: `${what}: ${
       !("_tag" in error && error._tag === "SystemError")
         ? error.message
-        : error.reason === "Unknown" && error.description !== undefined
+        : (error.reason === "Unknown" || error.reason === "BadResource") && error.description !== undefined
         ? error.description.split(", ")[0] // Node's "ECODE: what, syscall 'path'"
         : error.reason.replace(/(?<=.)([A-Z])/g, " $1").toLowerCase()
     }`
+  })
+
+/**
+ * A small file's text, read only when it is a regular file of at most `maxBytes`: none when it
+ * does not exist; a usage error, saying it is not `what`, when it is something else or too large.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const readSmallFile = (
+  file: string,
+  maxBytes: number,
+  what: string
+): Effect.Effect<Option.Option<string>, UsageError | CommandFailed, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const info = yield* fs.stat(file).pipe(
+      Effect.map(Option.some),
+      Effect.catchIf((error) => error._tag === "SystemError" && error.reason === "NotFound", () => Effect.succeedNone),
+      Effect.mapError(failedOn(`cannot read ${file}`))
+    )
+    if (Option.isNone(info)) return Option.none()
+    // a FIFO or a device would be read forever, and a huge file whole, before anything could be judged
+    if (info.value.type !== "File") {
+      return yield* new UsageError({ message: `${file} is not ${what}: not a regular file` })
+    }
+    if (info.value.size > maxBytes) {
+      return yield* new UsageError({
+        message: `${file} is too large to be ${what}: ${info.value.size} bytes, more than ${maxBytes}`
+      })
+    }
+    // bounded again: the file may have grown since
+    return yield* fs.stream(file, { bytesToRead: FileSystem.Size(maxBytes) }).pipe(
+      Stream.decodeText(),
+      Stream.mkString,
+      Effect.map(Option.some),
+      Effect.mapError(failedOn(`cannot read ${file}`))
+    )
   })
 
 /**
@@ -70,14 +108,16 @@ export const fileDestination = (file: FileSystem.File, name: string): Destinatio
 /**
  * Runs `use` with a destination that writes to a temporary file beside `target`, then renames it
  * to `target`. On failure or interruption the temporary file is removed and `target` is left as
- * it was: a reader never sees a half-written file under its final name.
+ * it was: a reader never sees a half-written file under its final name. A `target` that exists
+ * keeps its permissions; a new one gets `mode` when given (else what the umask leaves).
  *
  * @since 0.1.0
  * @category destinations
  */
 export const atomicFile = <A, E, R>(
   target: string,
-  use: (destination: Destination) => Effect.Effect<A, E, R>
+  use: (destination: Destination) => Effect.Effect<A, E, R>,
+  options: { readonly mode?: number } = {}
 ): Effect.Effect<A, E | CommandFailed, R | FileSystem.FileSystem | Path.Path> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
@@ -85,10 +125,19 @@ export const atomicFile = <A, E, R>(
     const suffix = (yield* Random.nextIntBetween(0, 0x7fffffff)).toString(36)
     // the same directory keeps the rename atomic (one file system)
     const temporary = path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}-${suffix}.partial`)
+    const mode = Option.match(yield* Effect.option(fs.stat(target)), {
+      onNone: () => options.mode,
+      onSome: (info) => info.mode & 0o777
+    })
     return yield* Effect.scoped(Effect.gen(function*() {
       yield* Effect.addFinalizer((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.ignore(fs.remove(temporary)))
       const result = yield* Effect.scoped(Effect.gen(function*() {
-        const file = yield* Effect.mapError(fs.open(temporary, { flag: "wx" }), failedOn(`cannot create ${target}`))
+        const file = yield* Effect.mapError(
+          fs.open(temporary, { flag: "wx", ...(mode === undefined ? {} : { mode }) }),
+          failedOn(`cannot create ${target}`)
+        )
+        // the umask may have narrowed the mode the file was created with; never widened
+        if (mode !== undefined) yield* Effect.mapError(fs.chmod(temporary, mode), failedOn(`cannot create ${target}`))
         const value = yield* use(fileDestination(file, target))
         yield* Effect.mapError(file.sync, failedOn(`cannot write ${target}`))
         return value
