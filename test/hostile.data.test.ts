@@ -334,6 +334,8 @@ describe("Checkpoint.fromJson bounds its input", () => {
           const error = yield* refusal(shape(depth))
           expect(error).toMatchObject({ _tag: "InvalidInput", input: "checkpoint" })
           expect(error.reason).toContain(`nested deeper than ${bounds.checkpointDepth}`)
+          const decoded = Schema.decodeUnknownEither(Checkpoint.CheckpointFromJson)(shape(depth))
+          expect(decoded._tag === "Left" ? decoded.left.message : "accepted").toContain("nested deeper")
         }))
     }
   }

@@ -345,45 +345,59 @@ const nestsDeeperThan = (text: string, limit: number): boolean => {
 }
 
 /** A checkpoint from its JSON text, or what is wrong with the text. */
-export const fromJson = (text: string): Effect.Effect<Checkpoint, InvalidInput> =>
-  Effect.suspend(() => {
-    // bounded before JSON.parse runs: what comes after it (Schema, its error messages) recurses
-    if (typeof text !== "string") return Effect.fail(invalidCheckpoint("checkpoint", "must be a string"))
-    if (text.length > bounds.checkpointChars) {
-      return Effect.fail(invalidCheckpoint(
-        "checkpoint",
-        `is ${text.length.toLocaleString("en-US")} characters, more than the ${
-          bounds.checkpointChars.toLocaleString("en-US")
-        } a checkpoint may have`
-      ))
-    }
-    if (nestsDeeperThan(text, bounds.checkpointDepth)) {
-      return Effect.fail(invalidCheckpoint(
-        "checkpoint",
-        `is nested deeper than ${bounds.checkpointDepth} levels: not a checkpoint (its format has four)`
-      ))
-    }
-    let json: unknown
-    try {
-      json = JSON.parse(text)
-    } catch (error) {
-      const detail = error instanceof Error ? `: ${error.message}` : ""
-      return Effect.fail(invalidCheckpoint("checkpoint", `is not JSON (truncated, or not a checkpoint)${detail}`))
-    }
-    if (!Predicate.isRecord(json) || !("version" in json)) {
-      return Effect.fail(
-        invalidCheckpoint("checkpoint", "is not a checkpoint: a JSON object with a version is expected")
-      )
-    }
-    return Either.match(decodeJson(json), {
-      onLeft: (error) => {
-        const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
-        const path = issue === undefined ? [] : issue.path.map(String)
-        return Effect.fail(invalidCheckpoint(["checkpoint", ...path].join("."), issue?.message ?? error.message))
-      },
-      onRight: Effect.succeed
-    })
+const parseText = (text: string): Either.Either<Checkpoint, InvalidInput> => {
+  // bounded before JSON.parse runs: what comes after it (Schema, its error messages) recurses
+  if (typeof text !== "string") return Either.left(invalidCheckpoint("checkpoint", "must be a string"))
+  if (text.length > bounds.checkpointChars) {
+    return Either.left(invalidCheckpoint(
+      "checkpoint",
+      `is ${text.length.toLocaleString("en-US")} characters, more than the ${
+        bounds.checkpointChars.toLocaleString("en-US")
+      } a checkpoint may have`
+    ))
+  }
+  if (nestsDeeperThan(text, bounds.checkpointDepth)) {
+    return Either.left(invalidCheckpoint(
+      "checkpoint",
+      `is nested deeper than ${bounds.checkpointDepth} levels: not a checkpoint (its format has four)`
+    ))
+  }
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (error) {
+    const detail = error instanceof Error ? `: ${error.message}` : ""
+    return Either.left(invalidCheckpoint("checkpoint", `is not JSON (truncated, or not a checkpoint)${detail}`))
+  }
+  if (!Predicate.isRecord(json) || !("version" in json)) {
+    return Either.left(
+      invalidCheckpoint("checkpoint", "is not a checkpoint: a JSON object with a version is expected")
+    )
+  }
+  return Either.mapLeft(decodeJson(json), (error) => {
+    const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
+    const path = issue === undefined ? [] : issue.path.map(String)
+    return invalidCheckpoint(["checkpoint", ...path].join("."), issue?.message ?? error.message)
   })
+}
+
+/** A checkpoint from its JSON text, or what is wrong with the text. */
+export const fromJson = (text: string): Effect.Effect<Checkpoint, InvalidInput> => Effect.suspend(() => parseText(text))
+
+/** A checkpoint from its JSON text, checked as `fromJson` checks it (`Schema.parseJson` would parse unbounded text). */
+export const CheckpointFromJson: Schema.Schema<Checkpoint, string> = Schema.transformOrFail(
+  Schema.String,
+  CheckpointSelf,
+  {
+    strict: true,
+    decode: (text, _, ast) =>
+      Either.mapLeft(parseText(text), (error) => new ParseResult.Type(ast, text, `${error.input} ${error.reason}`)),
+    encode: (checkpoint, _, ast) =>
+      checkpoint instanceof CheckpointImpl
+        ? ParseResult.succeed(toJson(checkpoint))
+        : ParseResult.fail(new ParseResult.Type(ast, checkpoint, "not a checkpoint of this library"))
+  }
+)
 
 /** The query of a scan, as a checkpoint records it. */
 export const queryOf = (
