@@ -19,7 +19,7 @@
  *
  * @since 0.1.0
  */
-import { type Effect, Schema } from "effect"
+import { type Effect, type Schema } from "effect"
 import * as internal from "./internal/checkpoint.js"
 import type { InvalidInput } from "./MicroappError.js"
 import type * as RowStream from "./RowStream.js"
@@ -116,7 +116,7 @@ export interface Json {
 
 /**
  * A checkpoint from its JSON object, checked as `fromJson` checks it; encodes to that object.
- * `Schema.parseJson(Checkpoint)` reads it from text.
+ * `CheckpointFromJson` reads it from text.
  *
  * @since 0.1.0
  * @category schemas
@@ -124,12 +124,13 @@ export interface Json {
 export const Checkpoint: Schema.Schema<Checkpoint, Json> = internal.CheckpointSchema
 
 /**
- * A checkpoint from its JSON text.
+ * A checkpoint from its JSON text, checked as `fromJson` checks it (its size and nesting bounded
+ * before it is parsed); encodes to the text `toJson` writes.
  *
  * @since 0.1.0
  * @category schemas
  */
-export const CheckpointFromJson: Schema.Schema<Checkpoint, string> = Schema.parseJson(Checkpoint)
+export const CheckpointFromJson: Schema.Schema<Checkpoint, string> = internal.CheckpointFromJson
 
 /**
  * @since 0.1.0

@@ -33,7 +33,13 @@ export const bounds = {
   initialDelay: Duration.minutes(1),
   maxDelay: Duration.minutes(10),
   maxElapsed: Duration.hours(1),
-  maxPause: Duration.hours(1)
+  maxPause: Duration.hours(1),
+  /** Levels of nesting of a row (read) or of an update's \`rowData\` (sent), the object itself the first. */
+  valueDepth: 256,
+  /** Characters of a checkpoint's text: a scan of about 16 million rows under \`dedupe: "exact"\` (16 a row). */
+  checkpointChars: 2 ** 28,
+  /** Levels of nesting of a checkpoint's text; its format has four. */
+  checkpointDepth: 16
 } as const
 
 /** A whole number in `[min, max]`. */

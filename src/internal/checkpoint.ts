@@ -7,6 +7,7 @@ import type { Checkpoint, Json as JsonObject, Query as QueryObject, TypeId as Ch
 import { InvalidInput } from "../MicroappError.js"
 import * as Query from "../Query.js"
 import type * as RowStream from "../RowStream.js"
+import { bounds } from "./bounds.js"
 import { endpoints } from "./endpoints.js"
 import * as IdSet from "./IdSet.js"
 import * as Engine from "./scanEngine.js"
@@ -164,11 +165,13 @@ const bodyOf = (checkpoint: CheckpointImpl): Body => {
 
 const withChecksum = (body: Body): Json => ({ ...body, checksum: checksumOf(canonical(body)) })
 
-/** The checkpoint's JSON text: the canonical text of its body, with the checksum of that text last. */
+/**
+ * The checkpoint's JSON text: the canonical text of its body, with the checksum of that text last.
+ * A value that only looks like a checkpoint (a cast, a hand-made object) has no state to write: it
+ * is written as `null`, which `fromJson` refuses, rather than thrown at.
+ */
 export const toJson = (checkpoint: Checkpoint): string => {
-  if (!(checkpoint instanceof CheckpointImpl)) {
-    throw new TypeError("Checkpoint.toJson: not a checkpoint of this library")
-  }
+  if (!(checkpoint instanceof CheckpointImpl)) return "null"
   const text = canonical(bodyOf(checkpoint))
   return `${text.slice(0, -1)},"checksum":"${checksumOf(text)}"}`
 }
@@ -308,30 +311,93 @@ const decodeJson = Schema.decodeUnknownEither(CheckpointSchema, { errors: "first
 const invalidCheckpoint = (input: string, reason: string) =>
   new InvalidInput({ method: "POST", path: endpoints.rows.path, input, reason })
 
+const quote = 0x22
+const backslash = 0x5c
+
+/** Whether the quote at `at` is escaped: an odd run of backslashes before it. */
+const isEscaped = (text: string, at: number): boolean => {
+  let run = 0
+  while (text.charCodeAt(at - 1 - run) === backslash) run++
+  return run % 2 === 1
+}
+
+/**
+ * Whether brackets outside strings nest deeper than `limit` in `text`: one pass, strings skipped
+ * by `indexOf` (a checkpoint's bulk is one string), and no parser's stack to overflow.
+ */
+const nestsDeeperThan = (text: string, limit: number): boolean => {
+  let depth = 0
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code === quote) {
+      let end = text.indexOf("\"", i + 1)
+      while (end !== -1 && isEscaped(text, end)) end = text.indexOf("\"", end + 1)
+      // an unterminated string is JSON.parse's to report
+      if (end === -1) return false
+      i = end
+    } else if (code === 0x5b || code === 0x7b) {
+      if (++depth > limit) return true
+    } else if (code === 0x5d || code === 0x7d) {
+      depth--
+    }
+  }
+  return false
+}
+
 /** A checkpoint from its JSON text, or what is wrong with the text. */
-export const fromJson = (text: string): Effect.Effect<Checkpoint, InvalidInput> =>
-  Effect.suspend(() => {
-    let json: unknown
-    try {
-      json = JSON.parse(text)
-    } catch (error) {
-      const detail = error instanceof Error ? `: ${error.message}` : ""
-      return Effect.fail(invalidCheckpoint("checkpoint", `is not JSON (truncated, or not a checkpoint)${detail}`))
-    }
-    if (!Predicate.isRecord(json) || !("version" in json)) {
-      return Effect.fail(
-        invalidCheckpoint("checkpoint", "is not a checkpoint: a JSON object with a version is expected")
-      )
-    }
-    return Either.match(decodeJson(json), {
-      onLeft: (error) => {
-        const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
-        const path = issue === undefined ? [] : issue.path.map(String)
-        return Effect.fail(invalidCheckpoint(["checkpoint", ...path].join("."), issue?.message ?? error.message))
-      },
-      onRight: Effect.succeed
-    })
+const parseText = (text: string): Either.Either<Checkpoint, InvalidInput> => {
+  // bounded before JSON.parse runs: what comes after it (Schema, its error messages) recurses
+  if (typeof text !== "string") return Either.left(invalidCheckpoint("checkpoint", "must be a string"))
+  if (text.length > bounds.checkpointChars) {
+    return Either.left(invalidCheckpoint(
+      "checkpoint",
+      `is ${text.length.toLocaleString("en-US")} characters, more than the ${
+        bounds.checkpointChars.toLocaleString("en-US")
+      } a checkpoint may have`
+    ))
+  }
+  if (nestsDeeperThan(text, bounds.checkpointDepth)) {
+    return Either.left(invalidCheckpoint(
+      "checkpoint",
+      `is nested deeper than ${bounds.checkpointDepth} levels: not a checkpoint (its format has four)`
+    ))
+  }
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (error) {
+    const detail = error instanceof Error ? `: ${error.message}` : ""
+    return Either.left(invalidCheckpoint("checkpoint", `is not JSON (truncated, or not a checkpoint)${detail}`))
+  }
+  if (!Predicate.isRecord(json) || !("version" in json)) {
+    return Either.left(
+      invalidCheckpoint("checkpoint", "is not a checkpoint: a JSON object with a version is expected")
+    )
+  }
+  return Either.mapLeft(decodeJson(json), (error) => {
+    const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
+    const path = issue === undefined ? [] : issue.path.map(String)
+    return invalidCheckpoint(["checkpoint", ...path].join("."), issue?.message ?? error.message)
   })
+}
+
+/** A checkpoint from its JSON text, or what is wrong with the text. */
+export const fromJson = (text: string): Effect.Effect<Checkpoint, InvalidInput> => Effect.suspend(() => parseText(text))
+
+/** A checkpoint from its JSON text, checked as `fromJson` checks it (`Schema.parseJson` would parse unbounded text). */
+export const CheckpointFromJson: Schema.Schema<Checkpoint, string> = Schema.transformOrFail(
+  Schema.String,
+  CheckpointSelf,
+  {
+    strict: true,
+    decode: (text, _, ast) =>
+      Either.mapLeft(parseText(text), (error) => new ParseResult.Type(ast, text, `${error.input} ${error.reason}`)),
+    encode: (checkpoint, _, ast) =>
+      checkpoint instanceof CheckpointImpl
+        ? ParseResult.succeed(toJson(checkpoint))
+        : ParseResult.fail(new ParseResult.Type(ast, checkpoint, "not a checkpoint of this library"))
+  }
+)
 
 /** The query of a scan, as a checkpoint records it. */
 export const queryOf = (

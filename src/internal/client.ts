@@ -18,6 +18,7 @@ import { queryOf } from "./checkpoint.js"
 import { decodeEnvelope, makeRowDecoder, type RowDecoder } from "./decode.js"
 import { type Endpoint, endpoints } from "./endpoints.js"
 import * as InFlight from "./inFlight.js"
+import { faultOf } from "./plainData.js"
 import { type Credentials, makeRequester, type Requester } from "./request.js"
 import { defaultMaxPause, makeRateGate } from "./retry.js"
 import * as Scan from "./scan.js"
@@ -104,7 +105,7 @@ type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly 
 const Json: Schema.Schema<Json> = Schema.Union(
   Schema.Null,
   Schema.Boolean,
-  Schema.Number.pipe(Schema.finite({ message: () => "must be a finite number" })),
+  Schema.Number,
   Schema.String,
   Schema.Array(Schema.suspend(() => Json)),
   Schema.Record({ key: Schema.String, value: Schema.suspend(() => Json) })
@@ -113,9 +114,19 @@ const Json: Schema.Schema<Json> = Schema.Union(
 /** Row keys the server owns (the metadata): writing them is silently ignored, so it is refused here. */
 const systemKeys: ReadonlySet<string> = new Set(Object.keys(RowMetadata.fields))
 
+/**
+ * What JSON carries unchanged, checked before the Record is built: building it would drop a
+ * `__proto__` key (or make it a prototype), and JSON would send a number that is not finite as null.
+ */
+const Sendable = Schema.Unknown.pipe(Schema.filter((data) => {
+  const fault = faultOf(data)
+  return fault === undefined || { path: fault.path, message: fault.reason }
+}))
+
 const UpdateOptionsSchema = Schema.Struct({
   rowID: Query.Identifier,
-  rowData: Schema.Record({ key: Schema.String, value: Json }).pipe(
+  rowData: Sendable.pipe(
+    Schema.compose(Schema.Record({ key: Schema.String, value: Json }), { strict: false }),
     Schema.filter((data) => Object.keys(data).length > 0 || "must name at least one field"),
     Schema.filter((data) => {
       const key = Object.keys(data).find((k) => systemKeys.has(k))

@@ -9,6 +9,7 @@ import { InvalidRow } from "../Row.js"
 import { type AttemptInfo, where } from "./errors.js"
 import { makeDecoder, undecided } from "./fastDecode.js"
 import { idOf } from "./IdSet.js"
+import { faultOf } from "./plainData.js"
 import { StatusEnvelope } from "./wire.js"
 
 const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
@@ -94,18 +95,25 @@ export function makeRowDecoder<A, I>(
     const invalid: Array<UnexpectedResponse> = []
     for (let i = 0; i < rows.length; i++) {
       const raw = rows[i]
-      // the common case without the Either of `decode`
-      const decoded = fast(raw)
-      if (decoded !== undecided) {
-        out.push(decoded)
-        continue
+      // before either parser: Schema's would assign a `__proto__` key, and keeps Infinity
+      const fault = faultOf(raw)
+      let issue: { readonly path: string; readonly message: string }
+      if (fault === undefined) {
+        // the common case without the Either of `decode`
+        const decoded = fast(raw)
+        if (decoded !== undecided) {
+          out.push(decoded)
+          continue
+        }
+        const result = decode(raw)
+        if (Either.isRight(result)) {
+          out.push(result.right)
+          continue
+        }
+        issue = firstIssue(result.left)
+      } else {
+        issue = { path: formatPath(fault.path), message: fault.reason }
       }
-      const result = decode(raw)
-      if (Either.isRight(result)) {
-        out.push(result.right)
-        continue
-      }
-      const issue = firstIssue(result.left)
       const id = idOf(raw)
       const error = new UnexpectedResponse({
         ...where(info),

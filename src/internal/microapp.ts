@@ -100,7 +100,8 @@ const encodeUpdate = (microapp: AnyMicroapp) => {
       if (!Predicate.isRecord(rowData)) {
         return yield* invalid(updatePath, "rowData", "must be an object of values by label")
       }
-      const encoded: Record<string, unknown> = {}
+      // entries, not assignments: a label "__proto__" stays a key, for the client to refuse
+      const encoded: Array<readonly [string, unknown]> = []
       for (const [label, value] of Object.entries(rowData)) {
         const encode = Object.hasOwn(encoders, label) ? encoders[label] : undefined
         if (encode === undefined) {
@@ -113,12 +114,15 @@ const encodeUpdate = (microapp: AnyMicroapp) => {
             }: the server would ignore it`
           )
         }
-        encoded[label] = yield* Effect.mapError(encode(value), (error) => {
-          const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
-          return invalid(updatePath, `rowData.${label}`, issue?.message ?? error.message)
-        })
+        encoded.push([
+          label,
+          yield* Effect.mapError(encode(value), (error) => {
+            const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
+            return invalid(updatePath, `rowData.${label}`, issue?.message ?? error.message)
+          })
+        ])
       }
-      return encoded
+      return Object.fromEntries(encoded)
     })
 }
 

@@ -1,0 +1,365 @@
+/**
+ * Hostile data: answers whose rows hold a `__proto__` key, a number past what JSON.parse can hold
+ * or nesting without end; updates whose `rowData` could not be sent as given; checkpoint texts
+ * nested or sized to kill a parser. Each is a typed failure, never a prototype the server chose,
+ * a value silently changed, a key silently dropped or a defect.
+ */
+import { NodeHttpClient } from "@effect/platform-node"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Chunk, Effect, Exit, Schema, Stream } from "effect"
+import { Checkpoint, InvalidInput, Microapp, MicroappClient, type MicroappError, Row } from "../src/index.js"
+import { bounds } from "../src/internal/bounds.js"
+import { Projects } from "../src/testing/index.js"
+import { cli } from "./cliSupport.js"
+import { clientOf, hostileServer, secretToken, secretUser } from "./hostile.js"
+import { bodiesTo, taskID, tasksTable, withEmulator } from "./support.js"
+
+const microAppID = "66c000000000000000000001"
+const rowsPath = "/api/microappdata"
+const rowPath = "/api/microappdata/row"
+const updatePath = "/api/updatemicroapprow"
+
+/** The window a rows request asks for. */
+const Window = Schema.Struct({
+  searchFilter: Schema.Tuple([Schema.Struct({ skip: Schema.NumberFromString, limit: Schema.Number })], Schema.Unknown)
+})
+
+/** A server whose rows are `rows` (JSON texts, written as they are), paged as asked; its row answer is the first. */
+const serving = (rows: ReadonlyArray<string>) =>
+  hostileServer((request) =>
+    Effect.gen(function*() {
+      let body = `{"currentRow":${rows[0] ?? "null"}}`
+      if (request.url !== rowPath) {
+        const { searchFilter: [{ limit, skip }] } = yield* Effect.orDie(
+          Effect.flatMap(request.json, Schema.decodeUnknown(Window))
+        )
+        body = `{"microAppRows":[${rows.slice(skip, skip + limit).join(",")}]}`
+      }
+      return HttpServerResponse.text(`{"status":"success","body":${body}}`, { contentType: "application/json" })
+    })
+  )
+
+type Read = (client: MicroappClient.Service) => Effect.Effect<ReadonlyArray<unknown>, MicroappError>
+
+const query: Read = (client) => client.query({ microAppID, limit: 10 })
+const scan: Read = (client) => Effect.map(Stream.runCollect(client.rows({ microAppID })), Chunk.toReadonlyArray)
+
+/** The reads of the client, each of every row the server holds. */
+const reads: ReadonlyArray<readonly [string, string, Read]> = [
+  ["query", rowsPath, query],
+  ["rows", rowsPath, scan],
+  ["getRow", rowPath, (client) => Effect.map(client.getRow("r1"), (row) => [row])],
+  // a Schema with a transformation is not compiled: Schema's own parser decodes every row
+  ["a Schema's query", rowsPath, (client) =>
+    client.withSchema(
+      Schema.Struct(
+        { _id: Schema.String, Due: Schema.optional(Schema.DateFromString) },
+        Schema.Record({ key: Schema.String, value: Schema.Unknown })
+      )
+    ).query({ microAppID, limit: 10 })]
+]
+
+/** Reads every row of a server serving `rows` with `read`. */
+const readFrom = (
+  rows: ReadonlyArray<string>,
+  read: Read
+) =>
+  Effect.scoped(Effect.gen(function*() {
+    const server = yield* serving(rows)
+    return yield* Effect.either(
+      Effect.provide(
+        Effect.flatMap(MicroappClient, read),
+        clientOf(server.baseUrl, NodeHttpClient.layerUndici, { retry: false })
+      )
+    )
+  }))
+
+const plainRow = `{"_id":"r0","isLocked":true,"Name":"plain"}`
+
+describe("rows are plain data: no key of an answer sets a prototype", () => {
+  for (const [call, path, read] of reads) {
+    it.live(`${call}: a row with a "__proto__" key is UnexpectedResponse naming it`, () =>
+      Effect.gen(function*() {
+        const result = yield* readFrom(
+          [`{"_id":"r1","Name":"x","__proto__":{"isLocked":"not-a-boolean"}}`],
+          read
+        )
+        expect(result._tag).toBe("Left")
+        if (result._tag === "Right") return
+        expect(result.left).toMatchObject({
+          _tag: "UnexpectedResponse",
+          kind: "Row",
+          path,
+          rowIndex: 0,
+          rowID: "r1",
+          fieldPath: "__proto__"
+        })
+      }))
+
+    it.live(`${call}: a "__proto__" key deeper in a row is refused too, with its path`, () =>
+      Effect.gen(function*() {
+        const result = yield* readFrom(
+          [`{"_id":"r1","Owner":{"crossAppRowID":"x","value":{"label":"a","value":"b"},"additionalValues":{"__proto__":{"label":"l","value":"v"}}}}`],
+          read
+        )
+        expect(result._tag === "Left" ? result.left : result.right).toMatchObject({
+          _tag: "UnexpectedResponse",
+          kind: "Row",
+          rowID: "r1",
+          fieldPath: "Owner.additionalValues.__proto__"
+        })
+      }))
+
+    it.live(`${call}: a decoded row has Object.prototype and the system fields of its own keys`, () =>
+      Effect.gen(function*() {
+        const result = yield* readFrom([plainRow], read)
+        expect(result._tag).toBe("Right")
+        if (result._tag === "Left") return
+        const [row] = result.right
+        expect(Object.getPrototypeOf(row)).toBe(Object.prototype)
+        expect(row).toMatchObject({ _id: "r0", isLocked: true })
+      }))
+  }
+
+  it.live("a system field of the wrong type is refused, whatever else the row holds", () =>
+    Effect.gen(function*() {
+      const result = yield* readFrom([`{"_id":"r1","isLocked":"not-a-boolean"}`], query)
+      expect(result._tag === "Left" ? result.left : result.right).toMatchObject({
+        _tag: "UnexpectedResponse",
+        kind: "Row",
+        fieldPath: "isLocked"
+      })
+    }))
+
+  it.live(`invalidRows: "skip" skips the row with a "__proto__" key and keeps the others`, () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* serving([plainRow, `{"_id":"r1","__proto__":{"isLocked":"x"}}`])
+      const rows = yield* Effect.flatMap(
+        MicroappClient,
+        (client) => client.withSchema(Row.Row, { invalidRows: "skip" }).query({ microAppID, limit: 10 })
+      ).pipe(
+        Effect.provide(clientOf(server.baseUrl, NodeHttpClient.layerUndici, { retry: false }))
+      )
+      expect(rows.map((row) => row._id)).toEqual(["r0"])
+    })))
+
+  it.live("the CLI fails (exit 5) naming the key, and writes no row without it", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* serving([`{"_id":"r1","Name":"x","__proto__":{"isLocked":"not-a-boolean"}}`])
+      const run = yield* cli([
+        "rows",
+        microAppID,
+        "--format",
+        "json",
+        "--base-url",
+        server.baseUrl,
+        "--token",
+        secretToken,
+        "--user-id",
+        secretUser
+      ])
+      expect(run.code, run.stderr).toBe(5)
+      expect(run.stderr).toContain("__proto__")
+      expect(run.stdout).not.toContain("r1")
+    })))
+})
+
+describe("a number JSON.parse cannot hold is reported, not changed", () => {
+  for (const [call, path, read] of reads) {
+    it.live(`${call}: 1e400 is UnexpectedResponse naming the row and the field`, () =>
+      Effect.gen(function*() {
+        const result = yield* readFrom([`{"_id":"r1","N":1e400}`], read)
+        expect(result._tag === "Left" ? result.left : result.right).toMatchObject({
+          _tag: "UnexpectedResponse",
+          kind: "Row",
+          path,
+          rowIndex: 0,
+          rowID: "r1",
+          fieldPath: "N"
+        })
+      }))
+  }
+
+  it.live("a non-finite number deep in a row, in its second row, names both", () =>
+    Effect.gen(function*() {
+      const site = `{"address":{"geometry":{"type":"point","coordinates":[151.2,-1e999]}}}`
+      const result = yield* readFrom([plainRow, `{"_id":"r2","Site":${site}}`], query)
+      expect(result._tag === "Left" ? result.left : result.right).toMatchObject({
+        _tag: "UnexpectedResponse",
+        kind: "Row",
+        rowIndex: 1,
+        rowID: "r2",
+        fieldPath: "Site.address.geometry.coordinates[1]"
+      })
+      if (result._tag === "Left") expect(result.left.message).toContain("-Infinity")
+    }))
+
+  it.live("a metadata number past the limit (submitted) is refused as well", () =>
+    Effect.gen(function*() {
+      const result = yield* readFrom([`{"_id":"r1","submitted":1e309}`], scan)
+      expect(result._tag === "Left" ? result.left : result.right).toMatchObject({ fieldPath: "submitted" })
+    }))
+
+  for (const depth of [bounds.valueDepth + 1, 100_000]) {
+    it.live(`a row nested ${depth} levels deep is UnexpectedResponse, not a defect`, () =>
+      Effect.gen(function*() {
+        const result = yield* readFrom([`{"_id":"r1","N":${"[".repeat(depth)}${"]".repeat(depth)}}`], query)
+        expect(result._tag === "Left" ? result.left : result.right).toMatchObject({
+          _tag: "UnexpectedResponse",
+          kind: "Row",
+          rowID: "r1"
+        })
+        if (result._tag === "Left" && result.left._tag === "UnexpectedResponse") {
+          expect(result.left.fieldPath).toMatch(/^N(\[0\])+$/)
+        }
+      }))
+  }
+
+  it.live(`a row nested ${bounds.valueDepth} levels deep is read`, () =>
+    Effect.gen(function*() {
+      // the row itself is the first level
+      const depth = bounds.valueDepth - 1
+      const result = yield* readFrom([`{"_id":"r1","N":${"[".repeat(depth)}${"]".repeat(depth)}}`], query)
+      expect(result._tag).toBe("Right")
+    }))
+})
+
+/** Updates whose `rowData` cannot be sent as given: the input path named, and the reason. */
+const unsendable: ReadonlyArray<readonly [string, () => Record<string, unknown>, RegExp, RegExp]> = [
+  [
+    "a __proto__ key (from JSON.parse)",
+    () => JSON.parse(`{"__proto__":1,"Title":"Open"}`),
+    /^rowData\.__proto__$/,
+    /__proto__/
+  ],
+  [
+    "a __proto__ key holding an object",
+    () => JSON.parse(`{"Title":"x","__proto__":{"Count":3}}`),
+    /^rowData\.__proto__$/,
+    /__proto__/
+  ],
+  [
+    "a __proto__ key inside a value",
+    () => ({ Title: JSON.parse(`{"__proto__":1}`) }),
+    /^rowData\.Title\.__proto__$/,
+    /__proto__/
+  ],
+  ["NaN", () => ({ Count: NaN }), /^rowData\.Count$/, /NaN.*finite/],
+  ["Infinity", () => ({ Title: "x", Count: Infinity }), /^rowData\.Count$/, /Infinity.*finite/],
+  ["-Infinity inside a list", () => ({ Tags: [1, -Infinity] }), /^rowData\.Tags\.1$/, /-Infinity.*finite/],
+  ["nesting past the bound", () => ({ Tags: nested(bounds.valueDepth) }), /^rowData\.Tags(\.0)+$/, /nested deeper/]
+]
+
+function nested(depth: number): unknown {
+  let value: unknown = []
+  for (let i = 1; i < depth; i++) value = [value]
+  return value
+}
+
+const updatesSent = Effect.map(bodiesTo(updatePath), (bodies) => bodies.length)
+
+describe("an update whose rowData cannot be sent is refused before any request", () => {
+  for (const [name, rowData, input, reason] of unsendable) {
+    it.live(`updateRow: ${name}`, () =>
+      Effect.gen(function*() {
+        const client = yield* MicroappClient
+        const error = yield* Effect.flip(client.updateRow({ rowID: taskID(0), rowData: rowData() }))
+        expect(error).toBeInstanceOf(InvalidInput)
+        expect(error).toMatchObject({ _tag: "InvalidInput", path: updatePath })
+        if (error._tag !== "InvalidInput") return
+        expect(error.input).toMatch(input)
+        expect(error.reason).toMatch(reason)
+        expect(yield* updatesSent).toBe(0)
+      }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(2)] }))))
+  }
+
+  it.live("updateRows: each such update is an Invalid outcome; the sendable ones are sent", () =>
+    Effect.gen(function*() {
+      const client = yield* MicroappClient
+      const updates = [...unsendable.map(([, rowData]) => ({ rowID: taskID(0), rowData: rowData() })), {
+        rowID: taskID(1),
+        rowData: { Title: "fine" }
+      }]
+      const outcomes = Chunk.toReadonlyArray(yield* Stream.runCollect(client.updateRows(Stream.fromIterable(updates))))
+      expect(outcomes.map((outcome) => outcome._tag)).toEqual([...unsendable.map(() => "Invalid"), "Updated"])
+      const inputs = outcomes.flatMap((outcome) => outcome._tag === "Invalid" ? [outcome.error.input] : [])
+      expect(inputs).toHaveLength(unsendable.length)
+      unsendable.forEach(([, , input], i) => expect(inputs[i]).toMatch(input))
+      expect(yield* updatesSent).toBe(1)
+    }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(2)] }))))
+
+  it.live("a typed update: a __proto__ key and a non-finite number are refused, updateRow and updateRows", () =>
+    Effect.gen(function*() {
+      const projects = yield* Microapp.bind(Projects)
+      const [row] = yield* projects.query({ limit: 1 })
+      const rowID = row?._id ?? ""
+      const proto = yield* Effect.flip(
+        projects.updateRow({ rowID, rowData: JSON.parse(`{"__proto__":1,"Name":"x"}`) })
+      )
+      expect(proto).toMatchObject({ _tag: "InvalidInput", input: "rowData.__proto__" })
+      const infinite = yield* Effect.flip(projects.updateRow({ rowID, rowData: { Budget: Infinity } }))
+      expect(infinite).toMatchObject({ _tag: "InvalidInput", input: "rowData.Budget" })
+      const outcomes = yield* Stream.runCollect(projects.updateRows(Stream.make(
+        { rowID, rowData: JSON.parse(`{"Name":"x","__proto__":{"Budget":1}}`) },
+        { rowID, rowData: { Budget: NaN } }
+      )))
+      expect(Chunk.toReadonlyArray(outcomes).map((outcome) => outcome._tag)).toEqual(["Invalid", "Invalid"])
+      expect(yield* updatesSent).toBe(0)
+    }).pipe(Effect.provide(withEmulator({ demoRows: 5 }))))
+})
+
+/** `fromJson`'s failure, which must be InvalidInput and never a defect. */
+const refusal = (text: string) =>
+  Effect.gen(function*() {
+    const exit = yield* Effect.exit(Checkpoint.fromJson(text))
+    if (Exit.isSuccess(exit)) return expect.fail("accepted")
+    const failure = Cause.failureOption(exit.cause)
+    expect(failure._tag, Cause.pretty(exit.cause)).toBe("Some")
+    return failure._tag === "Some" ? failure.value : expect.fail("died")
+  })
+
+describe("Checkpoint.fromJson bounds its input", () => {
+  const shapes: ReadonlyArray<readonly [string, (depth: number) => string]> = [
+    ["arrays", (depth) => `${"[".repeat(depth)}${"]".repeat(depth)}`],
+    ["objects", (depth) => `${"{\"a\":".repeat(depth)}1${"}".repeat(depth)}`],
+    ["arrays under a version", (depth) => `{"version":1,"query":${"[".repeat(depth)}${"]".repeat(depth)}}`],
+    ["objects under a version", (depth) => `{"version":1,"state":${"{\"a\":".repeat(depth)}1${"}".repeat(depth)}}`],
+    ["arrays as the version", (depth) => `{"version":${"[".repeat(depth)}${"]".repeat(depth)}}`]
+  ]
+  for (const depth of [3_000, 100_000]) {
+    for (const [name, shape] of shapes) {
+      it.effect(`${name} nested ${depth} deep: InvalidInput`, () =>
+        Effect.gen(function*() {
+          const error = yield* refusal(shape(depth))
+          expect(error).toMatchObject({ _tag: "InvalidInput", input: "checkpoint" })
+          expect(error.reason).toContain(`nested deeper than ${bounds.checkpointDepth}`)
+          const decoded = Schema.decodeUnknownEither(Checkpoint.CheckpointFromJson)(shape(depth))
+          expect(decoded._tag === "Left" ? decoded.left.message : "accepted").toContain("nested deeper")
+        }))
+    }
+  }
+
+  it.effect("brackets inside strings do not count as nesting", () =>
+    Effect.gen(function*() {
+      const error = yield* refusal(`{"version":1,"query":"${"[{".repeat(5_000)}\\"]"}`)
+      expect(error).toMatchObject({ _tag: "InvalidInput", input: "checkpoint.query" })
+    }))
+
+  it.effect("a text past the size bound: InvalidInput, before it is parsed", () =>
+    Effect.gen(function*() {
+      // a rope of repeats: its length is known without the characters being made
+      const text = `{"version":1,"seen":"${"A".repeat(bounds.checkpointChars)}"}`
+      const error = yield* refusal(text)
+      expect(error).toMatchObject({ _tag: "InvalidInput", input: "checkpoint" })
+      expect(error.reason).toContain("characters")
+    }))
+
+  it("toJson of a value that is no checkpoint of this library does not throw", () => {
+    const forged = { [Checkpoint.TypeId]: Checkpoint.TypeId } as unknown as Checkpoint.Checkpoint
+    expect(() => Checkpoint.toJson(forged)).not.toThrow()
+    const written = Checkpoint.toJson(forged)
+    const read = Effect.runSyncExit(Checkpoint.fromJson(written))
+    expect(Exit.isFailure(read)).toBe(true)
+  })
+})
