@@ -17,6 +17,7 @@ import {
 import * as Zlib from "node:zlib"
 import { describe as describeError, MicroappClient, type MicroappError } from "../src/index.js"
 import { clientOf, hostileServer, plainRows, rowsAnswer, secretToken, secretUser, transports } from "./hostile.js"
+import { recordingTracer } from "./support.js"
 
 const microAppID = "66c000000000000000000001"
 
@@ -109,18 +110,28 @@ const printed = (error: MicroappError): ReadonlyArray<string> => [
   ...("cause" in error && error.cause !== undefined ? [String(error.cause), Inspectable.format(error.cause)] : [])
 ]
 
-/** Runs `effect` with every log, at every level, captured as text. */
-const capturingLogs = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+/** Runs `effect` capturing as text every log, at every level, and every span it made (attributes and outcome). */
+const capturing = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
     const logs: Array<string> = []
     const logger = Logger.make(({ annotations, message }) => {
       logs.push(Inspectable.format({ message, annotations: Object.fromEntries(HashMap.toEntries(annotations)) }))
     })
+    const { spans, tracer } = yield* recordingTracer
     const exit = yield* Effect.exit(effect.pipe(
+      Effect.withTracer(tracer),
       Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
       Logger.withMinimumLogLevel(LogLevel.All)
     ))
-    return { exit, logs }
+    const traced = spans.map((span) => ({
+      name: span.name,
+      text: Inspectable.format({
+        name: span.name,
+        attributes: Object.fromEntries(span.attributes),
+        exit: span.status._tag === "Ended" ? span.status.exit : undefined
+      })
+    }))
+    return { exit, logs, spans: traced }
   })
 
 const leaks = (texts: ReadonlyArray<string>, secrets: ReadonlyArray<string>) =>
@@ -142,12 +153,13 @@ describe("no credential reaches an error or a log, whatever the transport says",
             userId: secretUser
           })
             .pipe(Layer.provide(layer))
-          const { exit, logs } = yield* capturingLogs(Effect.flip(Effect.provide(read, client)))
+          const { exit, logs, spans } = yield* capturing(Effect.flip(Effect.provide(read, client)))
           expect(exit._tag).toBe("Success")
           if (exit._tag !== "Success") return
           const error = exit.value
           expect(error).toMatchObject({ _tag: "InvalidInput", input: "authToken" })
-          expect(leaks([...printed(error), ...logs], [token, token.trim()])).toEqual([])
+          expect(leaks([...printed(error), ...logs, ...spans.map((span) => span.text)], [token, token.trim()]))
+            .toEqual([])
           expect(yield* server.seen).toEqual([])
         }).pipe(Effect.scoped))
     }
@@ -205,15 +217,16 @@ describe("no credential reaches an error or a log, whatever the transport says",
         email: "demo@example.com",
         password: Redacted.make("pw")
       }).pipe(Layer.provide(FetchHttpClient.layer))
-      const { exit, logs } = yield* capturingLogs(Effect.flip(Effect.provide(read, client)))
+      const { exit, logs, spans } = yield* capturing(Effect.flip(Effect.provide(read, client)))
       expect(exit._tag).toBe("Success")
       if (exit._tag !== "Success") return
       expect(exit.value).toMatchObject({ _tag: "InvalidInput", input: "authToken" })
-      expect(leaks([...printed(exit.value), ...logs], [token, "def-secret"])).toEqual([])
+      expect(leaks([...printed(exit.value), ...logs, ...spans.map((span) => span.text)], [token, "def-secret"]))
+        .toEqual([])
       expect((yield* server.seen).map((seen) => seen.path)).toEqual(["/api/login"])
     }).pipe(Effect.scoped))
 
-  it.live("a transport error that quotes the credential headers is scrubbed in the error, its cause and the logs", () =>
+  it.live("a transport error that quotes the credential headers is scrubbed in the error, its cause, the logs and the client's spans", () =>
     Effect.gen(function*() {
       const server = yield* hostileServer(() => Effect.succeed(rowsAnswer(plainRows(2))))
       // a fetch that refuses the request quoting its headers, as some transports do for values they reject
@@ -226,7 +239,7 @@ describe("no credential reaches an error or a log, whatever the transport says",
         )
       }
       const layer = FetchHttpClient.layer.pipe(Layer.provide(Layer.succeed(FetchHttpClient.Fetch, quoting)))
-      const { exit, logs } = yield* capturingLogs(
+      const { exit, logs, spans } = yield* capturing(
         Effect.flip(
           Effect.provide(read, clientOf(server.baseUrl, layer, { retry: { maxAttempts: 2, initialDelay: "1 millis" } }))
         )
@@ -238,6 +251,9 @@ describe("no credential reaches an error or a log, whatever the transport says",
       expect(error.message).toContain("while sending")
       // the retry was logged with its cause
       expect(logs.some((log) => log.includes("retrying request"))).toBe(true)
-      expect(leaks([...printed(error), ...logs], [secretToken, secretUser])).toEqual([])
+      // the client's own spans; the platform's request span ends with the transport's error as it was
+      const ours = spans.filter((span) => !span.name.startsWith("http.client")).map((span) => span.text)
+      expect(ours.length).toBeGreaterThan(0)
+      expect(leaks([...printed(error), ...logs, ...ours], [secretToken, secretUser])).toEqual([])
     }).pipe(Effect.scoped))
 })
