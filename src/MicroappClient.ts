@@ -13,7 +13,7 @@ import {
   Effect,
   Either,
   Layer,
-  type Redacted,
+  Redacted,
   type Schedule,
   type Schema,
   type Stream
@@ -100,8 +100,13 @@ export class MicroappClient extends Context.Tag("effect-microapp/MicroappClient"
             (url) =>
               Either.mapLeft(internal.normaliseBaseUrl(url), (error) => ConfigError.InvalidData([], error.reason))
           ),
-          authToken: authToken ?? Config.redacted("MICROAPP_AUTH_TOKEN"),
-          userId: userId ?? Config.string("MICROAPP_USER_ID")
+          // as is every credential no header can carry
+          authToken: internal.headerSafeConfig(
+            authToken ?? Config.redacted("MICROAPP_AUTH_TOKEN"),
+            "authToken",
+            Redacted.value
+          ),
+          userId: internal.headerSafeConfig(userId ?? Config.string("MICROAPP_USER_ID"), "userId", String)
         }),
         (credentials) => internal.make({ ...tuning, ...credentials })
       )

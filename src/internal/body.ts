@@ -23,39 +23,51 @@ const decodeChunks = (chunks: ReadonlyArray<Uint8Array>, bytes: number): string 
   return decoder.decode(joined)
 }
 
+/** Whether a `Content-Encoding` names an encoding (gzip, br...) rather than the bytes as they are. */
+export const isEncoded = (encoding: string | undefined): boolean => {
+  const name = encoding?.trim().toLowerCase()
+  return name !== undefined && name !== "" && name !== "identity"
+}
+
 /**
- * Reads a body up to `limit` bytes. When its length is declared (`Content-Length`) and within the
- * limit, it is read whole with `whole`: the transport reads no more than declared. When the
- * declared length is past the limit, nothing is read. Otherwise it is read as it arrives, counting
- * its bytes, and the read stops past the limit. The chunks are kept as they come and decoded once,
- * at the end. A body not read to its end is the caller's to end: a client aborts the request, a
- * server answers and closes the connection.
+ * The length a body declares of its decoded bytes: its `Content-Length`, unless it is encoded,
+ * when that counts bytes on the wire, which say nothing of what they inflate to.
+ */
+export const declaredLength = (headers: Readonly<Record<string, string | undefined>>): number | undefined => {
+  const length = headers["content-length"]
+  return !isEncoded(headers["content-encoding"]) && length !== undefined && /^\d+$/.test(length)
+    ? Number(length)
+    : undefined
+}
+
+/**
+ * Reads a body up to `limit` bytes, as they come out of the transport (decoded, whatever the
+ * encoding): when its declared length (`declaredLength`) is past the limit, nothing is read;
+ * otherwise its bytes are counted as they arrive, and the read stops past the limit, whatever
+ * length was declared. The chunks are kept as they come and decoded once, at the end. A body not
+ * read to its end is the caller's to end: a client aborts the request, a server answers and closes
+ * the connection.
  */
 export const readUpTo = <E, R>(
-  body: { readonly whole: Effect.Effect<string, E, R>; readonly stream: Stream.Stream<Uint8Array, E, R> },
+  body: Stream.Stream<Uint8Array, E, R>,
   limit: number,
-  declared: string | undefined
-): Effect.Effect<Body, E, R> => {
-  const length = declared !== undefined && /^\d+$/.test(declared) ? Number(declared) : undefined
-  if (length !== undefined) {
-    return length <= limit
-      ? Effect.map(body.whole, (text) => ({ text, complete: true }))
-      : Effect.succeed({ text: "", complete: false })
-  }
-  return Effect.suspend(() => {
-    const chunks: Array<Uint8Array> = []
-    let kept = 0
-    let complete = true
-    return Effect.map(
-      Stream.runForEachWhile(body.stream, (chunk) =>
-        Effect.sync(() => {
-          complete = kept + chunk.length <= limit
-          if (!complete) return false
-          chunks.push(chunk)
-          kept += chunk.length
-          return true
-        })),
-      (): Body => ({ text: decodeChunks(chunks, kept), complete })
-    )
-  })
-}
+  declared: number | undefined
+): Effect.Effect<Body, E, R> =>
+  declared !== undefined && declared > limit
+    ? Effect.succeed({ text: "", complete: false })
+    : Effect.suspend(() => {
+      const chunks: Array<Uint8Array> = []
+      let kept = 0
+      let complete = true
+      return Effect.map(
+        Stream.runForEachWhile(body, (chunk) =>
+          Effect.sync(() => {
+            complete = kept + chunk.length <= limit
+            if (!complete) return false
+            chunks.push(chunk)
+            kept += chunk.length
+            return true
+          })),
+        (): Body => ({ text: decodeChunks(chunks, kept), complete })
+      )
+    })

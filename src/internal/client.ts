@@ -3,7 +3,18 @@
  * the rate gate, the learned in-flight limit), the session, and each call over them.
  */
 import * as HttpClient from "@effect/platform/HttpClient"
-import { Duration, Effect, Either, RateLimiter, Redacted, Schema, Stream, SynchronizedRef } from "effect"
+import {
+  Config,
+  ConfigError,
+  Duration,
+  Effect,
+  Either,
+  RateLimiter,
+  Redacted,
+  Schema,
+  Stream,
+  SynchronizedRef
+} from "effect"
 import type * as Scope from "effect/Scope"
 import type * as BulkUpdate from "../BulkUpdate.js"
 import type { InvalidRowPolicy, MicroappClient } from "../MicroappClient.js"
@@ -19,7 +30,7 @@ import { decodeEnvelope, makeRowDecoder, type RowDecoder } from "./decode.js"
 import { type Endpoint, endpoints } from "./endpoints.js"
 import * as InFlight from "./inFlight.js"
 import { faultOf } from "./plainData.js"
-import { type Credentials, makeRequester, type Requester } from "./request.js"
+import { type Credentials, headerSafeReason, isHeaderSafe, makeRequester, type Requester } from "./request.js"
 import { defaultMaxPause, makeRateGate } from "./retry.js"
 import * as Scan from "./scan.js"
 import {
@@ -54,6 +65,20 @@ export const normaliseBaseUrl = (baseUrl: string): Either.Either<string, Invalid
   if (trimmed.includes("#")) return refuse("must not have a fragment (#...): it would garble every request path")
   return Either.right(trimmed)
 }
+
+/**
+ * A credential read from config, refused when no header can carry it: naming its option, never its
+ * value (a ConfigError of a redacted config has no path to name).
+ */
+export const headerSafeConfig = <A>(
+  config: Config.Config<A>,
+  name: "authToken" | "userId",
+  text: (value: A) => string
+): Config.Config<A> =>
+  Config.mapOrFail(config, (value) =>
+    isHeaderSafe(text(value))
+      ? Either.right(value)
+      : Either.left(ConfigError.InvalidData([], `invalid ${name}: ${headerSafeReason}`)))
 
 /** What the client takes when its options leave them out. */
 const tuningDefaults = {

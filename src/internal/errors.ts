@@ -18,6 +18,7 @@ import {
   Unauthorized,
   UnexpectedResponse
 } from "../MicroappError.js"
+import { isEncoded } from "./body.js"
 import type { Endpoint } from "./endpoints.js"
 
 /** Identifies one attempt of one call in the errors it produces. */
@@ -26,6 +27,8 @@ export interface AttemptInfo {
   readonly attempt: number
   /** What a 404 of this call means was not found. */
   readonly subject?: { readonly rowID: string } | { readonly microAppID: string } | undefined
+  /** The values of the request's credential headers: no text of the transport keeps them. */
+  readonly secrets?: ReadonlyArray<string> | undefined
 }
 
 /** The fields every error of an attempt carries: method, endpoint path and attempt count. */
@@ -64,6 +67,33 @@ const messageOf = (error: unknown): string | undefined =>
     ? error.message
     : undefined
 
+const redacted = "<redacted>"
+
+/** `text` with every secret of the attempt in it replaced: a transport may quote the headers it refuses. */
+const scrub = (text: string, info: AttemptInfo): string =>
+  (info.secrets ?? []).reduce(
+    (scrubbed, secret) => secret === "" ? scrubbed : scrubbed.split(secret).join(redacted),
+    text
+  )
+
+/**
+ * The transport's error kept as a cause: as it is, or, when any text of its chain holds a secret,
+ * a plain error with its name, scrubbed message and code (its own causes and stack are dropped).
+ */
+const keptCause = (cause: unknown, info: AttemptInfo): unknown => {
+  const texts = causeChain(cause).flatMap((link) => [
+    String(link),
+    messageOf(link) ?? "",
+    link instanceof Error ? link.stack ?? "" : ""
+  ])
+  if (texts.every((text) => scrub(text, info) === text)) return cause
+  const copy = new Error(scrub(messageOf(cause) ?? "", info))
+  copy.name = cause instanceof Error ? cause.name : "Error"
+  return Predicate.hasProperty(cause, "code") && typeof cause.code === "string"
+    ? Object.assign(copy, { code: cause.code })
+    : copy
+}
+
 /** A platform request error (nothing came back) as `Transport`, keeping only the network cause. */
 export const fromRequestError = (error: HttpClientError.RequestError, info: AttemptInfo): Transport => {
   const chain = causeChain(error.cause)
@@ -73,8 +103,11 @@ export const fromRequestError = (error: HttpClientError.RequestError, info: Atte
   return new Transport({
     ...where(info),
     notSent: error.reason !== "Transport" || codes.some((code) => notSentCodes.has(code)),
-    description: codes.length === 0 || detail.includes(codes[0] ?? "") ? detail : `${detail} (${codes[0]})`,
-    ...(innermost === undefined ? {} : { cause: innermost })
+    description: scrub(
+      codes.length === 0 || detail.includes(codes[0] ?? "") ? detail : `${detail} (${codes[0]})`,
+      info
+    ),
+    ...(innermost === undefined ? {} : { cause: keptCause(innermost, info) })
   })
 }
 
@@ -84,7 +117,7 @@ export const fromBodyError = (error: HttpClientError.ResponseError, info: Attemp
     ...where(info),
     status: error.response.status,
     notSent: false,
-    description: `the response body could not be read: ${messageOf(error.cause) ?? error.reason}`
+    description: scrub(`the response body could not be read: ${messageOf(error.cause) ?? error.reason}`, info)
   })
 
 /** What an error body says: the envelope's `message` and `status`, or a short text of a non-JSON body. */
@@ -194,9 +227,16 @@ export const tooLarge = (status: number, maxBytes: number, info: AttemptInfo): U
     reason: `the body is larger than maxResponseBytes (${maxBytes} bytes); its reading was stopped there`
   })
 
-/** A 2xx body that is not JSON at all. */
-export const notJson = (status: number, info: AttemptInfo): UnexpectedResponse =>
-  new UnexpectedResponse({ ...where(info), status, kind: "NotJson", reason: "the body is not valid JSON" })
+/** A 2xx body that is not JSON at all; `encoding`: its `Content-Encoding`, which a transport may not have decoded. */
+export const notJson = (status: number, encoding: string | undefined, info: AttemptInfo): UnexpectedResponse =>
+  new UnexpectedResponse({
+    ...where(info),
+    status,
+    kind: "NotJson",
+    reason: !isEncoded(encoding)
+      ? "the body is not valid JSON"
+      : `the body is not valid JSON (the server sent it encoded, ${encoding}, though asked for identity)`
+  })
 
 /**
  * Whether another attempt may help, and may be made: reads retry every transient failure; writes

@@ -24,7 +24,7 @@ import {
 } from "effect"
 import type { MicroappClient, RetryOptions } from "../MicroappClient.js"
 import { InvalidInput, type RequestError } from "../MicroappError.js"
-import { readUpTo } from "./body.js"
+import { declaredLength, readUpTo } from "./body.js"
 import * as Bounds from "./bounds.js"
 import type { Endpoint } from "./endpoints.js"
 import * as Errors from "./errors.js"
@@ -35,10 +35,11 @@ import { budgetOf, defaultRateLimitPause, type RateGate, retrySchedule } from ".
 /** The two values that authenticate a call (the public `MicroappClient.Credentials`). */
 export type Credentials = MicroappClient.Credentials
 
-/** A successful (2xx) answer: its body as text, and how many attempts it took. */
+/** A successful (2xx) answer: its body as text, its `Content-Encoding`, and how many attempts it took. */
 export interface Reply {
   readonly status: number
   readonly text: string
+  readonly encoding: string | undefined
   readonly attempts: number
 }
 
@@ -68,6 +69,42 @@ export interface CallOptions {
 
 // the credential headers must never reach a span attribute or a printed request
 const redactedHeaderNames = ["x-auth-token", "x-user-id"]
+
+/**
+ * Whether a value goes into a header as it is, on every transport: printable ASCII, spaces and tabs
+ * only between other characters (fetch would strip them at the ends, and send another value).
+ */
+const headerSafe = /^(?:[\x21-\x7e]+(?:[ \t]+[\x21-\x7e]+)*)?$/
+
+/** Why a credential no header can carry is refused; the value itself is never quoted. */
+export const headerSafeReason =
+  "must be printable ASCII, without line breaks or control characters or spaces at its ends: no header can carry it"
+
+/** Whether `value` can be sent in a header as it is. */
+export const isHeaderSafe = (value: string): boolean => headerSafe.test(value)
+
+/** The credentials of a call, refused before anything is sent when a header cannot carry them. */
+const checkCredentials = (
+  credentials: Credentials | undefined,
+  endpoint: Endpoint
+): InvalidInput | undefined => {
+  if (credentials === undefined) return undefined
+  const input = !isHeaderSafe(Redacted.value(credentials.authToken))
+    ? "authToken"
+    : !isHeaderSafe(credentials.userId)
+    ? "userId"
+    : undefined
+  return input === undefined
+    ? undefined
+    : new InvalidInput({ method: "POST", path: endpoint.path, input, reason: headerSafeReason })
+}
+
+/**
+ * Sent with every request: a compressed answer inflates past what its length says. A browser's
+ * fetch drops the header (it is forbidden there) and decodes what comes, so every bound counts
+ * decoded bytes as well.
+ */
+const noCompression = { "accept-encoding": "identity" }
 
 /** Bytes of a refusal's body read for the server's message: the status alone says what happened. */
 const errorBodyBytes = 64 * 1024
@@ -185,20 +222,27 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
     attempt: number,
     deadline: number
   ): Effect.Effect<Reply, RequestError> => {
-    const info: Errors.AttemptInfo = { endpoint, attempt, subject: call.subject }
+    const credentials = call.credentials
+    const info: Errors.AttemptInfo = {
+      endpoint,
+      attempt,
+      subject: call.subject,
+      secrets: credentials === undefined ? [] : [Redacted.value(credentials.authToken), credentials.userId]
+    }
     const url = `${options.baseUrl}${endpoint.path}`
     const request = HttpClientRequest.post(url).pipe(
       HttpClientRequest.bodyUnsafeJson(body),
       HttpClientRequest.setHeaders(
-        call.credentials === undefined ? {} : {
-          "X-Auth-Token": Redacted.value(call.credentials.authToken),
-          "X-User-Id": call.credentials.userId
+        credentials === undefined ? noCompression : {
+          ...noCompression,
+          "X-Auth-Token": Redacted.value(credentials.authToken),
+          "X-User-Id": credentials.userId
         }
       )
     )
     const read = (response: HttpClientResponse.HttpClientResponse, limit: number) =>
       Effect.mapError(
-        readUpTo({ whole: response.text, stream: response.stream }, limit, response.headers["content-length"]),
+        readUpTo(response.stream, limit, declaredLength(response.headers)),
         (error) => Errors.fromBodyError(error, info)
       )
     const exchange = Effect.gen(function*() {
@@ -213,7 +257,7 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
       if (status >= 200 && status < 300) {
         const reply = yield* read(response, options.maxResponseBytes)
         if (!reply.complete) return yield* Errors.tooLarge(status, options.maxResponseBytes, info)
-        return { status, text: reply.text, attempts: attempt }
+        return { status, text: reply.text, encoding: response.headers["content-encoding"], attempts: attempt }
       }
       const { text } = yield* read(response, errorBodyBytes)
       const now = yield* Clock.currentTimeMillis
@@ -297,6 +341,8 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
     call: CallOptions,
     read: (reply: Reply) => Effect.Effect<A, RequestError>
   ): Effect.Effect<A, RequestError> => {
+    const refused = checkCredentials(call.credentials, endpoint)
+    if (refused !== undefined) return Effect.fail(refused)
     const timeout = timeoutOf(call, endpoint)
     if (Either.isLeft(timeout)) return Effect.fail(timeout.left)
     const policy = policyOf(call, endpoint)
@@ -328,7 +374,7 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
     send(endpoint, body, call, (reply) => {
       const json = Errors.parseJson(reply.text)
       return json === undefined
-        ? Effect.fail(Errors.notJson(reply.status, { endpoint, attempt: reply.attempts }))
+        ? Effect.fail(Errors.notJson(reply.status, reply.encoding, { endpoint, attempt: reply.attempts }))
         : Effect.succeed({ json, attempts: reply.attempts })
     })
 

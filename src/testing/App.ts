@@ -13,7 +13,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as NodeStream from "@effect/platform-node/NodeStream"
 import { Clock, Context, Duration, Effect, Either, identity, Option, ParseResult, Schema } from "effect"
-import { readUpTo } from "../internal/body.js"
+import { declaredLength, readUpTo } from "../internal/body.js"
 import type { Fault } from "./Fault.js"
 import type { Arrival, MicroappState } from "./MicroappState.js"
 
@@ -267,14 +267,9 @@ const payloadTooLarge = HttpServerResponse.unsafeJson(
  */
 const readRequestBody = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<string | undefined> =>
   readUpTo(
-    {
-      whole: request.text,
-      stream: NodeStream.fromReadable(() => NodeHttpServerRequest.toIncomingMessage(request), identity, {
-        closeOnDone: false
-      })
-    },
+    NodeStream.fromReadable(() => NodeHttpServerRequest.toIncomingMessage(request), identity, { closeOnDone: false }),
     maxRequestBytes,
-    request.headers["content-length"]
+    declaredLength(request.headers)
   ).pipe(
     Effect.map((body) => body.complete ? body.text : undefined),
     Effect.orElseSucceed(() => "")
