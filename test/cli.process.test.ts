@@ -28,24 +28,24 @@ import {
   pipedScan,
   pipedUpdate,
   pipedUpdates,
-  root,
   slowScanToFile,
   temporaryDirectory,
-  untilRequests
+  untilUpdates
 } from "./cliSupport.js"
 import {
+  bin,
   cleanEnv,
+  cliWords,
   drift,
   endOf,
   killedFiveTimes,
   modifiedAt,
   outputOf,
   runToEnd,
-  scanFaults
+  scanFaults,
+  shell
 } from "./processSupport.js"
 import { tasksTable } from "./support.js"
-
-const bin = path.join(root, "dist", "cli", "bin.js")
 
 // test/globalSetup.ts builds dist/ once before the suites, so a clean clone needs no prior build
 beforeAll(() => {
@@ -57,13 +57,6 @@ const start = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>
 
 /** Runs the CLI to its end. */
 const cli = (args: ReadonlyArray<string>) => runToEnd(() => start(args))
-
-/** Runs a bash command line to its end. */
-const shell = (command: string, env: Readonly<Record<string, string>>) =>
-  runToEnd(() => spawn("bash", ["-c", command], { env: { ...cleanEnv, ...env }, stdio: "pipe" }))
-
-/** The CLI as words of a shell command line. */
-const cliWords = (args: ReadonlyArray<string>): string => [process.execPath, bin, ...args].map(shellQuote).join(" ")
 
 /**
  * The CLI piped into `reader` through a real shell pipe: `stdout` is what the reader printed,
@@ -142,7 +135,7 @@ describe("microapp (the built bin, one process at a time)", () => {
       const dir = yield* temporaryDirectory
       const report = path.join(dir, "report.ndjson")
       const { child, output } = yield* startOpen(server, 20, ["--report", report])
-      yield* untilRequests(server, 3)
+      yield* untilUpdates(server, 3)
       child.kill("SIGINT")
       expect(yield* endOf(child)).toEqual({ code: 130, signal: null })
       yield* expectStoppedBySigint(report, output, 20)
@@ -152,8 +145,9 @@ describe("microapp (the built bin, one process at a time)", () => {
     Effect.gen(function*() {
       const server = yield* MicroappServer
       yield* server.configure({ latency: Duration.seconds(20) })
-      const { child, output } = yield* startOpen(server, 5, [])
-      yield* untilRequests(server, 3)
+      // no reads before the updates: the server holds the updates themselves
+      const { child, output } = yield* startOpen(server, 5, ["--allow-unknown-labels"])
+      yield* untilUpdates(server, 3)
       // the first SIGINT is taken (the command waits for the updates under way): one of those after it ends the
       // process, however long the first takes to be handled
       const sendSigint = Effect.sync(() => child.kill("SIGINT"))

@@ -327,7 +327,8 @@ describe("microapp (in process)", () => {
     }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ demoRows: 5 }))))
 
   /** The two lines `login` prints; the token in group 1, the user id in group 2. */
-  const exportLines = /^export MICROAPP_AUTH_TOKEN='([^']+)'\nexport MICROAPP_USER_ID='([^']+)'\n$/
+  const exportLines =
+    /^export MICROAPP_BASE_URL='[^']+'\nexport MICROAPP_AUTH_TOKEN='([^']+)'\nexport MICROAPP_USER_ID='([^']+)'\n$/
 
   it.live("login --password-stdin: shell-quoted export lines whose token works; a wrong password is exit 3", () =>
     Effect.gen(function*() {

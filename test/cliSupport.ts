@@ -169,6 +169,14 @@ export const eventually = <A, E, R>(poll: Effect.Effect<A, E, R>, check: (value:
 export const untilRequests = (server: MicroappServer.Service, n: number) =>
   eventually(server.log.requests, (log) => log.length >= n)
 
+/** The update requests the emulator has seen. */
+export const updateRequests = (server: MicroappServer.Service) =>
+  Effect.map(server.log.requests, (log) => log.filter((record) => record.path === updatePath))
+
+/** Waits until the emulator has seen `n` update requests (`update` reads each row before it, to check its labels). */
+export const untilUpdates = (server: MicroappServer.Service, n: number) =>
+  eventually(updateRequests(server), (sent) => sent.length >= n)
+
 export const flags = (server: MicroappServer.Service, token = server.credentials.authToken) => [
   "--base-url",
   server.baseUrl,

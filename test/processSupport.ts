@@ -4,10 +4,15 @@
  */
 import { expect } from "@effect/vitest"
 import { Duration, Effect, Random, Schedule } from "effect"
-import type { ChildProcessWithoutNullStreams } from "node:child_process"
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import * as fs from "node:fs"
+import * as path from "node:path"
+import { shellQuote } from "../src/cli/shell.js"
 import type { FaultPlan, MicroappServer } from "../src/testing/index.js"
-import { eventually, type Run, untilRequests } from "./cliSupport.js"
+import { eventually, root, type Run, untilRequests } from "./cliSupport.js"
+
+/** The built command line, as `npm run build:bin` writes it. */
+export const bin = path.join(root, "dist", "cli", "bin.js")
 
 /** The environment for a child, without the developer's own MICROAPP_* variables. */
 export const cleanEnv = Object.fromEntries(
@@ -32,6 +37,14 @@ export const runToEnd = (spawnChild: () => ChildProcessWithoutNullStreams, stdin
     child.stdin.end(stdin)
     return Effect.sync(() => child.kill("SIGKILL"))
   })
+
+/** Runs a bash command line to its end. */
+export const shell = (command: string, env: Readonly<Record<string, string>>) =>
+  runToEnd(() => spawn("bash", ["-c", command], { env: { ...cleanEnv, ...env }, stdio: "pipe" }))
+
+/** The built CLI as words of a shell command line. */
+export const cliWords = (args: ReadonlyArray<string>): string =>
+  [process.execPath, bin, ...args].map(shellQuote).join(" ")
 
 /** Waits for a child to end: its exit code, or the signal that ended it. */
 export const endOf = (child: ChildProcessWithoutNullStreams) =>

@@ -5,13 +5,14 @@
  *
  * @since 0.1.0
  */
-import { type CliApp, Command, HelpDoc, ValidationError } from "@effect/cli"
+import { type CliApp, CliConfig, Command, HelpDoc, ValidationError } from "@effect/cli"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import { Cause, Config, type Console, Effect, Logger, LogLevel, Option, Schema } from "effect"
 import { format } from "node:util"
 import { demo } from "./commands/demo.js"
 import { login } from "./commands/login.js"
+import { microappCommand } from "./commands/options.js"
 import { row } from "./commands/row.js"
 import { rows } from "./commands/rows.js"
 import { serve } from "./commands/serve.js"
@@ -29,18 +30,25 @@ import { type Destination, type Signals, stderrLine, stderrLogger, Stdio } from 
  */
 export type Environment = Stdio | Signals | CliApp.CliApp.Environment
 
-const microapp = Command.make(
-  "microapp",
-  {},
-  () => new UsageError({ message: "a command is required: rows, row, update, login, serve or demo (see --help)" })
-).pipe(
+const microapp = microappCommand.pipe(
+  Command.withHandler(() =>
+    new UsageError({ message: "a command is required: rows, row, update, login, serve or demo (see --help)" })
+  ),
   Command.withDescription(
     "Client of the Microapp Data Service, and its local emulator. " +
+      "--base-url, --token, --user-id, --timeout and --retries go before the command or after it. " +
       "Exit codes: 0 ok, 1 other failure, 2 usage or invalid input, 3 authentication, 4 not found, " +
       "5 the service or the network failed (after retries) or refused the request, 130 interrupted, " +
       "141 standard output closed by its reader."
   ),
   Command.withSubcommands([rows, row, update, login, serve, demo])
+)
+
+/** What @effect/cli's own options do, under every help. */
+const builtInsHelp = HelpDoc.p(
+  "Every command also takes: -h, --help (this help); --version; --log-level LEVEL (debug shows each retry " +
+    "and pause); --completions bash | zsh | fish | sh (prints a completion script for that shell); --wizard " +
+    "(asks for each option on the terminal, shows the command line it built and offers to run it)"
 )
 
 const PackageJson = Schema.parseJson(Schema.Struct({ version: Schema.String }))
@@ -90,12 +98,6 @@ const wantsColour = Effect.map(
   (noColour) => Option.isNone(noColour) || noColour.value === ""
 )
 
-const envOf: Readonly<Record<string, string>> = {
-  "--base-url": "MICROAPP_BASE_URL",
-  "--token": "MICROAPP_AUTH_TOKEN",
-  "--user-id": "MICROAPP_USER_ID"
-}
-
 /** The flag `value` was given to in `argv` (`--flag value` or `--flag=value`), if one was. */
 const flagOf = (argv: ReadonlyArray<string>, value: string): string | undefined => {
   for (const [i, arg] of argv.entries()) {
@@ -111,10 +113,7 @@ const usageLine = (error: ValidationError.ValidationError, argv: ReadonlyArray<s
   const text = HelpDoc.toAnsiText(error.error).replace(ansi, "")
   const messages = new Set(
     text.split(/\r?\n/).map((line) => line.trim()).filter((line) => line !== "").map((line) =>
-      line.replace(/^Expected to find option: '(--[a-z-]+)'$/, (found, flag: string) => {
-        const variable = envOf[flag]
-        return variable === undefined ? found : `missing ${flag} (or set ${variable})`
-      }).replace(/^'(.*)' is not a (?:n )?(\w+)$/, (_found, value: string, kind: string) => {
+      line.replace(/^'(.*)' is not a (?:n )?(\w+)$/, (_found, value: string, kind: string) => {
         const flag = flagOf(argv, value)
         const article = /^[aeiou]/.test(kind) ? "an" : "a"
         return `${flag === undefined ? "" : `${flag}: `}'${value}' is not ${article} ${kind}`
@@ -146,8 +145,10 @@ export const main = (argv: ReadonlyArray<string>): Effect.Effect<ExitCode, never
   Effect.gen(function*() {
     const stdio = yield* Stdio
     const version = yield* readVersion
-    const run = Command.run(microapp, { name: "microapp", version })
+    const run = Command.run(microapp, { name: "microapp", version, footer: builtInsHelp })
     return yield* run(argv).pipe(
+      // the framework's own options are explained once, in the footer, rather than as options of each command
+      Effect.provide(CliConfig.layer({ showBuiltIns: false })),
       Effect.withConsole(
         cliConsole(yield* Effect.console, stdio.stdout, stdio.isTerminal.stdout && (yield* wantsColour))
       ),

@@ -88,9 +88,17 @@ const distance = (a: string, b: string): number => {
   return at(a.length, b.length)
 }
 
-const nearestLabel = (labels: ReadonlyArray<string>, label: string): string | undefined =>
-  labels.find((known) => known.toLowerCase() === label.toLowerCase()) ??
-    labels.find((known) => distance(known.toLowerCase(), label.toLowerCase()) <= Math.min(2, known.length - 1))
+/** The label `label` is closest to by edits (case aside), when one is near enough to be the one meant. */
+export const nearestLabel = (labels: ReadonlyArray<string>, label: string): string | undefined => {
+  let nearest: { readonly known: string; readonly edits: number } | undefined
+  for (const known of labels) {
+    const edits = distance(known.toLowerCase(), label.toLowerCase())
+    if (edits <= Math.min(2, known.length - 1) && (nearest === undefined || edits < nearest.edits)) {
+      nearest = { known, edits }
+    }
+  }
+  return nearest?.known
+}
 
 /** Checks labels and encodes values by their field's Schema; from untyped input too. */
 const encodeUpdate = (microapp: AnyMicroapp) => {

@@ -1,5 +1,5 @@
 /**
- * `microapp login --email EMAIL`: logs in, and prints the export lines of the token and user id.
+ * `microapp login --email EMAIL`: logs in, and prints the export lines of the base URL, token and user id.
  *
  * @since 0.1.0
  */
@@ -11,7 +11,7 @@ import { MicroappClient } from "../../MicroappClient.js"
 import { Interrupted, UsageError } from "../exitCodes.js"
 import { shellQuote } from "../shell.js"
 import { readStdin, Stdio, untilSignal } from "../stdio.js"
-import { baseUrl, described, retryOf, token, tuning, userId } from "./options.js"
+import { connection, described, endpointOf, retryOf } from "./options.js"
 
 /** All of stdin, less one trailing newline. */
 const passwordFromStdin = Effect.map(readStdin, (text) => Redacted.make(text.replace(/\r?\n$/, "")))
@@ -44,32 +44,35 @@ export const login = Command.make(
     passwordStdin: Options.boolean("password-stdin").pipe(
       described("Read the password from stdin (one trailing newline removed) instead of a hidden prompt")
     ),
-    baseUrl,
-    ...tuning,
-    token: token.pipe(Options.optional, described(unused)),
-    userId: userId.pipe(Options.optional, described(unused))
+    ...connection,
+    token: connection.token.pipe(described(unused)),
+    userId: connection.userId.pipe(described(unused))
   },
   (args) =>
     Effect.gen(function*() {
       const password = args.passwordStdin ? yield* passwordFromStdin : yield* passwordFromPrompt
       if (Redacted.value(password) === "") return yield* new UsageError({ message: "the password is empty" })
+      const endpoint = yield* endpointOf(args)
       const session = yield* MicroappClient.login({
-        baseUrl: args.baseUrl,
+        baseUrl: endpoint.baseUrl,
         email: args.email,
         password,
-        timeout: Duration.seconds(args.timeout),
-        retry: retryOf(args.retries)
+        timeout: Duration.seconds(endpoint.timeout),
+        retry: retryOf(endpoint.retries)
       })
       const stdio = yield* Stdio
       // the one place a token is printed: handing it over is what login is for
+      // the base URL too, so that every command works after `eval`
       yield* stdio.stdout.write(
-        `export MICROAPP_AUTH_TOKEN=${shellQuote(Redacted.value(session.authToken))}\n` +
+        `export MICROAPP_BASE_URL=${shellQuote(endpoint.baseUrl)}\n` +
+          `export MICROAPP_AUTH_TOKEN=${shellQuote(Redacted.value(session.authToken))}\n` +
           `export MICROAPP_USER_ID=${shellQuote(session.userId)}\n`
       )
     }).pipe(Effect.provide(NodeHttpClient.layerUndici), untilSignal)
 ).pipe(
   Command.withDescription(
-    "Log in with email and password; prints export lines for MICROAPP_AUTH_TOKEN and MICROAPP_USER_ID " +
+    "Log in with email and password; prints export lines for MICROAPP_BASE_URL, MICROAPP_AUTH_TOKEN and " +
+      "MICROAPP_USER_ID " +
       "(eval \"$(microapp login --email ...)\")"
   )
 )

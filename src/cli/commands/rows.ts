@@ -34,6 +34,8 @@ export const rows = Command.make(
     filter: Options.text("filter").pipe(
       Options.withPseudoName("FIELD_ID=VALUE"),
       Options.repeated,
+      // a default makes it optional in the usage line, where a bare repeated option looks required
+      Options.withDefault([]),
       described("Only rows whose field (by fieldID) equals the value; repeat to require several")
     ),
     sort: wholeNumber("sort", 1).pipe(

@@ -9,8 +9,9 @@ import { Effect, Either, Option, Predicate, Schema } from "effect"
 import * as BulkUpdate from "../../BulkUpdate.js"
 import { MicroappClient } from "../../MicroappClient.js"
 import { UsageError } from "../exitCodes.js"
+import { unknownLabels } from "../labels.js"
 import { readStdin, type Stdio, untilSignal } from "../stdio.js"
-import { clientLayer, connection, described, wholeNumber } from "./options.js"
+import { clientLayer, connection, connectionOf, described, wholeNumber } from "./options.js"
 import { rowID } from "./row.js"
 import { updateFrom } from "./updateFrom.js"
 
@@ -35,10 +36,14 @@ const readDataFile = (file: string): Effect.Effect<string, UsageError, FileSyste
       (error) => new UsageError({ message: `cannot read --data-file ${file}: ${error.message}` })
     ))
 
-/** `update ROW_ID --data ...`: one row. */
+/** `update ROW_ID --data ...`: one row, its labels checked against the row's unless `allowUnknownLabels`. */
 const updateOne = (
   rowID: string,
-  args: { readonly data: Option.Option<string>; readonly dataFile: Option.Option<string> }
+  args: {
+    readonly data: Option.Option<string>
+    readonly dataFile: Option.Option<string>
+    readonly allowUnknownLabels: boolean
+  }
 ) =>
   Effect.gen(function*() {
     const input = Option.isSome(args.data)
@@ -50,6 +55,10 @@ const updateOne = (
       : yield* new UsageError({ message: "update needs --data JSON or --data-file FILE (- for stdin)" })
     const rowData = yield* parseRowData(input.text, input.source)
     const client = yield* MicroappClient
+    if (!args.allowUnknownLabels && Object.keys(rowData).length > 0) {
+      const unknown = unknownLabels(yield* client.getRow(rowID), rowData)
+      if (Option.isSome(unknown)) return yield* new UsageError({ message: unknown.value })
+    }
     yield* client.updateRow({ rowID, rowData })
   })
 
@@ -89,6 +98,12 @@ export const update = Command.make(
       described(`With --from: updates under way at once; default ${BulkUpdate.defaults.concurrency}`)
     ),
     quiet: Options.boolean("quiet").pipe(described("With --from: no progress line and no summary on stderr")),
+    allowUnknownLabels: Options.boolean("allow-unknown-labels").pipe(
+      described(
+        "Send labels the row does not have (the service ignores them). Without it, the row is read first " +
+          "and an update naming such a label is refused (exit 2; with --from, that line is invalid)"
+      )
+    ),
     ...connection
   },
   (args) =>
@@ -113,8 +128,9 @@ export const update = Command.make(
         report: args.report,
         concurrency: Option.getOrElse(args.concurrency, () => BulkUpdate.defaults.concurrency),
         // --retries bounds the sends of one update as it bounds the attempts of one request
-        maxSends: args.retries + 1,
-        quiet: args.quiet
+        maxSends: (yield* connectionOf(args)).retries + 1,
+        quiet: args.quiet,
+        allowUnknownLabels: args.allowUnknownLabels
       })
     }).pipe(Effect.provide(clientLayer(args)))
 ).pipe(

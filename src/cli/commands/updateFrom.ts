@@ -5,13 +5,14 @@
  * @since 0.1.0
  */
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Clock, Deferred, Effect, Option, Predicate, Queue, Ref, Schema, type Scope, Stream } from "effect"
+import { Clock, Deferred, Effect, identity, Option, Predicate, Queue, Ref, Schema, type Scope, Stream } from "effect"
 import * as BulkUpdate from "../../BulkUpdate.js"
 import { validate } from "../../internal/bounds.js"
 import { endpoints } from "../../internal/endpoints.js"
 import { MicroappClient } from "../../MicroappClient.js"
 import { describe, InvalidInput } from "../../MicroappError.js"
 import { NotAllUpdated, UsageError } from "../exitCodes.js"
+import { unknownLabels } from "../labels.js"
 import { progressiveFile } from "../output.js"
 import { type EarlyStop, updateProgressLine, updateSummaryLine, withProgress } from "../progress.js"
 import { type Destination, signalListener, stderrLine, Stdio } from "../stdio.js"
@@ -47,6 +48,24 @@ const parseLine = (text: string) =>
         : Effect.succeed({ rowID, input: invalidLine("must be a JSON object {\"rowID\": ..., \"rowData\": {...}}") })
     }
   })
+
+/**
+ * An update naming a label its row does not have becomes invalid; one whose row cannot be read
+ * goes on unchecked, for its own outcome to say what became of it.
+ */
+const checkLabels = (client: MicroappClient.Service) => (input: typeof Line.Type | InvalidInput) =>
+  input instanceof InvalidInput || Object.keys(input.rowData).length === 0
+    ? Effect.succeed(input)
+    : client.getRow(input.rowID).pipe(
+      Effect.map((row) =>
+        Option.match(unknownLabels(row, input.rowData), {
+          onNone: (): typeof Line.Type | InvalidInput => input,
+          onSome: (reason) =>
+            new InvalidInput({ method: "POST", path: endpoints.update.path, input: "rowData", reason })
+        })
+      ),
+      Effect.orElseSucceed(() => input)
+    )
 
 /** How much of FILE is read at a time. */
 const chunkSize = FileSystem.KiB(64)
@@ -96,6 +115,9 @@ const errorOf = (outcome: BulkUpdate.Outcome): string | undefined => {
   switch (outcome._tag) {
     case "Updated":
       return undefined
+    case "Invalid":
+      // never sent: no endpoint to name
+      return outcome.error.message
     case "Unknown":
       return outcome.readBackError === undefined
         ? describe(outcome.error)
@@ -136,6 +158,8 @@ export interface UpdateFromOptions {
   readonly concurrency: number
   readonly maxSends: number
   readonly quiet: boolean
+  /** Send labels a row does not have, unchecked; otherwise each row is read first and such a line is invalid. */
+  readonly allowUnknownLabels: boolean
 }
 
 /**
@@ -165,7 +189,10 @@ export const updateFrom = (options: UpdateFromOptions) =>
       Stream.mapEffect(([text, index]) =>
         Effect.flatMap(parseLine(text), ({ input, rowID }) =>
           Effect.as(Queue.offer(sources, { line: index + 1, rowID }), input))
-      )
+      ),
+      options.allowUnknownLabels
+        ? identity
+        : Stream.mapEffect(checkLabels(client), { concurrency: options.concurrency })
     )
 
     // a signal or a reader that has gone stops it gracefully: no more updates start, those under way finish
