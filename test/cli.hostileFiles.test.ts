@@ -72,6 +72,11 @@ describe("microapp rows --checkpoint, among hostile files", () => {
         checksum: String(fields["checksum"]).replace(/^./, (c) => c === "0" ? "1" : "0")
       })],
       ["written before CKPT had a checksum (version 1)", ({ checksum: _, ...fields }) => ({ ...fields, version: 1 })],
+      ["nested 100,000 deep", () => `${"[".repeat(100_000)}${"]".repeat(100_000)}`],
+      [
+        "its checkpoint nested 3,000 deep",
+        (fields) => ({ ...fields, scan: JSON.parse(`${"[".repeat(3_000)}${"]".repeat(3_000)}`) })
+      ],
       [
         "a byte of the text flipped",
         (fields) => JSON.stringify(fields).replace("\"finished\":false", "\"finished\":true ")

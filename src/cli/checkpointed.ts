@@ -20,6 +20,7 @@ import type * as Path from "@effect/platform/Path"
 import { Effect, Option, ParseResult, Schema, Stream } from "effect"
 import { createHash } from "node:crypto"
 import * as Checkpoint from "../Checkpoint.js"
+import { nestsDeeperThan } from "../internal/checkpoint.js"
 import { MicroappClient } from "../MicroappClient.js"
 import type { MicroappError } from "../MicroappError.js"
 import type { ScanSummary } from "../RowStream.js"
@@ -93,6 +94,10 @@ const load = (
   Effect.gen(function*() {
     const text = yield* readSmallFile(ckpt, checkpointFileLimit, "a checkpoint of microapp rows")
     if (Option.isNone(text)) return Option.none()
+    // the format nests two deep: anything deeper would overflow the parser's stack, not be a checkpoint
+    if (nestsDeeperThan(text.value, 4)) {
+      return yield* new UsageError({ message: `${ckpt} is not a checkpoint of microapp rows: nested too deep` })
+    }
     const { checksum, ...body } = yield* decodeCheckpointFile(text.value).pipe(
       Effect.mapError((error) => {
         const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]

@@ -325,7 +325,7 @@ const isEscaped = (text: string, at: number): boolean => {
  * Whether brackets outside strings nest deeper than `limit` in `text`: one pass, strings skipped
  * by `indexOf` (a checkpoint's bulk is one string), and no parser's stack to overflow.
  */
-const nestsDeeperThan = (text: string, limit: number): boolean => {
+export const nestsDeeperThan = (text: string, limit: number): boolean => {
   let depth = 0
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i)
