@@ -28,12 +28,12 @@ const main = async (): Promise<Report> => {
   const opts = options()
   const scans = opts.number("scans", 10, 3)
   const rows = opts.number("rows", 2_000, 300)
-  const pageSize = opts.number("page-size", 1_000, 100)
+  const pageSize = opts.number("page-size", 100, 50)
   const delayMillis = opts.number("latency", 20, 5)
   const refuseEvery = opts.number("refuse-every", 3, 3)
   const rounds = opts.number("rounds", 3, 1)
-  // the fixed concurrency: every window of a scan in flight at once
-  const fixed = opts.number("concurrency", Math.ceil(rows / pageSize), 2)
+  // windows in flight per scan on the server that refuses nothing: 40 requests at once, as many as pay there
+  const fixed = opts.number("concurrency", 4, 2)
   // a server process exits with its parent, so one that started is not left behind if the other fails
   const [refusing, calm] = await Promise.all([
     startServer({ rows, delayMillis, refuseEvery }),
