@@ -5,20 +5,10 @@
  * is read both at `concurrency: "auto"` (the default) and at that fixed concurrency. Each run has a
  * fresh client; every scan must be exact and none may fail.
  */
-import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
-import { Effect, Layer, ManagedRuntime, Redacted, Stream } from "effect"
-import { MicroappClient } from "../../src/index.js"
 import { finish, formatInt, formatRatio, median, options, type Report, rotate, startServer } from "./common.js"
+import { runScans, type ScansRun } from "./scans.js"
 
 const microAppID = "64b7c0f1a2d3e4f5a6b7c8db"
-
-interface Run {
-  readonly millis: number
-  readonly exact: number
-  readonly failures: ReadonlyArray<string>
-  /** Attempts beyond the first, over all scans. */
-  readonly retries: number
-}
 
 type Mode = "refused, auto" | "refused, fixed" | "refuses nothing, fixed"
 
@@ -40,39 +30,17 @@ const main = async (): Promise<Report> => {
     startServer({ rows, delayMillis })
   ])
 
-  const run = async (mode: Mode): Promise<Run> => {
-    const server = mode === "refuses nothing, fixed" ? calm : refusing
-    const concurrency = mode === "refused, auto" ? "auto" : fixed
-    const runtime = ManagedRuntime.make(
-      MicroappClient.layer({
-        baseUrl: server.baseUrl,
-        authToken: Redacted.make("bench-token"),
-        userId: "bench-user"
-      }).pipe(Layer.provide(NodeHttpClient.layerUndici))
-    )
-    const scanOnce = Effect.gen(function*() {
-      const client = yield* MicroappClient
-      const scan = yield* client.scan({ microAppID, pageSize, concurrency })
-      const count = yield* Stream.runCount(scan.rows)
-      return { count, retries: (yield* scan.summary).retries }
-    }).pipe(Effect.either)
-    try {
-      const start = performance.now()
-      const results = await runtime.runPromise(
-        Effect.all(Array.from({ length: scans }, () => scanOnce), { concurrency: "unbounded" })
-      )
-      return {
-        millis: performance.now() - start,
-        exact: results.filter((result) => result._tag === "Right" && result.right.count === rows).length,
-        failures: results.flatMap((result) => result._tag === "Left" ? [result.left._tag] : []),
-        retries: results.reduce((sum, result) => sum + (result._tag === "Right" ? result.right.retries : 0), 0)
-      }
-    } finally {
-      await runtime.dispose()
-    }
-  }
+  const run = (mode: Mode): Promise<ScansRun> =>
+    runScans({
+      baseUrl: mode === "refuses nothing, fixed" ? calm.baseUrl : refusing.baseUrl,
+      tuning: {},
+      scan: { microAppID, pageSize, concurrency: mode === "refused, auto" ? "auto" : fixed },
+      scans,
+      rows,
+      atOnce: true
+    })
 
-  const runs = new Map<Mode, Array<Run>>(modes.map((mode) => [mode, []]))
+  const runs = new Map<Mode, Array<ScansRun>>(modes.map((mode) => [mode, []]))
   try {
     for (let round = 0; round < rounds; round++) {
       for (const mode of rotate(modes, round)) runs.get(mode)?.push(await run(mode))
