@@ -473,7 +473,8 @@ describe("Retry-After with sense: a client-wide pause lasts at most rateLimit.ma
 
   for (
     const [what, header, pauseMillis] of [
-      ["not a number", "soon", 1_000],
+      // read as no Retry-After: the retry waits only its backoff
+      ["not a number", "soon", 0],
       ["negative", "-5", 0],
       ["a date in the past", "Wed, 21 Oct 2015 07:28:00 GMT", 0]
     ] as const

@@ -4,7 +4,10 @@
  * raise it by one per limit's worth (additive increase), up to one below the level the server last
  * refused; after enough calm answers there, that level is tried again, waiting twice as long after
  * each refusal. `rateLimit.maxInFlight` caps it. After a pause, the held requests therefore go out
- * as permits allow, not all at once. The decisions are pure functions of recorded inputs.
+ * as permits allow, not all at once. A 429 without `Retry-After` cuts the same way, but only when
+ * it came at a level the server has not answered at since its last cut: a server that refuses some
+ * requests at any level (a rate limiter, a share refused at random) would otherwise bring the limit
+ * down to one. The decisions are pure functions of recorded inputs.
  */
 import { Effect } from "effect"
 
@@ -23,6 +26,8 @@ export interface Limit {
   readonly calmNeeded: number
   /** Cuts so far. A 429 to a request sent before the last cut belongs to the burst that cut answered. */
   readonly epoch: number
+  /** The most in flight the server has answered at, below the level of its last 429 that cut. */
+  readonly answered: number
 }
 
 /** A request as it was sent: the epoch then, and the client's requests in flight, itself included. */
@@ -46,10 +51,11 @@ export const initial = (max: number): Limit => ({
   growth: 0,
   calm: 0,
   calmNeeded: firstCalm,
-  epoch: 0
+  epoch: 0,
+  answered: 0
 })
 
-/** A 429: the server refused the level the request was sent at. One cut per burst. */
+/** A 429 with `Retry-After`: the server refused the level the request was sent at. One cut per burst. */
 export const afterRefusal = (limit: Limit, ticket: Ticket): Limit =>
   ticket.epoch !== limit.epoch ? limit : {
     ...limit,
@@ -58,11 +64,33 @@ export const afterRefusal = (limit: Limit, ticket: Ticket): Limit =>
     growth: 0,
     calm: 0,
     calmNeeded: Math.min(maxCalm, limit.calmNeeded * 2),
-    epoch: limit.epoch + 1
+    epoch: limit.epoch + 1,
+    answered: Math.min(limit.answered, ticket.inFlight - 1)
   }
 
-/** Any answer but a 429. Only one sent at the limit, since the last cut, says the server took that much. */
-export const afterAnswer = (limit: Limit, ticket: Ticket): Limit => {
+/**
+ * A 429 without `Retry-After`: a cut, as `afterRefusal`, unless the server has answered at that
+ * level since its last cut, which says the level is not what it refused. Such a refusal costs only
+ * its own request's backoff, so the level is kept rather than given up on one refusal.
+ */
+export const afterSlowDown = (limit: Limit, ticket: Ticket): Limit => {
+  if (ticket.inFlight <= limit.answered) return limit
+  const cut = afterRefusal(limit, ticket)
+  // the levels the server took since its last cut stay open, only the one above them is in doubt;
+  // and probing it again costs one request's backoff, not a pause, so it is not put off longer
+  return cut === limit ? limit : {
+    ...cut,
+    allowed: Math.max(cut.allowed, Math.min(limit.allowed, limit.answered)),
+    calmNeeded: limit.calmNeeded
+  }
+}
+
+/**
+ * Any answer but a 429. Only one sent at the limit, since the last cut, says the server took that
+ * much; any answer says the server took the level it was sent at.
+ */
+export const afterAnswer = (previous: Limit, ticket: Ticket): Limit => {
+  const limit = ticket.inFlight <= previous.answered ? previous : { ...previous, answered: ticket.inFlight }
   if (ticket.epoch !== limit.epoch || ticket.inFlight < limit.allowed) return limit
   if (limit.allowed < limit.tolerated) {
     return limit.growth + 1 >= limit.allowed
@@ -75,12 +103,21 @@ export const afterAnswer = (limit: Limit, ticket: Ticket): Limit => {
     : { ...limit, calm: limit.calm + 1 }
 }
 
+/** What the server did with a request: answered it, or refused it with a 429 without or with `Retry-After`. */
+export type Outcome = "answered" | "slowDown" | "refused"
+
+const decide: Record<Outcome, (limit: Limit, ticket: Ticket) => Limit> = {
+  answered: afterAnswer,
+  slowDown: afterSlowDown,
+  refused: afterRefusal
+}
+
 /** The limit in force for one client. */
 export interface InFlight {
   /** Runs `send` once a permit is free, holding it until `send` ends; `send` gets its ticket. */
   readonly admit: <A, E, R>(send: (ticket: Ticket) => Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-  /** What the server did with the request of `ticket`: refused it with a 429, or answered. */
-  readonly observe: (ticket: Ticket, wasRefused: boolean) => Effect.Effect<void>
+  /** What the server did with the request of `ticket`. */
+  readonly observe: (ticket: Ticket, outcome: Outcome) => Effect.Effect<void>
 }
 
 export const make = (max: number): Effect.Effect<InFlight> =>
@@ -98,10 +135,10 @@ export const make = (max: number): Effect.Effect<InFlight> =>
             })
           )
         })),
-      observe: (ticket, wasRefused) =>
+      observe: (ticket, outcome) =>
         Effect.suspend(() => {
           const previous = limit
-          limit = wasRefused ? afterRefusal(previous, ticket) : afterAnswer(previous, ticket)
+          limit = decide[outcome](previous, ticket)
           if (limit.allowed === previous.allowed) return Effect.void
           const resize = semaphore.resize(limit.allowed)
           return limit.epoch === previous.epoch ? resize : Effect.zipRight(

@@ -30,7 +30,7 @@ import type { Endpoint } from "./endpoints.js"
 import * as Errors from "./errors.js"
 import type { InFlight } from "./inFlight.js"
 import * as Metrics from "./metrics.js"
-import { budgetOf, defaultRateLimitPause, type RateGate, retrySchedule } from "./retry.js"
+import { budgetOf, type RateGate, retrySchedule } from "./retry.js"
 
 /** The two values that authenticate a call (the public `MicroappClient.Credentials`). */
 export type Credentials = MicroappClient.Credentials
@@ -262,10 +262,10 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
       const { text } = yield* read(response, errorBodyBytes)
       const now = yield* Clock.currentTimeMillis
       const retryAfter = Errors.parseRetryAfter(response.headers["retry-after"], now)
-      if (status === 429) {
-        yield* options.gate.holdFor(retryAfter ?? Duration.toMillis(defaultRateLimitPause), "429")
-      } else if (retryAfter !== undefined && status === 503) {
-        yield* options.gate.holdFor(retryAfter, "503")
+      // only a server that says how long pauses the whole client; a bare 429 says "slow down", which
+      // the cut of the in-flight limit and the refused request's own backoff do
+      if (retryAfter !== undefined && (status === 429 || status === 503)) {
+        yield* options.gate.holdFor(retryAfter, String(status))
       }
       return yield* Effect.fail(Errors.fromStatus(status, text, retryAfter, info))
     }).pipe(
@@ -310,10 +310,12 @@ export const makeRequester = (http: HttpClient.HttpClient, options: RequesterOpt
           Effect.tapBoth(limited, {
             // what the server answered tells the limit; a failure without an answer tells nothing
             onFailure: (error) =>
-              "status" in error && error.status !== undefined
-                ? options.inFlight.observe(ticket, error.status === 429)
+              error._tag === "RateLimited" && error.status !== undefined
+                ? options.inFlight.observe(ticket, error.retryAfterMillis === undefined ? "slowDown" : "refused")
+                : "status" in error && error.status !== undefined
+                ? options.inFlight.observe(ticket, "answered")
                 : Effect.void,
-            onSuccess: () => options.inFlight.observe(ticket, false)
+            onSuccess: () => options.inFlight.observe(ticket, "answered")
           })
         )
       )

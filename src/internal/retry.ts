@@ -36,9 +36,6 @@ const tallied = (mark: (tally: Tally) => void) =>
 const tallyRetry = tallied((tally) => tally.retries++)
 const tallyThrottled = tallied((tally) => (tally.throttled = true))
 
-/** How long a 429 without `Retry-After` holds the client back. */
-export const defaultRateLimitPause = Duration.seconds(1)
-
 /** The longest a client-wide pause lasts, whatever `Retry-After` asks (`rateLimit.maxPause`). */
 export const defaultMaxPause = Duration.seconds(60)
 

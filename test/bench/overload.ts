@@ -4,21 +4,10 @@
  * at once again with `rateLimit.maxInFlight` set by hand to what the server allows. Each run has a
  * fresh client, as a service starting up has. Every scan must be exact and none may fail.
  */
-import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
-import { Effect, Layer, ManagedRuntime, Redacted, Stream } from "effect"
-import { MicroappClient } from "../../src/index.js"
-import { demoCredentials } from "../../src/testing/index.js"
 import { finish, formatInt, formatRatio, median, options, type Report, rotate, startServer } from "./common.js"
+import { runScans, type ScansRun } from "./scans.js"
 
 const microAppID = "64b7c0f1a2d3e4f5a6b7c8db"
-
-interface Run {
-  readonly millis: number
-  readonly exact: number
-  readonly failures: ReadonlyArray<string>
-  /** Attempts beyond the first, over all scans: the requests the server refused, and any other retry. */
-  readonly retries: number
-}
 
 type Mode = "at once" | "one after another" | "at once, maxInFlight by hand"
 
@@ -36,43 +25,18 @@ const main = async (): Promise<Report> => {
     "./emulator.js"
   )
 
-  const run = async (mode: Mode): Promise<Run> => {
-    const tuning = mode === "at once, maxInFlight by hand" ? { rateLimit: { maxInFlight } } : {}
-    const runtime = ManagedRuntime.make(
-      MicroappClient.layer({
-        ...tuning,
-        baseUrl: server.baseUrl,
-        authToken: Redacted.make(demoCredentials.authToken),
-        userId: demoCredentials.userId
-      }).pipe(Layer.provide(NodeHttpClient.layerUndici))
-    )
-    const scanOnce = Effect.gen(function*() {
-      const client = yield* MicroappClient
-      const scan = yield* client.scan({ microAppID, concurrency })
-      const count = yield* Stream.runCount(scan.rows)
-      return { count, retries: (yield* scan.summary).retries }
-    }).pipe(Effect.either)
-    try {
-      const start = performance.now()
-      const results = await runtime.runPromise(
-        Effect.all(Array.from({ length: scans }, () => scanOnce), {
-          concurrency: mode === "one after another" ? 1 : "unbounded"
-        })
-      )
-      const millis = performance.now() - start
-      return {
-        millis,
-        exact: results.filter((result) => result._tag === "Right" && result.right.count === rows).length,
-        failures: results.flatMap((result) => result._tag === "Left" ? [result.left._tag] : []),
-        retries: results.reduce((sum, result) => sum + (result._tag === "Right" ? result.right.retries : 0), 0)
-      }
-    } finally {
-      await runtime.dispose()
-    }
-  }
+  const run = (mode: Mode): Promise<ScansRun> =>
+    runScans({
+      baseUrl: server.baseUrl,
+      tuning: mode === "at once, maxInFlight by hand" ? { rateLimit: { maxInFlight } } : {},
+      scan: { microAppID, concurrency },
+      scans,
+      rows,
+      atOnce: mode !== "one after another"
+    })
 
   const modes: ReadonlyArray<Mode> = ["at once", "one after another", "at once, maxInFlight by hand"]
-  const runs = new Map<Mode, Array<Run>>(modes.map((mode) => [mode, []]))
+  const runs = new Map<Mode, Array<ScansRun>>(modes.map((mode) => [mode, []]))
   try {
     for (let round = 0; round < rounds; round++) {
       for (const mode of rotate(modes, round)) runs.get(mode)?.push(await run(mode))

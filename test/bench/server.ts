@@ -3,7 +3,9 @@
  * the client measured: answers `POST /api/updatemicroapprow` with success, and
  * `POST /api/microappdata` by joining pre-serialised rows, honouring
  * `searchFilter[0].skip` (a numeric string or a number) and `limit`, after an optional fixed delay.
- * Any skip and limit are accepted: the client re-reads a few rows before each window.
+ * Any skip and limit are accepted: the client re-reads a few rows before each window. With
+ * `refuseEvery: n`, every n-th read is answered at once with a 429 that has no `Retry-After`, as a
+ * rate limiter that says only "slow down" does.
  *
  * Run by `startServer`; tells its parent the port over IPC.
  */
@@ -15,6 +17,8 @@ import { serialisedRows } from "./table.js"
 export interface ServerConfig {
   readonly rows: number
   readonly delayMillis: number
+  /** Every n-th read is refused (429, no `Retry-After`); none when absent. */
+  readonly refuseEvery?: number | undefined
 }
 
 /** What the server tells its parent once it listens. */
@@ -61,8 +65,9 @@ const stream = async (response: Http.ServerResponse, rows: ReadonlyArray<string>
   response.end(tail)
 }
 
-const serve = (config: ServerConfig, rows: ReadonlyArray<string>) =>
-  Http.createServer((request, response) => {
+const serve = (config: ServerConfig, rows: ReadonlyArray<string>) => {
+  let reads = 0
+  return Http.createServer((request, response) => {
     const chunks: Array<Buffer> = []
     request.on("data", (chunk: Buffer) => chunks.push(chunk))
     request.on("end", () => {
@@ -78,6 +83,10 @@ const serve = (config: ServerConfig, rows: ReadonlyArray<string>) =>
       }
       const asked = window(body)
       if (request.url !== "/api/microappdata" || asked === undefined) return fail(response, 400, "bad request")
+      reads++
+      if (config.refuseEvery !== undefined && reads % config.refuseEvery === 0) {
+        return fail(response, 429, "too many requests")
+      }
       const from = Math.min(asked.skip, rows.length)
       const to = Math.min(rows.length, from + asked.limit)
       const answer = () => {
@@ -94,6 +103,7 @@ const serve = (config: ServerConfig, rows: ReadonlyArray<string>) =>
       else answer()
     })
   })
+}
 
 const main = () => {
   const config = JSON.parse(process.argv[2] ?? "{}") as ServerConfig
