@@ -5,8 +5,8 @@
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Layer, Schema } from "effect"
-import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
+import { Duration, Effect, Layer, Schema, TestClock } from "effect"
+import { MicroappServer, projectsMicroAppID, type Row } from "../src/testing/index.js"
 import * as RequestLog from "../src/testing/RequestLog.js"
 import { RowsAnswer, taskID, tasksMicroAppID, tasksTable } from "./support.js"
 
@@ -187,4 +187,51 @@ describe("the request log keeps the most recent requests", () => {
       })))
       expect(yield* server.log.dropped).toBe(2)
     }).pipe(withServer({ requestLogSize: 3 })))
+})
+
+describe("churn: rows inserted, updated and deleted at a steady rate on Effect's clock", () => {
+  const churning = (seed: number) =>
+    MicroappServer.layer({ tables: [tasksTable(30)], churn: { microAppID: tasksMicroAppID, perSecond: 10, seed } })
+
+  /** The table after `millis` of churn, and what changed: ids inserted, ids removed, updates applied. */
+  const after = (millis: number) =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const before = new Set((yield* server.rows.table(tasksMicroAppID)).map((row) => String(row["_id"])))
+      yield* TestClock.adjust(Duration.millis(millis))
+      const table = yield* server.rows.table(tasksMicroAppID)
+      const ids = new Set(table.map((row) => String(row["_id"])))
+      const updates = Array.from((yield* server.rows.appliedUpdates).values()).reduce((sum, n) => sum + n, 0)
+      return {
+        table,
+        inserted: [...ids].filter((id) => !before.has(id)).length,
+        removed: [...before].filter((id) => !ids.has(id)).length,
+        updates
+      }
+    })
+
+  it.effect("nothing before the first interval; at most ten changes a second, of all three kinds", () =>
+    Effect.gen(function*() {
+      const early = yield* after(99)
+      expect([early.inserted, early.removed, early.updates]).toEqual([0, 0, 0])
+      const second = yield* after(901)
+      expect(second.inserted + second.removed + second.updates).toBeGreaterThan(0)
+      expect(second.inserted + second.removed + second.updates).toBeLessThanOrEqual(10)
+      const tenSeconds = yield* after(9_000)
+      expect(tenSeconds.inserted).toBeGreaterThan(0)
+      expect(tenSeconds.removed).toBeGreaterThan(0)
+      expect(tenSeconds.updates).toBeGreaterThan(0)
+    }).pipe(Effect.provide(churning(3))))
+
+  it.effect("the same seed makes the same changes", () =>
+    Effect.gen(function*() {
+      const once = yield* Effect.provide(after(5_000), churning(7))
+      const again = yield* Effect.provide(after(5_000), churning(7))
+      const other = yield* Effect.provide(after(5_000), churning(8))
+      // the second run starts later on the clock: its inserted rows were submitted later
+      const timeless = (table: ReadonlyArray<Row>) =>
+        table.map(({ clientSubmitted: _, submitted: __, ...rest }) => rest)
+      expect(timeless(again.table)).toEqual(timeless(once.table))
+      expect(timeless(other.table)).not.toEqual(timeless(once.table))
+    }))
 })
