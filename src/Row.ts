@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import { Data, DateTime, ParseResult, Schema } from "effect"
+import { formatLocal } from "./internal/clientSubmitted.js"
 import type { UnexpectedResponse } from "./MicroappError.js"
 
 const clientSubmittedPattern = /^(\d{4})-(\d{2})-(\d{2}) \((\d{2}):(\d{2}):(\d{2})\) ([+-])(\d{2})(\d{2})$/
@@ -47,23 +48,14 @@ export const ClientSubmitted = Schema.transformOrFail(ClientSubmittedString, Sch
   encode: (dateTime) => ParseResult.succeed(formatClientSubmitted(dateTime))
 })
 
-const pad = (n: number, width = 2): string => String(Math.abs(n)).padStart(width, "0")
-
 /**
  * Formats a zoned time the way the service writes `clientSubmitted`.
  *
  * @since 0.1.0
  * @category formatting
  */
-export const formatClientSubmitted = (dateTime: DateTime.Zoned): string => {
-  const parts = DateTime.toParts(dateTime)
-  const offset = DateTime.zonedOffset(dateTime)
-  const sign = offset < 0 ? "-" : "+"
-  const minutes = Math.abs(Math.round(offset / 60_000))
-  return `${parts.year}-${pad(parts.month)}-${pad(parts.day)} (${pad(parts.hours)}:${pad(parts.minutes)}:${
-    pad(parts.seconds)
-  }) ${sign}${pad(Math.floor(minutes / 60))}${pad(minutes % 60)}`
-}
+export const formatClientSubmitted = (dateTime: DateTime.Zoned): string =>
+  formatLocal(DateTime.toParts(dateTime), DateTime.zonedOffset(dateTime))
 
 /**
  * A displayed field value: its label and its value.

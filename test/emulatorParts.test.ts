@@ -100,7 +100,7 @@ describe("RequestLog", () => {
   const arriving = (path: string, body: unknown, fault?: FaultKind): RequestLog.Arriving => ({
     method: "POST",
     path,
-    body,
+    body: JSON.stringify(body),
     authorized: true,
     latency: Duration.zero,
     fault: () => fault === undefined ? undefined : { kind: fault, retryAfterSeconds: 1, retryAfterAsDate: false }

@@ -3,8 +3,8 @@
  *
  * @since 0.1.0
  */
-import { Effect } from "effect"
-import { MicroappServer, peopleMicroAppID, projectsMicroAppID } from "../testing/index.js"
+import { Duration, Effect } from "effect"
+import { type FaultKind, MicroappServer, peopleMicroAppID, projectsMicroAppID } from "../testing/index.js"
 import { CommandFailed } from "./exitCodes.js"
 import { shellQuote } from "./shell.js"
 import { signalListener, type Signals, Stdio, type WriteError } from "./stdio.js"
@@ -23,6 +23,27 @@ export interface ServeOptions {
   readonly rows: number | undefined
   readonly defaultLimit: number | undefined
   readonly maxLimit: number | undefined
+  readonly latencyMillis: number | undefined
+  readonly faults: { readonly rate: number; readonly kinds: ReadonlyArray<FaultKind> } | undefined
+  /** 429 above this many requests in flight. */
+  readonly throttle: number | undefined
+  /** Changes a second to the demo Projects. */
+  readonly churn: number | undefined
+  /** Of the faults and the churn. */
+  readonly seed: number
+}
+
+/** The line that says how the emulator misbehaves, when it was asked to. */
+const disturbances = (options: ServeOptions): ReadonlyArray<string> => {
+  const parts = [
+    ...(options.latencyMillis === undefined ? [] : [`latency ${options.latencyMillis} ms`]),
+    ...(options.faults === undefined
+      ? []
+      : [`faults on ${options.faults.rate * 100}% of requests (${options.faults.kinds.join(", ")})`]),
+    ...(options.throttle === undefined ? [] : [`429 above ${options.throttle} requests in flight`]),
+    ...(options.churn === undefined ? [] : [`${options.churn} changes a second to Projects`])
+  ]
+  return parts.length === 0 ? [] : [`Disturbances: ${parts.join("; ")}; seed ${options.seed}.`]
 }
 
 /**
@@ -41,7 +62,13 @@ export const serve = (options: ServeOptions): Effect.Effect<void, WriteError, St
         port: options.port,
         ...(options.rows === undefined ? {} : { demoRows: options.rows }),
         ...(options.defaultLimit === undefined ? {} : { defaultLimit: options.defaultLimit }),
-        ...(options.maxLimit === undefined ? {} : { maxLimit: options.maxLimit })
+        ...(options.maxLimit === undefined ? {} : { maxLimit: options.maxLimit }),
+        ...(options.latencyMillis === undefined ? {} : { latency: Duration.millis(options.latencyMillis) }),
+        ...(options.faults === undefined ? {} : { faults: { ...options.faults, seed: options.seed } }),
+        ...(options.throttle === undefined
+          ? {}
+          : { throttle: { maxInFlight: options.throttle, retryAfterSeconds: 1 } }),
+        ...(options.churn === undefined ? {} : { churn: { perSecond: options.churn, seed: options.seed } })
       }),
       (error) => new CommandFailed({ message: `cannot listen on 127.0.0.1:${options.port}: ${causeOf(error)}` })
     )
@@ -65,6 +92,7 @@ export const serve = (options: ServeOptions): Effect.Effect<void, WriteError, St
         `  People    ${peopleMicroAppID}  (${people} rows)`,
         "",
         `Default row limit ${settings.defaultLimit}; limit clamp ${settings.maxLimit ?? "none"}.`,
+        ...disturbances(options),
         "",
         "Try:",
         `  export MICROAPP_BASE_URL=${shellQuote(server.baseUrl)}`,

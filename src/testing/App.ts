@@ -37,26 +37,65 @@ const forbidden = errorReply(403, "You do not have permission to change rows of 
 
 // --- request bodies ------------------------------------------------------------------------------
 
-const DigitString = Schema.String.pipe(Schema.pattern(/^[0-9]+$/))
+/**
+ * The bounds of what a request may send, each far above what the service's clients send (a
+ * Microapp has a few dozen fields at most); past one the answer is a 400 that names it, so that
+ * no request makes the emulator work more than linearly in the table, or keep a value it cannot
+ * serialize again. The body itself is bounded by `maxRequestBytes` (413).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const inputBounds = {
+  /** Characters of an id: microAppID, rowID, resourceID, fieldID, embeddingRowID, userID. */
+  idLength: 256,
+  /** Characters of any other string: email, password, a filter value. */
+  textLength: 4096,
+  /** Elements of `optSearchFilters`. */
+  filters: 256,
+  /** Elements of `searchFilter` (sort fields with skip and limit). */
+  sortElements: 64,
+  /** Keys of the `rowData` of an update or an insert. */
+  rowDataKeys: 256,
+  /** Nesting of a value in `rowData` (objects and arrays). */
+  valueDepth: 32,
+  /** skip, limit and a sort field number. */
+  count: Number.MAX_SAFE_INTEGER
+} as const
+
+const bounded = (what: string, max: number) => ({ message: () => `${what} longer than ${max} characters` })
+
+const Id = Schema.String.pipe(Schema.maxLength(inputBounds.idLength, bounded("id", inputBounds.idLength)))
+const NonEmptyId = Id.pipe(Schema.minLength(1))
+const Text = Schema.String.pipe(Schema.maxLength(inputBounds.textLength, bounded("text", inputBounds.textLength)))
+
+const atMost = (what: string, max: number) => ({ message: () => `more than ${max} ${what}` })
+
+const DigitString = Schema.String.pipe(Schema.pattern(/^[0-9]{1,16}$/))
 const NumberFromDigits = Schema.compose(DigitString, Schema.NumberFromString)
+const aboveCount = { message: () => `a number above ${inputBounds.count}` }
 // The seed sends skip as a numeric string, newer clients send numbers: both are accepted.
-const Count = Schema.Union(Schema.NonNegativeInt, NumberFromDigits)
-const SortField = Schema.Union(NumberFromDigits, Schema.Int)
+const Count = Schema.Union(Schema.NonNegativeInt, NumberFromDigits).pipe(
+  Schema.lessThanOrEqualTo(inputBounds.count, aboveCount)
+)
+const SortField = Schema.Union(NumberFromDigits, Schema.Int).pipe(
+  Schema.lessThanOrEqualTo(inputBounds.count, aboveCount)
+)
 
 // The official client sends null for every optional field its caller left out: null is absent.
 const optionalOrNull = <S extends Schema.Schema.Any>(schema: S) =>
   Schema.optionalWith(schema, { exact: true, nullable: true })
 
-const LoginBody = Schema.Struct({ email: Schema.String, password: Schema.String })
+const LoginBody = Schema.Struct({ email: Text, password: Text })
 
 const FilterBody = Schema.Struct({
-  resourceID: optionalOrNull(Schema.String),
-  fieldID: Schema.String,
-  value: Schema.Union(Schema.String, Schema.Number, Schema.Boolean)
+  resourceID: optionalOrNull(Id),
+  fieldID: Id,
+  value: Schema.Union(Text, Schema.Number, Schema.Boolean)
 })
 
 const SortPagingBody = Schema.Struct({
-  resourceID: optionalOrNull(Schema.String),
+  resourceID: optionalOrNull(Id),
   field: optionalOrNull(SortField),
   order: optionalOrNull(Schema.Literal(1, -1)),
   skip: optionalOrNull(Count),
@@ -64,9 +103,15 @@ const SortPagingBody = Schema.Struct({
 })
 
 const MicroappDataBody = Schema.Struct({
-  microAppID: Schema.NonEmptyString,
-  optSearchFilters: optionalOrNull(Schema.Array(FilterBody)),
-  searchFilter: optionalOrNull(Schema.Array(SortPagingBody)),
+  microAppID: NonEmptyId,
+  optSearchFilters: optionalOrNull(
+    Schema.Array(FilterBody).pipe(Schema.maxItems(inputBounds.filters, atMost("filters", inputBounds.filters)))
+  ),
+  searchFilter: optionalOrNull(
+    Schema.Array(SortPagingBody).pipe(
+      Schema.maxItems(inputBounds.sortElements, atMost("sort elements", inputBounds.sortElements))
+    )
+  ),
   serviceFormat: optionalOrNull(Schema.Boolean),
   // Documented features of the real service that the emulator refuses (see `notEmulated`).
   optViewFilters: optionalOrNull(Schema.Unknown),
@@ -85,20 +130,34 @@ const notEmulated = (body: typeof MicroappDataBody.Type): ReadonlyArray<string> 
   ...(body.optIsVectorSearch === true ? ["optIsVectorSearch"] : [])
 ]
 
-const RowBody = Schema.Struct({ rowID: Schema.NonEmptyString })
+const RowBody = Schema.Struct({ rowID: NonEmptyId })
 
-const RowData = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+/** Whether `value` nests objects and arrays no deeper than `depth`; stops at the first level past it. */
+const nestsWithin = (value: unknown, depth: number): boolean => {
+  if (typeof value !== "object" || value === null) return true
+  if (depth === 0) return false
+  return Object.values(value).every((item) => nestsWithin(item, depth - 1))
+}
+
+const RowData = Schema.Record({ key: Schema.String, value: Schema.Unknown }).pipe(
+  Schema.filter((rowData) => {
+    const keys = Object.keys(rowData).length
+    if (keys > inputBounds.rowDataKeys) return `more than ${inputBounds.rowDataKeys} keys`
+    return nestsWithin(rowData, inputBounds.valueDepth + 1) ||
+      `a value nested deeper than ${inputBounds.valueDepth} levels`
+  })
+)
 
 const UpdateBody = Schema.Struct({
-  rowID: Schema.NonEmptyString,
+  rowID: NonEmptyId,
   rowData: RowData,
-  embeddingRowID: optionalOrNull(Schema.String),
-  userID: optionalOrNull(Schema.String),
+  embeddingRowID: optionalOrNull(Id),
+  userID: optionalOrNull(Id),
   // The emulator has no action rules, so skipping them changes nothing.
   ignoreActionRules: optionalOrNull(Schema.Boolean)
 })
 
-const InsertBody = Schema.Struct({ microAppID: Schema.NonEmptyString, rowData: RowData })
+const InsertBody = Schema.Struct({ microAppID: NonEmptyId, rowData: RowData })
 
 const describeParseError = (error: ParseResult.ParseError): string => {
   const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
@@ -113,9 +172,6 @@ const decodeBody = <A, I>(schema: Schema.Schema<A, I>) => {
   return (text: string): Effect.Effect<A, HttpServerResponse.HttpServerResponse> =>
     Effect.mapError(decode(text), (error) => errorReply(400, describeParseError(error)))
 }
-
-const parseForLog = (text: string): unknown =>
-  Option.getOrElse(Schema.decodeUnknownOption(Schema.parseJson())(text), () => text)
 
 // --- routes --------------------------------------------------------------------------------------
 
@@ -371,7 +427,7 @@ export const makeApp = (state: MicroappState): HttpApp.Default => {
     // Logged and counted in flight atomically with the finalizers that settle the record.
     return yield* Effect.uninterruptibleMask((restore) =>
       Effect.flatMap(
-        state.begin({ method: request.method, path, body: parseForLog(text), authorized: Option.isSome(userId) }),
+        state.begin({ method: request.method, path, body: text, authorized: Option.isSome(userId) }),
         (arrival) =>
           restore(respond(arrival)).pipe(
             Effect.onInterrupt(() => arrival.abandon),

@@ -248,15 +248,19 @@ const places: readonly [Place, ...Array<Place>] = [
   }
 ]
 
+// shared by the rows that have them: rows never change in place
+const sharedViewers: ReadonlyArray<string> = [demoCredentials.userId, "user-0002"]
+const noViewers: ReadonlyArray<string> = []
+
 const pad = (value: number, width: number): string => String(value).padStart(width, "0")
 
-const metadata = (prng: Prng.Prng, id: string, index: number): Row => {
+const metadata = (prng: Prng.Prng, id: string, index: number): Record<string, unknown> => {
   const submitted = baseSubmitted + index * 3_600_000 + prng.int(3_600) * 1_000
   const withDevice = index % 3 !== 0
   return {
     _id: id,
     userID: index % 4 === 0 ? "user-0002" : demoCredentials.userId,
-    viewers: index % 5 === 0 ? [demoCredentials.userId, "user-0002"] : [],
+    viewers: index % 5 === 0 ? sharedViewers : noViewers,
     isLocked: index % 100 === 7,
     submitted,
     deviceID: withDevice ? `device-${pad(prng.int(10_000), 4)}` : null,
@@ -296,27 +300,54 @@ const ownerOf = (person: Row): Row => ({
   additionalValues: { [emailFieldID]: { label: "Email", value: String(person["Email"]) } }
 })
 
-const siteOf = (prng: Prng.Prng): Row => {
+interface AddressLines {
+  readonly mainAddressLine: string
+  readonly addressLastLine: string
+  readonly formattedAddress: string
+  readonly addressNumber: string
+}
+
+/** The few distinct address lines of the demo sites, each made once and shared by its rows. */
+const addressLinesCache = () => {
+  const cache = new Map<Place, Map<number, AddressLines>>()
+  return (place: Place, number: number): AddressLines => {
+    const byNumber = cache.get(place) ?? new Map<number, AddressLines>()
+    cache.set(place, byNumber)
+    const found = byNumber.get(number)
+    if (found !== undefined) return found
+    const addressNumber = String(number)
+    const mainAddressLine = `${addressNumber} ${place.street}`
+    const addressLastLine = `${place.city} ${place.region} ${place.postCode}`
+    const lines = {
+      mainAddressLine,
+      addressLastLine,
+      formattedAddress: `${mainAddressLine}, ${addressLastLine}, ${place.country}`,
+      addressNumber
+    }
+    byNumber.set(number, lines)
+    return lines
+  }
+}
+
+const siteOf = (prng: Prng.Prng, linesOf: (place: Place, number: number) => AddressLines): Row => {
   const place = prng.pick(places)
-  const number = String(1 + prng.int(200))
-  const mainAddressLine = `${number} ${place.street}`
-  const addressLastLine = `${place.city} ${place.region} ${place.postCode}`
+  const lines = linesOf(place, 1 + prng.int(200))
   const jitter = () => Math.round((prng.next() - 0.5) * 2_000) / 100_000
   return {
     address: {
       country: place.country,
-      formattedAddress: `${mainAddressLine}, ${addressLastLine}, ${place.country}`,
+      formattedAddress: lines.formattedAddress,
       geometry: {
         type: "point",
         coordinates: [Math.round((place.lng + jitter()) * 1e6) / 1e6, Math.round((place.lat + jitter()) * 1e6) / 1e6]
       },
-      addressLastLine,
-      addressNumber: number,
+      addressLastLine: lines.addressLastLine,
+      addressNumber: lines.addressNumber,
       areaName1: place.region,
       areaName2: "",
       areaName3: place.city,
       areaName4: "",
-      mainAddressLine,
+      mainAddressLine: lines.mainAddressLine,
       placeName: "",
       postCode: place.postCode,
       postCodeExt: "",
@@ -324,6 +355,18 @@ const siteOf = (prng: Prng.Prng): Row => {
       unitType: "",
       unitValue: ""
     }
+  }
+}
+
+/** A value made once per key and shared: the demo rows hold a few distinct ones many times over. */
+const memo = <K, V>(make: (key: K) => V) => {
+  const made = new Map<K, V>()
+  return (key: K): V => {
+    const found = made.get(key)
+    if (found !== undefined) return found
+    const value = make(key)
+    made.set(key, value)
+    return value
   }
 }
 
@@ -348,24 +391,33 @@ export const makeProjectRows = (count: number, options: ProjectRowsOptions = {})
   const prng = Prng.make(options.seed ?? 42)
   const people = options.people ?? makePeopleRows()
   const width = Math.max(4, String(count).length)
-  return Array.from({ length: count }, (_, index) => {
-    const meta = metadata(prng, makeRowId(projectIdPrefix, index + 1), index)
-    const person = people[prng.int(people.length)]
-    const withoutOwner = index % 37 === 11 || person === undefined
-    const due = new Date(Date.UTC(2024, 0, 1) + prng.int(730) * 86_400_000).toISOString().slice(0, 10)
-    return {
-      ...meta,
-      Name: `Project ${pad(index + 1, width)}`,
-      Status: prng.pick(statuses),
-      Budget: Math.round(prng.next() * 50_000_000) / 100,
-      Priority: 1 + prng.int(5),
-      Approved: prng.next() < 0.5,
-      Due: due,
-      ...(withoutOwner || person === undefined ? {} : { Owner: ownerOf(person) }),
-      Site: siteOf(prng),
-      Tags: tagNames.filter(() => prng.next() < 0.25)
-    }
+  // Rows never change in place (an update makes a new one), so values equal across rows are shared.
+  const ownerAt = memo((index: number) => {
+    const person = people[index]
+    return person === undefined ? undefined : ownerOf(person)
   })
+  const dueOn = memo((day: number) => new Date(Date.UTC(2024, 0, 1) + day * 86_400_000).toISOString().slice(0, 10))
+  const tagsOf = memo((mask: number) => tagNames.filter((_, bit) => (mask & (1 << bit)) !== 0))
+  const linesOf = addressLinesCache()
+  const rows = new Array<Row>(count)
+  for (let index = 0; index < count; index++) {
+    // one object built in place: spreading hundreds of thousands of rows dominates startup
+    const row = metadata(prng, makeRowId(projectIdPrefix, index + 1), index)
+    const owner = ownerAt(prng.int(people.length))
+    const withoutOwner = index % 37 === 11 || owner === undefined
+    const due = dueOn(prng.int(730))
+    row["Name"] = ["Project ", pad(index + 1, width)].join("")
+    row["Status"] = prng.pick(statuses)
+    row["Budget"] = Math.round(prng.next() * 50_000_000) / 100
+    row["Priority"] = 1 + prng.int(5)
+    row["Approved"] = prng.next() < 0.5
+    row["Due"] = due
+    if (!withoutOwner) row["Owner"] = owner
+    row["Site"] = siteOf(prng, linesOf)
+    row["Tags"] = tagsOf(tagNames.reduce((mask, _, bit) => prng.next() < 0.25 ? mask | (1 << bit) : mask, 0))
+    rows[index] = row
+  }
+  return rows
 }
 
 /**

@@ -13,6 +13,7 @@ import { Context, Effect, Layer, Redacted } from "effect"
 import * as Http from "node:http"
 import { MicroappClient } from "../MicroappClient.js"
 import { makeApp } from "./App.js"
+import { churn, type ChurnOptions } from "./Churn.js"
 import * as MicroappState from "./MicroappState.js"
 
 /**
@@ -28,6 +29,8 @@ export declare namespace MicroappServer {
     readonly port?: number | undefined
     /** Default "127.0.0.1". */
     readonly host?: string | undefined
+    /** Rows inserted, updated and deleted all along while the server runs; default none. */
+    readonly churn?: ChurnOptions | undefined
   }
 
   /**
@@ -73,6 +76,7 @@ export const make = (
       Headers.currentRedactedNames,
       (names) => [...names, ...redactedHeaderNames]
     )
+    if (options.churn !== undefined) yield* Effect.forkScoped(churn(state.rows, options.churn))
     const address = server.address
     const baseUrl = address._tag === "TcpAddress" ? `http://${host}:${address.port}` : `http://${host}`
     return { ...state, baseUrl }

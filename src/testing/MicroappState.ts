@@ -95,6 +95,8 @@ export interface Options {
   readonly loginShape?: LoginShape | undefined
   /** 429 for requests beyond a number in flight; default none. */
   readonly throttle?: Throttle | undefined
+  /** Requests the log keeps (the most recent); default `RequestLog.defaultCapacity` (10,000). */
+  readonly requestLogSize?: number | undefined
 }
 
 /**
@@ -114,7 +116,8 @@ export interface MicroappState {
   readonly begin: (request: {
     readonly method: string
     readonly path: string
-    readonly body: unknown
+    /** The body's text. */
+    readonly body: string
     readonly authorized: boolean
   }) => Effect.Effect<RequestLog.Arrival>
 }
@@ -138,7 +141,7 @@ export const make = (options: Options = {}): Effect.Effect<MicroappState> =>
       throttle: options.throttle
     }
     const faults = makeFaults(options.faults)
-    const log = yield* RequestLog.make
+    const log = yield* RequestLog.makeWithCapacity(options.requestLogSize ?? RequestLog.defaultCapacity)
     return {
       credentials: firstUser,
       settings: Effect.sync(() => settings),

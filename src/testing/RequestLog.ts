@@ -1,10 +1,11 @@
 /**
- * The emulator's log of requests: each request as it arrived and how it ended, the number in
- * flight, and the hook a test sets to act between a request's arrival and its answer.
+ * The emulator's log of requests: the most recent requests as they arrived and how they ended
+ * (a ring of a fixed capacity, with a count of those dropped from it), the number in flight, and
+ * the hook a test sets to act between a request's arrival and its answer.
  *
  * @since 0.1.0
  */
-import { Clock, type Duration, Effect, Option } from "effect"
+import { Clock, type Duration, Effect, Option, Schema } from "effect"
 import type { Fault, FaultKind } from "./Fault.js"
 
 /**
@@ -15,11 +16,14 @@ import type { Fault, FaultKind } from "./Fault.js"
  * @category models
  */
 export interface RequestRecord {
-  /** 0-based arrival order since start or the last `clear`. */
+  /** 0-based arrival order since start or the last `clear` (dropped requests included). */
   readonly seq: number
   readonly method: string
   readonly path: string
-  /** The parsed JSON body, or the raw text when it was not JSON. */
+  /**
+   * The parsed JSON body, or the raw text when it was not JSON, or `"<N characters not kept>"` when it
+   * was longer than `maxLoggedBodyLength` characters.
+   */
   readonly body: unknown
   /** Arrival time in ms from the `Clock` in force. */
   readonly at: number
@@ -81,7 +85,8 @@ export interface Completion {
 export interface Arriving {
   readonly method: string
   readonly path: string
-  readonly body: unknown
+  /** The body's text. */
+  readonly body: string
   readonly authorized: boolean
   readonly fault: (inFlight: number) => Fault | undefined
   readonly latency: Duration.Duration
@@ -92,8 +97,12 @@ export interface Arriving {
  * @category models
  */
 export interface RequestLog {
-  /** A snapshot of the log. */
+  /** A snapshot of the most recent `capacity` requests, in arrival order. */
   readonly requests: Effect.Effect<ReadonlyArray<RequestRecord>>
+  /** Requests dropped from the log to keep it within `capacity` since start or the last `clear`. */
+  readonly dropped: Effect.Effect<number>
+  readonly capacity: number
+  /** Empties the log and restarts `seq` and `dropped` at 0. */
   readonly clear: Effect.Effect<void>
   /** Runs after each request is logged and authenticated, before it is answered. */
   readonly onRequest: (hook: RequestHook) => Effect.Effect<void>
@@ -103,77 +112,142 @@ export interface RequestLog {
   readonly begin: (request: Arriving) => Effect.Effect<Arrival>
 }
 
-type MutableRecord = { -readonly [K in keyof RequestRecord]: RequestRecord[K] }
+/**
+ * Requests a log keeps by default: every request of any test, a bounded memory for a server
+ * that runs for days.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaultCapacity = 10_000
+
+/**
+ * Bodies longer than this are logged as their length only, so that the log's memory is bounded by
+ * `capacity` times it.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const maxLoggedBodyLength = 16 * 1024
+
+// the body is kept as text and parsed when read: a small text may parse to a much larger value
+type MutableRecord = { -readonly [K in keyof RequestRecord]: RequestRecord[K] } & { bodyText?: string | undefined }
 
 const redact = (body: unknown): unknown =>
   typeof body === "object" && body !== null && !Array.isArray(body) && "password" in body
     ? { ...body, password: "<redacted>" }
     : body
 
-const snapshot = (record: MutableRecord): RequestRecord => ({ ...record })
+const parseBody = (text: string): unknown =>
+  redact(Option.getOrElse(Schema.decodeUnknownOption(Schema.parseJson())(text), () => text))
+
+const withBody = (record: MutableRecord): MutableRecord => {
+  if (record.bodyText !== undefined) {
+    record.body = parseBody(record.bodyText)
+    record.bodyText = undefined
+  }
+  return record
+}
+
+const snapshot = (record: MutableRecord): RequestRecord => {
+  const { bodyText: _, ...rest } = withBody(record)
+  return rest
+}
 
 /**
- * An empty log.
+ * An empty log that keeps the most recent `capacity` requests (at least 1).
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make: Effect.Effect<RequestLog> = Effect.sync(() => {
-  let log: Array<MutableRecord> = []
-  let inFlight = 0
-  let hook: Option.Option<RequestHook> = Option.none()
-  const finish = (update: (finishedAt: number) => void) =>
-    Effect.flatMap(Clock.currentTimeMillis, (finishedAt) => Effect.sync(() => update(finishedAt)))
-  return {
-    requests: Effect.sync(() => log.map(snapshot)),
-    clear: Effect.sync(() => {
-      log = []
-    }),
-    onRequest: (next) =>
-      Effect.sync(() => {
-        hook = Option.some(next)
+export const makeWithCapacity = (capacity: number): Effect.Effect<RequestLog> =>
+  Effect.sync(() => {
+    const size = Math.max(1, Math.floor(capacity))
+    // a ring: `oldest` is where the next record goes once it is full
+    let ring: Array<MutableRecord> = []
+    let oldest = 0
+    let arrivals = 0
+    let inFlight = 0
+    let hook: Option.Option<RequestHook> = Option.none()
+    const append = (record: MutableRecord): void => {
+      if (ring.length < size) {
+        ring.push(record)
+      } else {
+        ring[oldest] = record
+        oldest = (oldest + 1) % size
+      }
+    }
+    const finish = (update: (finishedAt: number) => void) =>
+      Effect.flatMap(Clock.currentTimeMillis, (finishedAt) => Effect.sync(() => update(finishedAt)))
+    return {
+      requests: Effect.sync(() => [...ring.slice(oldest), ...ring.slice(0, oldest)].map(snapshot)),
+      dropped: Effect.sync(() => arrivals - ring.length),
+      capacity: size,
+      clear: Effect.sync(() => {
+        ring = []
+        oldest = 0
+        arrivals = 0
       }),
-    clearHook: Effect.sync(() => {
-      hook = Option.none()
-    }),
-    hook: Effect.sync(() => hook),
-    begin: (request) =>
-      Effect.flatMap(Clock.currentTimeMillis, (at) =>
-        Effect.sync((): Arrival => {
-          inFlight += 1
-          const fault = request.fault(inFlight)
-          const record: MutableRecord = {
-            seq: log.length,
-            method: request.method,
-            path: request.path,
-            body: redact(request.body),
-            at,
-            inFlight,
-            outcome: fault?.kind === "hang" ? "hung" : "answered",
-            authorized: request.authorized,
-            ...(fault === undefined ? {} : { fault: fault.kind })
-          }
-          log.push(record)
-          return {
-            record: snapshot(record),
-            fault,
-            latency: request.latency,
-            complete: (completion) =>
-              finish((finishedAt) => {
+      onRequest: (next) =>
+        Effect.sync(() => {
+          hook = Option.some(next)
+        }),
+      clearHook: Effect.sync(() => {
+        hook = Option.none()
+      }),
+      hook: Effect.sync(() => hook),
+      begin: (request) =>
+        Effect.flatMap(Clock.currentTimeMillis, (at) =>
+          Effect.sync((): Arrival => {
+            inFlight += 1
+            const fault = request.fault(inFlight)
+            const record: MutableRecord = {
+              seq: arrivals,
+              method: request.method,
+              path: request.path,
+              body: undefined,
+              at,
+              inFlight,
+              outcome: fault?.kind === "hang" ? "hung" : "answered",
+              authorized: request.authorized,
+              ...(fault === undefined ? {} : { fault: fault.kind })
+            }
+            arrivals += 1
+            const arrived = { ...record, body: parseBody(request.body) }
+            if (request.body.length > maxLoggedBodyLength) {
+              record.body = `<${request.body.length} characters not kept>`
+            } else {
+              record.bodyText = request.body
+            }
+            append(record)
+            return {
+              record: arrived,
+              fault,
+              latency: request.latency,
+              complete: (completion) =>
+                finish((finishedAt) => {
+                  record.finishedAt = finishedAt
+                  if (completion.status !== undefined) record.status = completion.status
+                  if (completion.outcome !== undefined) record.outcome = completion.outcome
+                  if (completion.retryAfterUntil !== undefined) record.retryAfterUntil = completion.retryAfterUntil
+                }),
+              abandon: finish((finishedAt) => {
+                if (record.finishedAt !== undefined) return
                 record.finishedAt = finishedAt
-                if (completion.status !== undefined) record.status = completion.status
-                if (completion.outcome !== undefined) record.outcome = completion.outcome
-                if (completion.retryAfterUntil !== undefined) record.retryAfterUntil = completion.retryAfterUntil
+                record.outcome = "hung"
               }),
-            abandon: finish((finishedAt) => {
-              if (record.finishedAt !== undefined) return
-              record.finishedAt = finishedAt
-              record.outcome = "hung"
-            }),
-            end: Effect.sync(() => {
-              inFlight -= 1
-            })
-          }
-        }))
-  }
-})
+              end: Effect.sync(() => {
+                inFlight -= 1
+              })
+            }
+          }))
+    }
+  })
+
+/**
+ * An empty log of `defaultCapacity`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: Effect.Effect<RequestLog> = makeWithCapacity(defaultCapacity)

@@ -42,6 +42,10 @@ export interface RowStore {
   readonly tryInsertRow: (microAppID: string, rowData: Row, userID: string) => Effect.Effect<Option.Option<Row>>
   readonly removeRow: (rowID: string) => Effect.Effect<boolean>
   readonly getRow: (rowID: string) => Effect.Effect<Option.Option<Row>>
+  /** Rows of a Microapp; dies on an unknown Microapp. */
+  readonly size: (microAppID: string) => Effect.Effect<number>
+  /** The row at a position of the natural order, without copying the table; dies on an unknown Microapp. */
+  readonly rowAt: (microAppID: string, index: number) => Effect.Effect<Option.Option<Row>>
   /** Update semantics of `/api/updatemicroapprow`, including the refusal of a locked row. */
   readonly updateRow: (rowID: string, rowData: Row, extras?: UpdateExtras) => Effect.Effect<UpdateOutcome>
   /** How many updates each row has had applied since start (rows never updated are absent). */
@@ -157,6 +161,9 @@ export const make = (definitions: ReadonlyArray<TableDefinition>, owner: string)
           const found = locate(rowID)
           return Option.fromNullable(found?.table.rows[found.index])
         }),
+      size: (microAppID) => Effect.map(tableOrDie(microAppID), (table) => table.rows.length),
+      rowAt: (microAppID, index) =>
+        Effect.map(tableOrDie(microAppID), (table) => Option.fromNullable(table.rows[index])),
       updateRow: (rowID, rowData, extras = {}) =>
         Effect.sync((): UpdateOutcome => {
           const found = locate(rowID)

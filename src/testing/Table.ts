@@ -4,8 +4,8 @@
  *
  * @since 0.1.0
  */
-import { DateTime, Schema } from "effect"
-import { formatClientSubmitted as formatZoned } from "../Row.js"
+import { Schema } from "effect"
+import { formatLocal } from "../internal/clientSubmitted.js"
 
 /**
  * A row: a plain JSON object with metadata keys and one key per field label.
@@ -105,8 +105,18 @@ export const isLocationValue = Schema.is(LocationValue)
  * @since 0.1.0
  * @category formatting
  */
-export const formatClientSubmitted = (submitted: number, offsetMinutes: number): string =>
-  formatZoned(DateTime.unsafeMakeZoned(submitted, { timeZone: offsetMinutes * 60_000 }))
+export const formatClientSubmitted = (submitted: number, offsetMinutes: number): string => {
+  // a plain Date read in UTC at the shifted instant: a zoned DateTime costs more than a demo row
+  const local = new Date(submitted + offsetMinutes * 60_000)
+  return formatLocal({
+    year: local.getUTCFullYear(),
+    month: local.getUTCMonth() + 1,
+    day: local.getUTCDate(),
+    hours: local.getUTCHours(),
+    minutes: local.getUTCMinutes(),
+    seconds: local.getUTCSeconds()
+  }, offsetMinutes * 60_000)
+}
 
 /**
  * A 24-character lowercase hex id: `prefix` followed by `counter` in hex, zero-padded.
@@ -115,7 +125,8 @@ export const formatClientSubmitted = (submitted: number, offsetMinutes: number):
  * @category constructors
  */
 export const makeRowId = (prefix: string, counter: number): string =>
-  prefix + counter.toString(16).padStart(24 - prefix.length, "0")
+  // joined: one flat string, not a pair (an emulator may hold hundreds of thousands)
+  [prefix, counter.toString(16).padStart(24 - prefix.length, "0")].join("")
 
 /**
  * @since 0.1.0
@@ -153,7 +164,21 @@ export const makeMetadata = (metadata: Metadata): Row => ({
  * @since 0.1.0
  * @category constructors
  */
-export const completeRow = (row: Row, defaults: Metadata): Row => ({ ...makeMetadata(defaults), ...row })
+export const completeRow = (row: Row, defaults: Metadata): Row =>
+  startsWithMetadata(row) ? row : { ...makeMetadata(defaults), ...row }
+
+const metadataKeys = Object.keys(makeMetadata({ _id: "", userID: "", submitted: 0 }))
+
+// Such a row is what completing it would give: loading a large table copies none.
+const startsWithMetadata = (row: Row): boolean => {
+  let index = 0
+  for (const key in row) {
+    if (key !== metadataKeys[index]) return false
+    index += 1
+    if (index === metadataKeys.length) return true
+  }
+  return false
+}
 
 const fieldByLabel = (fields: ReadonlyArray<FieldDefinition>, label: string): FieldDefinition | undefined =>
   systemKeys.has(label) ? undefined : fields.find((field) => field.label === label)

@@ -131,7 +131,22 @@ const resolveSorts = (table: QueryTable, query: Query): Either.Either<ReadonlyAr
           : Either.right<ReadonlyArray<ResolvedSort>>([{ label, direction: element.order ?? 1 }])
       })
     )
-  ).pipe(Either.map((sorts) => sorts.flat()))
+  ).pipe(Either.map((sorts) => firstOfEachLabel(sorts.flat())))
+
+// A label sorted on again can only compare rows that tie on it already: only its first use counts.
+const firstOfEachLabel = (sorts: ReadonlyArray<ResolvedSort>): ReadonlyArray<ResolvedSort> => {
+  const seen = new Set<string>()
+  return sorts.filter((sort) => !seen.has(sort.label) && seen.add(sort.label))
+}
+
+// Each label's forms are computed once a row, however many filters name it.
+const valuesByLabel = (
+  filters: ReadonlyArray<readonly [string, string]>
+): ReadonlyArray<readonly [string, ReadonlyArray<string>]> => {
+  const byLabel = new Map<string, Set<string>>()
+  for (const [label, value] of filters) byLabel.set(label, (byLabel.get(label) ?? new Set<string>()).add(value))
+  return Array.from(byLabel, ([label, values]) => [label, Array.from(values)] as const)
+}
 
 const lastDefined = <A>(values: ReadonlyArray<A | undefined>): A | undefined =>
   values.reduce<A | undefined>((found, value) => value ?? found, undefined)
@@ -171,9 +186,15 @@ export const runQuery = (
   Either.gen(function*() {
     const filters = yield* resolveFilters(table, query)
     const sorts = yield* resolveSorts(table, query)
-    const matching = filters.length === 0
+    const wanted = valuesByLabel(filters)
+    const matching = wanted.length === 0
       ? rows
-      : rows.filter((row) => filters.every(([label, value]) => stringForms(row[label]).includes(value)))
+      : rows.filter((row) =>
+        wanted.every(([label, values]) => {
+          const forms = stringForms(row[label])
+          return values.every((value) => forms.includes(value))
+        })
+      )
     const sorted = sortRows(matching, sorts)
     const skip = lastDefined(query.sortPaging.map((element) => element.skip)) ?? 0
     const limit = lastDefined(query.sortPaging.map((element) => element.limit)) ?? limits.defaultLimit

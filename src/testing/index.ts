@@ -45,6 +45,16 @@ export { faultKinds } from "./Fault.js"
 /**
  * @since 0.1.0
  */
+export { churn, type ChurnOptions, maxChurnPerSecond } from "./Churn.js"
+
+/**
+ * @since 0.1.0
+ */
+export { inputBounds, maxRequestBytes } from "./App.js"
+
+/**
+ * @since 0.1.0
+ */
 export type { FaultKind, FaultPlan, FaultPlans, InjectOptions } from "./Fault.js"
 
 /**
