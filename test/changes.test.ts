@@ -3,7 +3,7 @@
  * model-based test with drift, faults, a server cap and resumes through JSON, typed passes, and
  * the options and checkpoints a pass refuses.
  */
-import { describe, expect, it, layer } from "@effect/vitest"
+import { describe, expect, layer } from "@effect/vitest"
 import { Chunk, Effect, Schema, Stream } from "effect"
 import { Changes, Microapp, MicroappClient } from "../src/index.js"
 import { MicroappServer } from "../src/testing/index.js"
@@ -154,7 +154,7 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
               overlap: 2 + random.int(6),
               concurrency: random.pick([1, 3] as const),
               onInconsistent: "continue" as const,
-              retry: { initialDelay: "1 millis", maxDelay: "2 millis", maxAttempts: 8 }
+              retry: { initialDelay: "1 millis", maxDelay: "2 millis", maxAttempts: 8 } as const
             }
             const previous = yield* truth
             // the fingerprints each id had at any moment of the pass, and the ids touched during it
@@ -372,8 +372,8 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
         expect(yield* refused(text.replace("\"inserted\":300", "\"inserted\":299"))).toBe("checkpoint.checksum")
         expect(yield* refused("{\"checksum\":\"x\",\"__proto__\":{}}")).toMatch(/^checkpoint/)
         // consistent counts under a correct checksum are still checked against the scan
-        const json = JSON.parse(text) as Record<string, unknown>
-        const { checksum: _, ...body } = { ...json, counts: { inserted: 1, updated: 0, unchanged: 0, deleted: 0 } }
+        const { checksum: _, ...json } = JSON.parse(text) as Record<string, unknown>
+        const body = { ...json, counts: { inserted: 1, updated: 0, unchanged: 0, deleted: 0 } }
         expect(yield* refused(JSON.stringify({ ...body, checksum: Changes.fingerprint(body) }))).toBe(
           "checkpoint.counts"
         )
