@@ -20,7 +20,7 @@
  * @since 0.1.0
  */
 import { type Effect, Schema } from "effect"
-import * as internal from "./internal/checkpoint.js"
+import * as internal from "./internal/scan/checkpoint.js"
 import type { InvalidInput } from "./MicroappError.js"
 import type * as RowStream from "./RowStream.js"
 

@@ -172,7 +172,7 @@ describe("the package", () => {
     expect(library.length).toBeGreaterThan(20)
     expect(library.filter(({ specifier }) => /\/(cli|testing)\//.test(specifier))).toEqual([])
     expect(importsOf("testing").filter(({ specifier }) => /\/cli\//.test(specifier))).toEqual([])
-    expect(specifiers(path.join(root, "src/internal/scanEngine.ts"))).toEqual(["effect", "./IdSet.js"])
+    expect(specifiers(path.join(root, "src/internal/scan/engine.ts"))).toEqual(["effect", "./IdSet.js"])
   })
 
   it("the emulator and the CLI are where the Node-only imports are", () => {

@@ -6,9 +6,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, FastCheck as FC } from "effect"
-import { CheckpointImpl, fromJson, toJson } from "../src/internal/checkpoint.js"
-import * as Engine from "../src/internal/scanEngine.js"
-import { noFigures } from "../src/internal/summary.js"
+import { CheckpointImpl, fromJson, toJson } from "../src/internal/scan/checkpoint.js"
+import * as Engine from "../src/internal/scan/engine.js"
+import { noFigures } from "../src/internal/scan/summary.js"
 import * as Prng from "../src/testing/Prng.js"
 
 const idOf = (n: number) => n.toString(16).padStart(24, "0")

@@ -8,7 +8,7 @@ import { type RequestError, RequestRejected, UnexpectedResponse } from "../Micro
 import { InvalidRow } from "../Row.js"
 import { type AttemptInfo, where } from "./errors.js"
 import { makeDecoder, undecided } from "./fastDecode.js"
-import { idOf } from "./IdSet.js"
+import { idOf } from "./scan/IdSet.js"
 import { StatusEnvelope } from "./wire.js"
 
 const formatPath = (path: ReadonlyArray<PropertyKey>): string =>

@@ -7,9 +7,9 @@
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { Effect, Either, Stream } from "effect"
-import { CheckpointImpl, fromJson, toJson } from "../../src/internal/checkpoint.js"
-import * as Engine from "../../src/internal/scanEngine.js"
-import { noFigures } from "../../src/internal/summary.js"
+import { CheckpointImpl, fromJson, toJson } from "../../src/internal/scan/checkpoint.js"
+import * as Engine from "../../src/internal/scan/engine.js"
+import { noFigures } from "../../src/internal/scan/summary.js"
 import { MicroappClient } from "../../src/MicroappClient.js"
 import { MicroappServer } from "../../src/testing/MicroappServer.js"
 import { finish, formatInt, median, options, type Report, rotate } from "./common.js"

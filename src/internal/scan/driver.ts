@@ -4,16 +4,16 @@
  * everything else.
  */
 import { Chunk, Clock, Effect, Either, Fiber, Metric, Queue, Ref, Schema, Stream, Take, type Tracer } from "effect"
-import { InvalidInput, type ScanError, ScanInconsistent, type UnexpectedResponse } from "../MicroappError.js"
-import * as Query from "../Query.js"
-import * as RowStream from "../RowStream.js"
-import { checking, validate } from "./bounds.js"
+import { InvalidInput, type ScanError, ScanInconsistent, type UnexpectedResponse } from "../../MicroappError.js"
+import * as Query from "../../Query.js"
+import * as RowStream from "../../RowStream.js"
+import { checking, validate } from "../bounds.js"
 import { CheckpointImpl, type QueryJson, resumeFrom } from "./checkpoint.js"
 import * as Concurrency from "./concurrency.js"
-import type { DecodedRows } from "./decode.js"
-import { endpoints } from "./endpoints.js"
-import * as Metrics from "./metrics.js"
-import * as Engine from "./scanEngine.js"
+import type { DecodedRows } from "../decode.js"
+import { endpoints } from "../endpoints.js"
+import * as Metrics from "../metrics.js"
+import * as Engine from "./engine.js"
 import { type Figures, noFigures, summarise } from "./summary.js"
 
 /** One answer of the server, undecoded, and how many attempts it took. */

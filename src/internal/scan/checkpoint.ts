@@ -3,15 +3,15 @@
  * to, as a value; its JSON (version 1), checked field by field and by a checksum on the way in.
  */
 import { Effect, Either, ParseResult, Predicate, Schema } from "effect"
-import type { Checkpoint, Json as JsonObject, Query as QueryObject, TypeId as CheckpointTypeId } from "../Checkpoint.js"
-import { InvalidInput } from "../MicroappError.js"
-import * as Query from "../Query.js"
-import type * as RowStream from "../RowStream.js"
-import { endpoints } from "./endpoints.js"
+import type { Checkpoint, Json as JsonObject, Query as QueryObject, TypeId as CheckpointTypeId } from "../../Checkpoint.js"
+import { InvalidInput } from "../../MicroappError.js"
+import * as Query from "../../Query.js"
+import type * as RowStream from "../../RowStream.js"
+import { endpoints } from "../endpoints.js"
 import * as IdSet from "./IdSet.js"
-import * as Engine from "./scanEngine.js"
+import * as Engine from "./engine.js"
 import { type Figures, summarise } from "./summary.js"
-import type * as Wire from "./wire.js"
+import type * as Wire from "../wire.js"
 
 export const TypeId: CheckpointTypeId = Symbol.for("effect-microapp/Checkpoint") as CheckpointTypeId
 

@@ -2,8 +2,8 @@
  * The summary of a scan, from the engine's counters and what the driver counts itself: for a run
  * as it goes, and for a checkpoint, which carries both over to the run that resumes from it.
  */
-import type * as RowStream from "../RowStream.js"
-import * as Engine from "./scanEngine.js"
+import type * as RowStream from "../../RowStream.js"
+import * as Engine from "./engine.js"
 
 /** What the driver counts itself, beside the engine's counters. */
 export interface Figures {
