@@ -113,7 +113,7 @@ export function makeRowDecoder<A, I>(
         kind: "Row",
         reason: issue.message,
         rowIndex: indexes?.[i] ?? i,
-        ...(id === undefined ? {} : { rowID: id }),
+        ...(id === null ? {} : { rowID: id }),
         ...(issue.path === "" ? {} : { fieldPath: issue.path })
       })
       if (policy === "fail") return Either.left(error)
