@@ -172,7 +172,22 @@ describe("the package", () => {
     expect(library.length).toBeGreaterThan(20)
     expect(library.filter(({ specifier }) => /\/(cli|testing)\//.test(specifier))).toEqual([])
     expect(importsOf("testing").filter(({ specifier }) => /\/cli\//.test(specifier))).toEqual([])
-    expect(specifiers(path.join(root, "src/internal/scan/engine.ts"))).toEqual(["effect", "./IdSet.js"])
+    expect(specifiers(path.join(root, "src/internal/scan/engine.ts"))).toEqual(["effect", "./IdSet.js", "./state.js"])
+  })
+
+  it("the scan subsystem imports what src/internal/scan/README.md allows: nothing of the transport", () => {
+    const scan = path.join(root, "src/internal/scan")
+    const outside = new Set(
+      fs.readdirSync(scan).filter((file) => file.endsWith(".ts")).flatMap((file) =>
+        specifiers(path.join(scan, file)).filter((specifier) => !specifier.startsWith("./"))
+      )
+    )
+    const allowed = [
+      "effect",
+      ...["Checkpoint", "MicroappError", "Query", "RowStream"].map((module) => `../../${module}.js`),
+      ...["bounds", "endpoints", "metrics", "decode", "wire"].map((module) => `../${module}.js`)
+    ]
+    expect([...outside].filter((specifier) => !allowed.includes(specifier))).toEqual([])
   })
 
   it("the emulator and the CLI are where the Node-only imports are", () => {
