@@ -14,12 +14,12 @@ import * as RowStream from "../RowStream.js"
 import { bounds, checking, durationIn, RequestTimeout, Retry, wholeNumberIn } from "./bounds.js"
 import { validate } from "./bounds.js"
 import { makeUpdateRows } from "./bulkUpdate.js"
-import { queryOf } from "./scan/checkpoint.js"
 import { decodeEnvelope, makeRowDecoder, type RowDecoder } from "./decode.js"
 import { type Endpoint, endpoints } from "./endpoints.js"
 import * as InFlight from "./inFlight.js"
 import { type Credentials, makeRequester, type Requester } from "./request.js"
 import { defaultMaxPause, makeRateGate } from "./retry.js"
+import { queryOf } from "./scan/checkpoint.js"
 import * as Scan from "./scan/driver.js"
 import {
   type CheckedSelection,
