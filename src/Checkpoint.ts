@@ -14,13 +14,14 @@
  * page size, overlap, dedupe): a scan of another query refuses it.
  *
  * Store it with `toJson` and read it back with `fromJson`; the `Checkpoint` Schema does the same
- * inside other Schemas. The JSON is a documented format (`"version": 1`, see docs/resuming.md), with a
- * checksum that `fromJson` checks: do not edit it.
+ * inside other Schemas. The JSON is opaque: a versioned format with a checksum that `fromJson`
+ * checks, whose fields are this library's business and may change with its version. Store it as
+ * it is; do not read or edit it.
  *
  * @since 0.1.0
  */
 import { type Effect, type Schema } from "effect"
-import * as internal from "./internal/checkpoint.js"
+import * as internal from "./internal/scan/checkpoint.js"
 import type { InvalidInput } from "./MicroappError.js"
 import type * as RowStream from "./RowStream.js"
 
@@ -49,6 +50,8 @@ export interface Checkpoint {
   readonly query: Query
   /** The scan's figures up to this point, over all its runs; `summary.complete`: nothing is left to read. */
   readonly summary: RowStream.ScanSummary
+  /** Its JSON value, opaque (what `JSON.stringify` writes): `toJson` is its text, `fromJson` reads it back. */
+  toJSON(): unknown
 }
 
 /**
@@ -68,60 +71,14 @@ export interface Query {
 }
 
 /**
- * The JSON object of a checkpoint (version 1). `null` stands for "not known yet"; `seen` holds the
- * ids emitted, `packed` (service ids, 12 bytes each, base64) and `others` under `"exact"`, or the
- * `recent` window.
- *
- * @since 0.1.0
- * @category models
- */
-export interface Json {
-  readonly version: number
-  readonly query: Query
-  readonly state: {
-    readonly position: number
-    readonly stride: number | null
-    readonly reread: number
-    readonly tail: ReadonlyArray<string | null>
-    readonly largestPage: number
-    readonly shortPage: number | null
-    readonly probe: { readonly rowsSeen: number; readonly past: boolean } | null
-    readonly stalled: number
-  }
-  readonly counters: {
-    readonly complete: boolean
-    readonly pages: number
-    readonly rows: number
-    readonly emitted: number
-    readonly invalidRows: number
-    readonly retries: number
-    readonly duplicatesDropped: number
-    readonly realignments: number
-    readonly appearedBehind: number
-    readonly caughtBehind: number
-    readonly vanishedBehind: number
-    readonly pagesDiscarded: number
-    readonly inconsistencies: number
-    readonly serverCap: number | null
-    readonly concurrencyReached: number
-    readonly concurrency: number
-    readonly elapsedMillis: number
-    readonly resumed: number
-  }
-  readonly seen:
-    | { readonly packed: string; readonly others: ReadonlyArray<string> }
-    | { readonly recent: ReadonlyArray<string> }
-  readonly checksum: string
-}
-
-/**
- * A checkpoint from its JSON object, checked as `fromJson` checks it; encodes to that object.
- * `CheckpointFromJson` reads it from text.
+ * A checkpoint from its JSON value (what `toJSON` returns), checked as `fromJson` checks it;
+ * encodes to that value. The value is opaque: store it, or its text, as it is.
+ * `CheckpointFromJson` reads it from text, bounded as `fromJson` is.
  *
  * @since 0.1.0
  * @category schemas
  */
-export const Checkpoint: Schema.Schema<Checkpoint, Json> = internal.CheckpointSchema
+export const Checkpoint: Schema.Schema<Checkpoint, unknown> = internal.CheckpointSchema
 
 /**
  * A checkpoint from its JSON text, checked as `fromJson` checks it (its size and nesting bounded
@@ -139,8 +96,8 @@ export const CheckpointFromJson: Schema.Schema<Checkpoint, string> = internal.Ch
 export const isCheckpoint: (u: unknown) => u is Checkpoint = internal.isCheckpoint
 
 /**
- * The checkpoint as JSON text, to store. Its size is about 16 bytes per row emitted under
- * `dedupe: "exact"` (service ids; other ids cost their JSON string), bounded under `"recent"`.
+ * The checkpoint as JSON text, to store; never fails. Its size is about 16 bytes per row emitted
+ * under `dedupe: "exact"` (service ids; other ids cost their JSON string), bounded under `"recent"`.
  *
  * @since 0.1.0
  * @category encoding

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as FC } from "effect"
-import * as Concurrency from "../src/internal/concurrency.js"
+import * as Concurrency from "../src/internal/scan/concurrency.js"
 
 /** A server: pages per ms it completes with `level` windows in flight, and whether it refuses. */
 interface Server {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either, FastCheck as FC } from "effect"
-import * as IdSet from "../src/internal/IdSet.js"
+import * as IdSet from "../src/internal/scan/IdSet.js"
 
 const hexId = FC.stringMatching(/^[0-9a-f]{24}$/)
 const anyId = FC.oneof(

@@ -47,7 +47,9 @@ const externalImports = (entry: string): ReadonlySet<string> => {
 /** The names exported by the modules under src/internal. */
 const internalExports = (): ReadonlySet<string> =>
   new Set(
-    fs.readdirSync(path.join(root, "src/internal")).flatMap((file) =>
+    fs.readdirSync(path.join(root, "src/internal"), { recursive: true, encoding: "utf8" }).filter((file) =>
+      file.endsWith(".ts")
+    ).flatMap((file) =>
       Array.from(
         fs.readFileSync(path.join(root, "src/internal", file), "utf8").matchAll(
           /^export (?:declare )?(?:const|function|interface|type|class|let) (\w+)/gm
@@ -175,7 +177,22 @@ describe("the package", () => {
     expect(library.length).toBeGreaterThan(20)
     expect(library.filter(({ specifier }) => /\/(cli|testing)\//.test(specifier))).toEqual([])
     expect(importsOf("testing").filter(({ specifier }) => /\/cli\//.test(specifier))).toEqual([])
-    expect(specifiers(path.join(root, "src/internal/scanEngine.ts"))).toEqual(["effect", "./IdSet.js"])
+    expect(specifiers(path.join(root, "src/internal/scan/engine.ts"))).toEqual(["effect", "./IdSet.js", "./state.js"])
+  })
+
+  it("the scan subsystem imports what src/internal/scan/README.md allows: nothing of the transport", () => {
+    const scan = path.join(root, "src/internal/scan")
+    const outside = new Set(
+      fs.readdirSync(scan).filter((file) => file.endsWith(".ts")).flatMap((file) =>
+        specifiers(path.join(scan, file)).filter((specifier) => !specifier.startsWith("./"))
+      )
+    )
+    const allowed = [
+      "effect",
+      ...["Checkpoint", "MicroappError", "Query", "RowStream"].map((module) => `../../${module}.js`),
+      ...["bounds", "endpoints", "metrics", "decode", "wire"].map((module) => `../${module}.js`)
+    ]
+    expect([...outside].filter((specifier) => !allowed.includes(specifier))).toEqual([])
   })
 
   it("the emulator and the CLI are where the Node-only imports are", () => {

@@ -6,9 +6,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, FastCheck as FC } from "effect"
-import { CheckpointImpl, fromJson, toJson } from "../src/internal/checkpoint.js"
-import * as Engine from "../src/internal/scanEngine.js"
-import { noFigures } from "../src/internal/summary.js"
+import { CheckpointImpl, fromJson, toJson } from "../src/internal/scan/checkpoint.js"
+import * as Engine from "../src/internal/scan/engine.js"
 import * as Prng from "../src/testing/Prng.js"
 
 const idOf = (n: number) => n.toString(16).padStart(24, "0")
@@ -95,10 +94,10 @@ interface Outcome {
 const throughJson = (state: Engine.State): Engine.State => {
   const { config } = state
   const query = { microAppID: "m", filters: [], sort: [], ...config }
-  const text = toJson(new CheckpointImpl(query, Engine.snapshot(state), { ...noFigures, rows: state.counters.emitted }))
+  const text = toJson(new CheckpointImpl(query, Engine.snapshot(state)))
   const back = Effect.runSync(fromJson(text))
   if (!(back instanceof CheckpointImpl)) throw new Error("fromJson made no checkpoint")
-  return Either.getOrThrow(Engine.resume(config, back.engine, true))
+  return Either.getOrThrow(Engine.resume(config, back.state, true))
 }
 
 /**
@@ -239,11 +238,11 @@ const simulate = (s: Scenario, crash: Crashes = noCrashes): Outcome => {
     const answer = head?.answer
     if (head === undefined || answer === undefined) continue
     inflight.shift()
-    const probe = state.probe !== undefined
-    const engineTail = state.tail.filter((id): id is string => id !== undefined)
-    const anchored = state.position > 0 && !probe && engineTail.length > 0
+    const probe = state.cursor.probe !== null
+    const engineTail = state.cursor.tail.filter((id): id is string => id !== null)
+    const anchored = state.cursor.position > 0 && !probe && engineTail.length > 0
     // a probe from behind the position re-reads only the last of the rows passed
-    const probeReread = probe ? engineTail.slice(engineTail.length - (state.position - head.window.start)) : []
+    const probeReread = probe ? engineTail.slice(engineTail.length - (state.cursor.position - head.window.start)) : []
     const drift = () => state.counters.appearedBehind + state.counters.caughtBehind - state.counters.vanishedBehind
     const before = drift()
     const discardedBefore = state.counters.pagesDiscarded
@@ -252,6 +251,8 @@ const simulate = (s: Scenario, crash: Crashes = noCrashes): Outcome => {
       return outcome("Inconsistent", table.length, engineTail.some((id) => answer.includes(id)), verdict.reason)
     }
     emitted.push(...verdict.rows.map((r) => (r as { readonly _id: string })._id))
+    // handed on, as the driver counts them
+    state.counters.rows += verdict.rows.length
     const discarded = state.counters.pagesDiscarded > discardedBefore
     const [from, to] = [Math.min(lastAnswerAt, head.at), Math.max(lastAnswerAt, head.at)]
     const gone = new Set(disturbed.filter((d) => d.at >= from && d.at <= to).map((d) => d.id))
@@ -270,7 +271,7 @@ const simulate = (s: Scenario, crash: Crashes = noCrashes): Outcome => {
     }
     if (!probe && !discarded) {
       cursor = head.window.start + answer.length
-      tail = answer.slice(Math.max(0, answer.length - state.reread))
+      tail = answer.slice(Math.max(0, answer.length - state.cursor.reread))
       interval = { appeared: 0, vanished: 0, touchedTail: false }
       lastAnswerAt = head.at
     }
@@ -343,7 +344,7 @@ const expectGuarantees = (s: Scenario, outcome: Outcome): void => {
     // the server has never returned more than one row, so that no row can be re-read; or, with
     // many changes while a scan was stopped, windows in a row that held only rows already passed
     expect(
-      outcome.anchorWasThere === false || outcome.state.largestPage <= 1 ||
+      outcome.anchorWasThere === false || outcome.state.cursor.largestPage <= 1 ||
         (outcome.gapChanges >= Engine.stallLimit && outcome.reason?.includes("may ignore skip") === true)
     ).toBe(true)
     return
@@ -352,14 +353,15 @@ const expectGuarantees = (s: Scenario, outcome: Outcome): void => {
   if (counters.inconsistencies > 0) return
   // every row present and unmoved throughout, exactly once, in order, as long as one re-read row
   // of each window stayed put (and the server returned more than one row at a time, once)
-  if (!outcome.blind && outcome.state.largestPage > 1) {
+  if (!outcome.blind && outcome.state.cursor.largestPage > 1) {
     const stable = outcome.original.filter((id) => outcome.stable.has(id))
     expect(outcome.emitted.filter((id) => outcome.stable.has(id))).toEqual(stable)
   }
   // exhaustive (no row arrived behind the position): every row never deleted, moved or not, once,
   // where the re-read rows were left alone and no interval mixed arrivals and departures
   if (
-    Engine.proven(counters, s.dedupe) && !outcome.blind && outcome.state.largestPage > 1 && s.concurrency === 1 &&
+    Engine.proven(counters, s.dedupe) && !outcome.blind && outcome.state.cursor.largestPage > 1 &&
+    s.concurrency === 1 &&
     !outcome.totals.touched && !outcome.totals.mixed
   ) {
     const kept = outcome.original.filter((id) => outcome.kept.has(id)).sort()
@@ -367,7 +369,7 @@ const expectGuarantees = (s: Scenario, outcome: Outcome): void => {
   }
   // the counters explain the end: rows behind the position now, less the rows the scan passed
   // (unless the server never returned more than one row: then nothing can be re-read at the end)
-  if (outcome.state.largestPage > 1) {
+  if (outcome.state.cursor.largestPage > 1) {
     expect(counters.appearedBehind - counters.vanishedBehind).toBe(
       outcome.finalSize - counters.emitted - counters.duplicatesDropped
     )
@@ -423,7 +425,7 @@ describe("the paging engine against a model of a changing table", () => {
       expect(stopped.emitted).toEqual(straight.emitted)
       expect(stopped.verdict).toBe(straight.verdict)
       expect(stopped.state.counters).toEqual(straight.state.counters)
-      expect(stopped.state.position).toBe(straight.state.position)
+      expect(stopped.state.cursor.position).toBe(straight.state.cursor.position)
     },
     { fastCheck: { numRuns: 1000 } }
   )

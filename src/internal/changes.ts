@@ -11,13 +11,13 @@ import type { MicroappClient } from "../MicroappClient.js"
 import { InvalidInput, UnexpectedResponse } from "../MicroappError.js"
 import type * as RowStream from "../RowStream.js"
 import { validateEither } from "./bounds.js"
-import { parseJsonText } from "./checkpoint.js"
 import type { RowDecoder } from "./decode.js"
 import { endpoints } from "./endpoints.js"
 import { where } from "./errors.js"
 import { fingerprint } from "./fingerprint.js"
-import * as IdSet from "./IdSet.js"
 import { faultOf } from "./plainData.js"
+import { CheckpointImpl as ScanCheckpointImpl, parseJsonText } from "./scan/checkpoint.js"
+import * as IdSet from "./scan/IdSet.js"
 
 export const Change = Data.taggedEnum<Changes.ChangeDefinition>()
 
@@ -44,7 +44,7 @@ export const identified = <A>(decoder: RowDecoder<A>): RowDecoder<Identified<A>>
     const [row] = decoded.right.rows
     if (row === undefined) continue
     const id = IdSet.idOf(source)
-    if (id === undefined) {
+    if (id === null) {
       return Either.left(
         new UnexpectedResponse({
           ...where(info),
@@ -244,9 +244,10 @@ export const fromJson = (text: string): Effect.Effect<Changes.Checkpoint, Invali
 /** The ids a complete scan emitted, from its checkpoint (under `dedupe: "exact"`, all of them). */
 const seenOf = (checkpoint: ScanCheckpoint.Checkpoint): Effect.Effect<IdSet.IdSet> =>
   Effect.orDie(Effect.suspend(() => {
-    const { seen } = encodeScan(checkpoint)
-    const restored = "packed" in seen
-      ? IdSet.restore({ _tag: "Exact", ...constant(seen), size: 0 }, { journal: false, capacity: 0 })
+    const restored = !(checkpoint instanceof ScanCheckpointImpl)
+      ? Either.left("not a checkpoint of this library")
+      : checkpoint.state.seen._tag === "Exact"
+      ? IdSet.restore(checkpoint.state.seen, { journal: false, capacity: 0 })
       : Either.left("the scan kept only recent ids")
     return Either.mapLeft(restored, (reason) => new Error(`the scan's ids cannot be read back: ${reason}`))
   }))

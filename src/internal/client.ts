@@ -26,14 +26,14 @@ import { bounds, checking, durationIn, RequestTimeout, Retry, wholeNumberIn } fr
 import { validate } from "./bounds.js"
 import { makeUpdateRows } from "./bulkUpdate.js"
 import * as Changes from "./changes.js"
-import { queryOf } from "./checkpoint.js"
 import { decodeEnvelope, makeRowDecoder, type RowDecoder } from "./decode.js"
 import { type Endpoint, endpoints } from "./endpoints.js"
 import * as InFlight from "./inFlight.js"
 import { faultOf } from "./plainData.js"
 import { type Credentials, headerSafeReason, isHeaderSafe, makeRequester, type Requester } from "./request.js"
 import { defaultMaxPause, makeRateGate } from "./retry.js"
-import * as Scan from "./scan.js"
+import { queryOf } from "./scan/checkpoint.js"
+import * as Scan from "./scan/driver.js"
 import {
   type CheckedSelection,
   checkSelection,

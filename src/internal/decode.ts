@@ -8,8 +8,8 @@ import { type RequestError, RequestRejected, UnexpectedResponse } from "../Micro
 import { InvalidRow } from "../Row.js"
 import { type AttemptInfo, where } from "./errors.js"
 import { makeDecoder, undecided } from "./fastDecode.js"
-import { idOf } from "./IdSet.js"
 import { faultOf } from "./plainData.js"
+import { idOf } from "./scan/IdSet.js"
 import { StatusEnvelope } from "./wire.js"
 
 const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
@@ -121,7 +121,7 @@ export function makeRowDecoder<A, I>(
         kind: "Row",
         reason: issue.message,
         rowIndex: indexes?.[i] ?? i,
-        ...(id === undefined ? {} : { rowID: id }),
+        ...(id === null ? {} : { rowID: id }),
         ...(issue.path === "" ? {} : { fieldPath: issue.path })
       })
       if (policy === "fail") return Either.left(error)

@@ -7,9 +7,8 @@
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { Effect, Either, Stream } from "effect"
-import { CheckpointImpl, fromJson, toJson } from "../../src/internal/checkpoint.js"
-import * as Engine from "../../src/internal/scanEngine.js"
-import { noFigures } from "../../src/internal/summary.js"
+import { CheckpointImpl, fromJson, toJson } from "../../src/internal/scan/checkpoint.js"
+import * as Engine from "../../src/internal/scan/engine.js"
 import { MicroappClient } from "../../src/MicroappClient.js"
 import { MicroappServer } from "../../src/testing/MicroappServer.js"
 import { finish, formatInt, median, options, type Report, rotate } from "./common.js"
@@ -100,7 +99,8 @@ const main = async (): Promise<Report> => {
   const checkpointOf = (dedupe: "exact" | "recent") => {
     const { config, state } = scan(dedupe, true)
     const query = { microAppID: "64d000000000000000000001", filters: [], sort: [], ...config }
-    return { config, checkpoint: new CheckpointImpl(query, Engine.snapshot(state), { ...noFigures, rows }) }
+    state.counters.rows = rows
+    return { config, checkpoint: new CheckpointImpl(query, Engine.snapshot(state)) }
   }
   const { checkpoint, config } = checkpointOf("exact")
   const written = timed(() => toJson(checkpoint))
@@ -110,7 +110,7 @@ const main = async (): Promise<Report> => {
   if (!(back instanceof CheckpointImpl) || back.summary.rows !== rows) {
     throw new Error("the checkpoint did not read back")
   }
-  const resumed = timed(() => Either.getOrThrow(Engine.resume(config, back.engine)))
+  const resumed = timed(() => Either.getOrThrow(Engine.resume(config, back.state)))
   if (resumed.result.seen.size() !== rows) throw new Error("the id set was not rebuilt")
   const recentBytes = toJson(checkpointOf("recent").checkpoint).length
   const http = await overHttp(httpRows, rounds)

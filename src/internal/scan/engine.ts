@@ -1,16 +1,17 @@
 /**
  * The paging engine's logic, as a state machine with no Effect, no I/O and no clock: it plans the
  * skip/limit windows to request and judges each answered page, in order. The driver
- * (`internal/scan.ts`) owns fibers, prefetch, concurrency and the stream.
+ * (`driver.ts`) owns fibers, prefetch, concurrency and the stream.
  *
  * It keeps guarantees 1 to 6 of docs/scanning.md, "Full-table streams", where they are written once.
  *
- * The state is plain data, changed in place by `plan` and `judge`. Between two judged pages it is
- * all a scan needs to go on: `snapshot` takes it (the windows planned ahead left out), and
- * `resume` starts the same machine from it.
+ * The state is plain data (`state.ts`), changed in place by `plan` and `judge`. Between two judged
+ * pages it is all a scan needs to go on: `snapshot` takes it (the windows planned ahead left out),
+ * and `resume` starts the same machine from it.
  */
-import { Either } from "effect"
+import { Either, type Types } from "effect"
 import * as IdSet from "./IdSet.js"
+import * as ScanState from "./state.js"
 
 /** What the engine is told once, at the start. */
 export interface EngineConfig {
@@ -29,47 +30,17 @@ export interface Window {
   readonly speculative: boolean
 }
 
-/** The figures of a scan that the engine keeps (the driver adds time, rows decoded, concurrency). */
-export interface Counters {
-  pages: number
-  retries: number
-  emitted: number
-  duplicatesDropped: number
-  realignments: number
-  pagesDiscarded: number
-  inconsistencies: number
-  appearedBehind: number
-  caughtBehind: number
-  vanishedBehind: number
-  serverCap: number | undefined
-  complete: boolean
-}
-
+/**
+ * The engine's state: the scan's (`state.ts`), its cursor and counters changed in place by `plan`
+ * and `judge`, its ids in a live set; and where the next window is planned from.
+ */
 export interface State {
   readonly config: EngineConfig
-  /** Rows of the result behind the scan, in the coordinates of the latest page. */
-  position: number
   /** Where the next window is planned from. */
   planned: number
-  /** New rows a full window yields, once known (a full page seen, or the server's cap). */
-  stride: number | undefined
-  /** Rows re-read before each window. */
-  reread: number
-  /** Ids of the rows before the position, as last read, oldest first (at most `reread`). */
-  tail: Array<string | undefined>
-  largestPage: number
-  /** The length of the last page, when it was short: a cap, if more rows follow. */
-  shortPage: number | undefined
-  /**
-   * A page held only rows already passed, and as many as any page: the next window asks whether
-   * anything follows the position. `rowsSeen`, that page's length, is the server's cap if
-   * something does; `past`: ask from the position itself, not from the rows passed last.
-   */
-  probe: { readonly rowsSeen: number; readonly past: boolean } | undefined
-  /** Windows in a row that found nothing past the position, yet did not show the end. */
-  stalled: number
+  readonly cursor: Types.Mutable<ScanState.Cursor>
+  readonly counters: Types.Mutable<ScanState.Counters>
   readonly seen: IdSet.IdSet
-  readonly counters: Counters
 }
 
 /** What a page's rows mean: `rows` to emit (with their indexes in the page), and what comes next. */
@@ -92,72 +63,46 @@ export const recentCapacity = (config: { readonly pageSize: number; readonly ove
 /** A scan at its start. `journal`: keep what `snapshot` needs (for an exact set, 16 bytes an id more). */
 export const initial = (config: EngineConfig, journal = false): State => ({
   config,
-  position: 0,
   planned: 0,
-  stride: undefined,
-  reread: config.overlap + 1,
-  tail: [],
-  largestPage: 0,
-  shortPage: undefined,
-  probe: undefined,
-  stalled: 0,
-  seen: config.dedupe === "exact" ? IdSet.exact({ journal }) : IdSet.recent(recentCapacity(config)),
-  counters: counters()
+  cursor: {
+    position: 0,
+    stride: null,
+    reread: config.overlap + 1,
+    tail: [],
+    largestPage: 0,
+    shortPage: null,
+    probe: null,
+    stalled: 0
+  },
+  counters: { ...ScanState.noCounters },
+  seen: config.dedupe === "exact" ? IdSet.exact({ journal }) : IdSet.recent(recentCapacity(config))
 })
-
-/** The state after a judged page, as a value: what a checkpoint holds of the engine. */
-export interface Snapshot {
-  readonly position: number
-  readonly stride: number | undefined
-  readonly reread: number
-  readonly tail: ReadonlyArray<string | undefined>
-  readonly largestPage: number
-  readonly shortPage: number | undefined
-  readonly probe: { readonly rowsSeen: number; readonly past: boolean } | undefined
-  readonly stalled: number
-  readonly counters: Readonly<Counters>
-  readonly seen: IdSet.Contents
-}
 
 /**
  * The state as it is, for a checkpoint: the windows planned ahead are not in it. `tail` and
  * `probe` are replaced, never changed in place, so they are shared; an exact set needs a journal.
  */
-export const snapshot = (state: State): Snapshot => {
+export const snapshot = (state: State): ScanState.ScanState => {
   const seen = state.seen.contents()
   if (seen === undefined) throw new Error("scan: a snapshot of an id set kept without a journal")
-  return {
-    position: state.position,
-    stride: state.stride,
-    reread: state.reread,
-    tail: state.tail,
-    largestPage: state.largestPage,
-    shortPage: state.shortPage,
-    probe: state.probe,
-    stalled: state.stalled,
-    counters: { ...state.counters },
-    seen
-  }
+  return { state: { ...state.cursor }, counters: { ...state.counters }, seen }
 }
 
 /**
  * The machine started again from `snapshot`, taken under the same page size, overlap and dedupe,
  * planning from its position; or why the snapshot's ids cannot be a set.
  */
-export const resume = (config: EngineConfig, snapshot: Snapshot, journal = false): Either.Either<State, string> =>
+export const resume = (
+  config: EngineConfig,
+  snapshot: ScanState.ScanState,
+  journal = false
+): Either.Either<State, string> =>
   Either.map(IdSet.restore(snapshot.seen, { journal, capacity: recentCapacity(config) }), (seen) => ({
     config,
-    position: snapshot.position,
-    planned: snapshot.position,
-    stride: snapshot.stride,
-    reread: snapshot.reread,
-    tail: [...snapshot.tail],
-    largestPage: snapshot.largestPage,
-    shortPage: snapshot.shortPage,
-    probe: snapshot.probe,
-    stalled: snapshot.stalled,
-    seen,
-    counters: { ...snapshot.counters }
+    planned: snapshot.state.position,
+    cursor: { ...snapshot.state },
+    counters: { ...snapshot.counters },
+    seen
   }))
 
 /**
@@ -165,54 +110,40 @@ export const resume = (config: EngineConfig, snapshot: Snapshot, journal = false
  * as re-read rows can show: it ended, never went on without proof, saw no row arrive behind its
  * position (an arrival may be a row re-sorted there from ahead, never read), and kept every id.
  */
-export const proven = (counters: Readonly<Counters>, dedupe: EngineConfig["dedupe"]): boolean =>
+export const proven = (counters: ScanState.Counters, dedupe: EngineConfig["dedupe"]): boolean =>
   counters.complete && counters.inconsistencies === 0 && counters.appearedBehind === 0 && dedupe === "exact"
-
-/** The counters of a scan that has not judged a page. */
-export const counters = (): Counters => ({
-  pages: 0,
-  retries: 0,
-  emitted: 0,
-  duplicatesDropped: 0,
-  realignments: 0,
-  pagesDiscarded: 0,
-  inconsistencies: 0,
-  appearedBehind: 0,
-  caughtBehind: 0,
-  vanishedBehind: 0,
-  serverCap: undefined,
-  complete: false
-})
 
 /** How many windows to keep in flight, when `concurrency` are allowed. */
 export const wanted = (state: State, concurrency: number): number =>
-  state.stride === undefined || state.probe !== undefined ? 1 : concurrency
+  state.cursor.stride === null || state.cursor.probe !== null ? 1 : concurrency
 
 /** The next window to request; windows after the first in flight are speculative. */
 export const plan = (state: State, speculative: boolean): Window => {
-  if (state.probe !== undefined) {
+  const cursor = state.cursor
+  if (cursor.probe !== null) {
     // from the rows passed last, to see that they have not moved, leaving room under a cap for more
-    const start = state.probe.past ? state.position : state.position - probeReread(state, state.probe.rowsSeen)
-    return { start, limit: state.position - start + state.config.pageSize, speculative }
+    const start = cursor.probe.past ? cursor.position : cursor.position - probeReread(state, cursor.probe.rowsSeen)
+    return { start, limit: cursor.position - start + state.config.pageSize, speculative }
   }
   const from = state.planned
-  const back = Math.min(state.reread, from)
-  const stride = state.stride ?? state.config.pageSize
+  const back = Math.min(cursor.reread, from)
+  const stride = cursor.stride ?? state.config.pageSize
   state.planned = from + stride
   return { start: from - back, limit: back + stride, speculative }
 }
 
 /** Rows a probe re-reads: the tail, but no more than half of what the server last returned. */
 const probeReread = (state: State, rowsSeen: number): number =>
-  Math.min(state.tail.length, Math.max(1, Math.floor(rowsSeen / 2)))
+  Math.min(state.cursor.tail.length, Math.max(1, Math.floor(rowsSeen / 2)))
 
 /** The server returned `cap` rows when more were asked and more existed: it caps pages. */
 const learnCap = (state: State, cap: number): void => {
+  const cursor = state.cursor
   const serverCap = Math.max(state.counters.serverCap ?? 0, cap)
   state.counters.serverCap = serverCap
-  state.reread = Math.min(state.reread, Math.floor(serverCap / 2))
-  state.tail = state.reread === 0 ? [] : state.tail.slice(-state.reread)
-  state.stride = serverCap - state.reread
+  cursor.reread = Math.min(cursor.reread, Math.floor(serverCap / 2))
+  cursor.tail = cursor.reread === 0 ? [] : cursor.tail.slice(-cursor.reread)
+  cursor.stride = serverCap - cursor.reread
 }
 
 const none = { rows: [], indexes: [] }
@@ -222,7 +153,7 @@ const replan = (
   state: State,
   taken: { readonly rows: Array<unknown>; readonly indexes: Array<number> } = none
 ): Verdict => {
-  state.planned = state.position
+  state.planned = state.cursor.position
   return { _tag: "Continue", ...taken, dropAhead: true }
 }
 
@@ -233,17 +164,17 @@ const replan = (
  */
 const findAnchor = (
   state: State,
-  ids: ReadonlyArray<string | undefined>
+  ids: ReadonlyArray<string | null>
 ): { readonly index: number; readonly order: number } | undefined => {
   const order = new Map<string, number>()
-  state.tail.forEach((id, i) => id !== undefined && order.set(id, i))
+  state.cursor.tail.forEach((id, i) => id !== null && order.set(id, i))
   let anchor: { index: number; order: number } | undefined
   for (let index = 0; index < ids.length; index++) {
     const id = ids[index]
-    const at = id === undefined ? undefined : order.get(id)
+    const at = typeof id === "string" ? order.get(id) : undefined
     if (at !== undefined) {
       anchor = { index, order: at }
-    } else if (anchor !== undefined && (id === undefined || !state.seen.has(id))) {
+    } else if (anchor !== undefined && (typeof id !== "string" || !state.seen.has(id))) {
       break
     }
   }
@@ -256,7 +187,7 @@ const findAnchor = (
  * anchor now; `caught`: rows behind it seen for the first time (emitted all the same); and every
  * duplicate dropped so far is a row that left the part behind the position.
  */
-const account = (counters: Counters, net: number, caught: number): void => {
+const account = (counters: Types.Mutable<ScanState.Counters>, net: number, caught: number): void => {
   const vanished = Math.max(0, -net, caught - net, counters.duplicatesDropped - counters.vanishedBehind)
   counters.vanishedBehind += vanished
   counters.appearedBehind += vanished + net - caught
@@ -267,14 +198,14 @@ const account = (counters: Counters, net: number, caught: number): void => {
  * Takes every row of the page not emitted before, and counts the rows past `after` (the anchor)
  * that were: duplicates. Rows up to the anchor are re-read rows, but for those never seen.
  */
-const take = (state: State, rows: ReadonlyArray<unknown>, ids: ReadonlyArray<string | undefined>, after: number) => {
+const take = (state: State, rows: ReadonlyArray<unknown>, ids: ReadonlyArray<string | null>, after: number) => {
   const fresh: Array<unknown> = []
   const indexes: Array<number> = []
   let caught = 0
   for (let i = 0; i < rows.length; i++) {
     const id = ids[i]
     // a row without an id cannot be told from a re-read one: only past the anchor is it new
-    if (id === undefined ? i <= after : !state.seen.add(id)) {
+    if (typeof id !== "string" ? i <= after : !state.seen.add(id)) {
       if (i > after) state.counters.duplicatesDropped++
       continue
     }
@@ -295,8 +226,9 @@ export const stallLimit = 8
 
 const inconsistent = (state: State, window: Window): Verdict => ({
   _tag: "Inconsistent",
-  reason: `none of the last ${state.tail.length} rows passed is in the window re-read from row ${window.start}: ` +
-    `more than ${state.tail.length - 1} rows before the position were deleted or moved, or many were inserted`
+  reason:
+    `none of the last ${state.cursor.tail.length} rows passed is in the window re-read from row ${window.start}: ` +
+    `more than ${state.cursor.tail.length - 1} rows before the position were deleted or moved, or many were inserted`
 })
 
 const end = (
@@ -316,28 +248,29 @@ const end = (
 const judgeProbe = (
   state: State,
   window: Window,
-  ids: ReadonlyArray<string | undefined>,
+  ids: ReadonlyArray<string | null>,
   rowsSeen: number
 ): Verdict => {
-  state.probe = undefined
-  if (window.start < state.position) {
-    const reread = state.position - window.start
-    const tail = state.tail.slice(-reread)
+  const cursor = state.cursor
+  cursor.probe = null
+  if (window.start < cursor.position) {
+    const reread = cursor.position - window.start
+    const tail = cursor.tail.slice(-reread)
     if (ids.length < reread || tail.some((id, i) => ids[i] !== id)) return replan(state)
-    if (ids.length === reread && state.largestPage > reread) return end(state)
+    if (ids.length === reread && cursor.largestPage > reread) return end(state)
     // a server that has never returned more than one row may return only that row whatever follows
     if (ids.length === reread) {
-      state.probe = { rowsSeen, past: true }
+      cursor.probe = { rowsSeen, past: true }
       return replan(state)
     }
   } else if (ids.length === 0) {
     return end(state)
-  } else if (ids[0] !== undefined && state.seen.has(ids[0])) {
+  } else if (typeof ids[0] === "string" && state.seen.has(ids[0])) {
     // a row already passed is at the position: the table shifted
     return replan(state)
   }
   learnCap(state, rowsSeen)
-  if (state.reread === 0) {
+  if (cursor.reread === 0) {
     if (state.config.onInconsistent === "fail") {
       return {
         _tag: "Inconsistent",
@@ -355,31 +288,32 @@ const judgeProbe = (
  * requests it took.
  */
 export const judge = (state: State, window: Window, rows: ReadonlyArray<unknown>, attempts: number): Verdict => {
+  const cursor = state.cursor
   const counters = state.counters
   counters.pages++
   counters.retries += attempts - 1
   const ids = rows.map(IdSet.idOf)
-  if (state.probe !== undefined) return judgeProbe(state, window, ids, state.probe.rowsSeen)
-  const previousLargest = state.largestPage
-  state.largestPage = Math.max(state.largestPage, rows.length)
-  const first = state.position === 0
+  if (cursor.probe !== null) return judgeProbe(state, window, ids, cursor.probe.rowsSeen)
+  const previousLargest = cursor.largestPage
+  cursor.largestPage = Math.max(cursor.largestPage, rows.length)
+  const first = cursor.position === 0
   // the index of the last row already passed, and how many more rows are behind it than before
   let after = -1
   let net = 0
   if (!first) {
-    const anchor = state.tail.length === 0 ? undefined : findAnchor(state, ids)
+    const anchor = cursor.tail.length === 0 ? undefined : findAnchor(state, ids)
     if (anchor !== undefined) {
       after = anchor.index
-      net = window.start + anchor.index + 1 - state.position
-      if (net !== 0 || anchor.order !== state.tail.length - 1) counters.realignments++
+      net = window.start + anchor.index + 1 - cursor.position
+      if (net !== 0 || anchor.order !== cursor.tail.length - 1) counters.realignments++
     } else if (window.speculative) {
       counters.pagesDiscarded++
       return replan(state)
     } else {
-      if (state.tail.length > 0 && state.config.onInconsistent === "fail") return inconsistent(state, window)
-      if (state.tail.length > 0) counters.inconsistencies++
+      if (cursor.tail.length > 0 && state.config.onInconsistent === "fail") return inconsistent(state, window)
+      if (cursor.tail.length > 0) counters.inconsistencies++
       // without re-read rows the position is all there is to go by
-      after = state.position - window.start - 1
+      after = cursor.position - window.start - 1
     }
   }
   const taken = take(state, rows, ids, after)
@@ -390,20 +324,20 @@ export const judge = (state: State, window: Window, rows: ReadonlyArray<unknown>
   if (received > 0) {
     // the last page was short, yet more rows followed: the server caps pages (or rows were
     // appended meanwhile). A cap of one would leave no row to re-read: the probe confirms that one
-    if (state.shortPage !== undefined && state.shortPage > 1) learnCap(state, state.shortPage)
-    state.shortPage = full ? undefined : rows.length
-    if (state.stride === undefined && full) state.stride = state.config.pageSize
+    if (cursor.shortPage !== null && cursor.shortPage > 1) learnCap(state, cursor.shortPage)
+    cursor.shortPage = full ? null : rows.length
+    if (cursor.stride === null && full) cursor.stride = state.config.pageSize
   }
-  state.position = window.start + rows.length
-  state.tail = ids.slice(Math.max(0, ids.length - state.reread))
+  cursor.position = window.start + rows.length
+  cursor.tail = ids.slice(Math.max(0, ids.length - cursor.reread))
   if (received > 0) {
-    state.stalled = 0
-    if (!full) state.planned = state.position
+    cursor.stalled = 0
+    if (!full) state.planned = cursor.position
     return { _tag: "Continue", rows: taken.rows, indexes: taken.indexes, dropAhead: !full }
   }
   // nothing past the position: a page shorter than one the server has returned: nothing follows the position
   if (!full && rows.length < previousLargest) return end(state, taken)
-  if (++state.stalled >= stallLimit) {
+  if (++cursor.stalled >= stallLimit) {
     // going on cannot help, whatever `onInconsistent` says: the scan would never end
     return {
       _tag: "Inconsistent",
@@ -411,6 +345,6 @@ export const judge = (state: State, window: Window, rows: ReadonlyArray<unknown>
         "the server may ignore skip"
     }
   }
-  state.probe = { rowsSeen: rows.length, past: false }
+  cursor.probe = { rowsSeen: rows.length, past: false }
   return replan(state, taken)
 }

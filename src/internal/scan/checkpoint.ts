@@ -1,35 +1,33 @@
 /**
- * Checkpoints: the engine's state after a page, the driver's figures and the query they belong
- * to, as a value; its JSON (version 1), checked field by field and by a checksum on the way in.
+ * Checkpoints: the scan's state after a page (`state.ts`) and the query it belongs to, as a value;
+ * its JSON (version 1), checked field by field and by a checksum on the way in.
  */
-import { Effect, Either, ParseResult, Predicate, Schema } from "effect"
-import type { Checkpoint, Json as JsonObject, Query as QueryObject, TypeId as CheckpointTypeId } from "../Checkpoint.js"
-import { InvalidInput } from "../MicroappError.js"
-import * as Query from "../Query.js"
-import type * as RowStream from "../RowStream.js"
-import { bounds } from "./bounds.js"
-import { endpoints } from "./endpoints.js"
+import { Effect, Either, ParseResult, Predicate, Schema, SchemaAST } from "effect"
+import type { Checkpoint, Query as QueryObject, TypeId as CheckpointTypeId } from "../../Checkpoint.js"
+import { InvalidInput } from "../../MicroappError.js"
+import * as Query from "../../Query.js"
+import type * as RowStream from "../../RowStream.js"
+import { bounds } from "../bounds.js"
+import { endpoints } from "../endpoints.js"
+import type * as Wire from "../wire.js"
+import * as Engine from "./engine.js"
 import * as IdSet from "./IdSet.js"
-import * as Engine from "./scanEngine.js"
-import { type Figures, summarise } from "./summary.js"
-import type * as Wire from "./wire.js"
+import * as ScanState from "./state.js"
+import { summarise } from "./summary.js"
 
 export const TypeId: CheckpointTypeId = Symbol.for("effect-microapp/Checkpoint") as CheckpointTypeId
 
 /** The version of the JSON this library writes and reads. */
 export const version = 1
 
-const Count = Schema.NonNegativeInt
-const Positive = Schema.Int.pipe(Schema.greaterThanOrEqualTo(1))
-
 /** What a scan asked, in the terms that give its position a meaning. */
 const QueryFields = Schema.Struct({
   microAppID: Query.Identifier,
   /** Sorted by fieldID, then value: their order does not change the result. Values as sent. */
   filters: Schema.Array(Schema.Struct({ fieldID: Query.Identifier, value: Schema.String })),
-  sort: Schema.Array(Schema.Struct({ field: Positive, order: Schema.Literal("asc", "desc") })),
-  pageSize: Positive,
-  overlap: Count,
+  sort: Schema.Array(Schema.Struct({ field: ScanState.Positive, order: Schema.Literal("asc", "desc") })),
+  pageSize: ScanState.Positive,
+  overlap: ScanState.Count,
   dedupe: Schema.Literal("exact", "recent")
 })
 
@@ -47,80 +45,41 @@ const Version = Schema.Number.pipe(
   )
 )
 
-const StateJson = Schema.Struct({
-  position: Count,
-  stride: Schema.NullOr(Positive),
-  reread: Count,
-  tail: Schema.Array(Schema.NullOr(Schema.String)),
-  largestPage: Count,
-  shortPage: Schema.NullOr(Positive),
-  probe: Schema.NullOr(Schema.Struct({ rowsSeen: Count, past: Schema.Boolean })),
-  stalled: Count
+/** The JSON object of a checkpoint: the scan's state beside its version and query, and the checksum of them all. */
+const Json = Schema.Struct({
+  version: Version,
+  query: QueryJson,
+  ...ScanState.ScanState.fields,
+  checksum: Schema.String
 })
 
-const CountersJson = Schema.Struct({
-  complete: Schema.Boolean,
-  pages: Count,
-  rows: Count,
-  emitted: Count,
-  invalidRows: Count,
-  retries: Count,
-  duplicatesDropped: Count,
-  realignments: Count,
-  appearedBehind: Count,
-  caughtBehind: Count,
-  vanishedBehind: Count,
-  pagesDiscarded: Count,
-  inconsistencies: Count,
-  serverCap: Schema.NullOr(Positive),
-  concurrencyReached: Count,
-  concurrency: Count,
-  elapsedMillis: Count,
-  resumed: Count
-})
-
-const SeenJson = Schema.Union(
-  Schema.Struct({ packed: Schema.String, others: Schema.Array(Schema.String) }),
-  Schema.Struct({ recent: Schema.Array(Schema.String) })
-)
-
-const bodyFields = { version: Version, query: QueryJson, state: StateJson, counters: CountersJson, seen: SeenJson }
-
-/** The JSON object of a checkpoint. */
-const JsonFields = Schema.Struct({ ...bodyFields, checksum: Schema.String })
-
-// the public interface is the format: this fails to compile if the Schema says otherwise
-export const Json: Schema.Schema<typeof JsonFields.Type, JsonObject> = JsonFields
-
-export type Json = JsonObject
-
-type Body = Omit<typeof Json.Type, "checksum">
+/** The keys of the objects `ast` encodes, each object's in its Schema's order. */
+const keysOf = (ast: SchemaAST.AST): Array<string> => {
+  switch (ast._tag) {
+    case "TypeLiteral":
+      return ast.propertySignatures.flatMap((property) => [String(property.name), ...keysOf(property.type)])
+    case "Union":
+      return ast.types.flatMap(keysOf)
+    case "TupleType":
+      return [...ast.elements, ...ast.rest].flatMap((element) => keysOf(element.type))
+    default:
+      return []
+  }
+}
 
 /**
- * Every key of the format, in the order written: `JSON.stringify` with this list writes any body
- * the same way, whatever the order of its keys, so that the checksum is of one text.
+ * Every key of the format, in the Schema's order: `JSON.stringify` with this list writes any
+ * checkpoint the same way, whatever the order of its keys, so that the checksum is of one text.
  */
-const keyOrder = [
-  "version",
-  "query",
-  ...Object.keys(QueryFields.fields),
-  "fieldID",
-  "value",
-  "field",
-  "order",
-  "state",
-  ...Object.keys(StateJson.fields),
-  "rowsSeen",
-  "past",
-  "counters",
-  ...Object.keys(CountersJson.fields),
-  "seen",
-  "packed",
-  "others",
-  "recent"
-]
+const keyOrder = [...new Set(keysOf(SchemaAST.encodedAST(Json.ast)))]
 
-const canonical = (body: Body): string => JSON.stringify(body, keyOrder)
+/** The JSON object of a checkpoint but its checksum, as it is written. */
+const bodyOf = (query: QueryJson, state: ScanState.ScanState) => {
+  const { seen, ...progress } = state
+  return { version, query, ...progress, seen: ScanState.encodeSeen(seen) }
+}
+
+const canonical = (body: ReturnType<typeof bodyOf>): string => JSON.stringify(body, keyOrder)
 
 /** FNV-1a (32 bits) of the UTF-16 code units of `text`, as 8 hex digits. */
 const checksumOf = (text: string): string => {
@@ -133,55 +92,27 @@ export class CheckpointImpl implements Checkpoint {
   readonly [TypeId]: typeof TypeId = TypeId
   readonly summary: RowStream.ScanSummary
 
-  constructor(readonly query: QueryJson, readonly engine: Engine.Snapshot, readonly figures: Figures) {
-    this.summary = summarise(engine.counters, figures, query.dedupe)
+  constructor(readonly query: QueryJson, readonly state: ScanState.ScanState) {
+    this.summary = summarise(state.counters, query.dedupe)
   }
 
-  /** `JSON.stringify` writes the checkpoint's JSON object, not its inner workings. */
-  toJSON(): Json {
-    return withChecksum(bodyOf(this))
+  /** The checkpoint's JSON object, its checksum last: what `JSON.stringify` writes, not its inner workings. */
+  toJSON(): unknown {
+    const body = bodyOf(this.query, this.state)
+    return { ...body, checksum: checksumOf(canonical(body)) }
   }
 }
 
 export const isCheckpoint = (u: unknown): u is Checkpoint => u instanceof CheckpointImpl
 
-// JSON has null where the engine has undefined; the order of keys is the canonical text's business
-const bodyOf = (checkpoint: CheckpointImpl): Body => {
-  const { counters, seen, ...state } = checkpoint.engine
-  return {
-    version,
-    query: checkpoint.query,
-    state: {
-      ...state,
-      stride: state.stride ?? null,
-      tail: state.tail.map((id) => id ?? null),
-      shortPage: state.shortPage ?? null,
-      probe: state.probe ?? null
-    },
-    counters: { ...counters, serverCap: counters.serverCap ?? null, ...checkpoint.figures },
-    seen: seen._tag === "Exact" ? { packed: seen.packed(), others: seen.others() } : { recent: seen.ids }
-  }
-}
+/** The checkpoint's JSON text: its object with the keys in the format's order, the checksum last. */
+export const toJson = (checkpoint: Checkpoint): string => JSON.stringify(checkpoint, keyOrder)
 
-const withChecksum = (body: Body): Json => ({ ...body, checksum: checksumOf(canonical(body)) })
-
-/**
- * The checkpoint's JSON text: the canonical text of its body, with the checksum of that text last.
- * A value that only looks like a checkpoint (a cast, a hand-made object) has no state to write: it
- * is written as `null`, which `fromJson` refuses, rather than thrown at.
- */
-export const toJson = (checkpoint: Checkpoint): string => {
-  if (!(checkpoint instanceof CheckpointImpl)) return "null"
-  const text = canonical(bodyOf(checkpoint))
-  return `${text.slice(0, -1)},"checksum":"${checksumOf(text)}"}`
-}
-
-/** A problem of a decoded body: where, and what. */
+/** A problem of a decoded checkpoint: where, and what. */
 type Problem = readonly [path: readonly [string, ...Array<string>], message: string]
 
-/** The first way in which `body` is not a state the engine could have been in, if any. */
-const problemOf = (body: Body): Problem | undefined => {
-  const { counters, query, seen, state } = body
+/** The first way in which `state` is not a state the engine could have been in under `query`, if any. */
+const problemOf = (query: QueryJson, { counters, seen, state }: ScanState.ScanState): Problem | undefined => {
   if (state.reread > query.overlap + 1) {
     return [["state", "reread"], `${state.reread} rows re-read, more than overlap + 1 (${query.overlap + 1})`]
   }
@@ -221,58 +152,32 @@ const problemOf = (body: Body): Problem | undefined => {
       } rows emitted were not handed on, but only ${counters.invalidRows} were invalid`
     ]
   }
-  if ("packed" in seen) {
+  if (seen._tag === "Exact") {
     if (query.dedupe !== "exact") {
       return [["seen"], `holds every id emitted, but the query's dedupe is "${query.dedupe}"`]
     }
-    if (IdSet.decodeBase64(seen.packed) === undefined || seen.packed.length % 16 !== 0) {
+    const packed = seen.packed()
+    if (IdSet.decodeBase64(packed) === undefined || packed.length % 16 !== 0) {
       return [["seen", "packed"], "is not base64 of 12 bytes an id (its length must be a multiple of 16)"]
     }
-    const ids = seen.packed.length / 16 + seen.others.length
-    if (ids > counters.emitted) {
-      return [["seen"], `holds ${ids} ids, more than the ${counters.emitted} rows emitted`]
+    if (seen.size > counters.emitted) {
+      return [["seen"], `holds ${seen.size} ids, more than the ${counters.emitted} rows emitted`]
     }
-    const packable = seen.others.find(IdSet.isPacked)
+    const packable = seen.others().find(IdSet.isPacked)
     if (packable !== undefined) return [["seen", "others"], `holds "${packable}", which belongs in packed`]
   } else {
     if (query.dedupe !== "recent") {
       return [["seen"], `holds recent ids only, but the query's dedupe is "${query.dedupe}"`]
     }
     const capacity = Engine.recentCapacity(query)
-    if (seen.recent.length > Math.min(capacity, counters.emitted)) {
+    if (seen.ids.length > Math.min(capacity, counters.emitted)) {
       return [
         ["seen", "recent"],
-        `holds ${seen.recent.length} ids, more than the ${capacity} kept or the ${counters.emitted} rows emitted`
+        `holds ${seen.ids.length} ids, more than the ${capacity} kept or the ${counters.emitted} rows emitted`
       ]
     }
   }
   return undefined
-}
-
-const fromBody = (body: Body): CheckpointImpl => {
-  const { counters, query, seen, state } = body
-  const { concurrency, concurrencyReached, elapsedMillis, invalidRows, resumed, rows, serverCap, ...engine } = counters
-  const contents: IdSet.Contents = "packed" in seen
-    ? {
-      _tag: "Exact",
-      packed: () => seen.packed,
-      others: () => seen.others,
-      size: seen.packed.length / 16 + seen.others.length
-    }
-    : { _tag: "Recent", ids: seen.recent }
-  return new CheckpointImpl(
-    query,
-    {
-      ...state,
-      stride: state.stride ?? undefined,
-      tail: state.tail.map((id) => id ?? undefined),
-      shortPage: state.shortPage ?? undefined,
-      probe: state.probe ?? undefined,
-      counters: { ...engine, serverCap: serverCap ?? undefined },
-      seen: contents
-    },
-    { rows, invalidRows, concurrencyReached, concurrency, elapsedMillis, resumed }
-  )
 }
 
 const CheckpointSelf = Schema.declare(isCheckpoint, {
@@ -280,31 +185,38 @@ const CheckpointSelf = Schema.declare(isCheckpoint, {
   message: () => "must be a Checkpoint: from a page of `pages`, or from `Checkpoint.fromJson`"
 })
 
-/** A checkpoint from its JSON object: checked field by field, against the engine's rules, and by its checksum. */
-export const CheckpointSchema: Schema.Schema<Checkpoint, Json> = Schema.transformOrFail(Json, CheckpointSelf, {
-  strict: true,
-  decode: ({ checksum, ...body }, _, ast) => {
-    const problem = problemOf(body)
-    if (problem !== undefined) {
-      const [path, message] = problem
-      return ParseResult.fail(new ParseResult.Pointer(path, body, new ParseResult.Type(ast, body, message)))
-    }
-    if (checksumOf(canonical(body)) !== checksum) {
-      return ParseResult.fail(
-        new ParseResult.Pointer(
-          ["checksum"],
-          checksum,
-          new ParseResult.Type(ast, checksum, "does not match the content: the checkpoint was changed or corrupted")
-        )
-      )
-    }
-    return ParseResult.succeed(fromBody(body))
-  },
-  encode: (checkpoint, _, ast) =>
-    checkpoint instanceof CheckpointImpl
-      ? ParseResult.succeed(withChecksum(bodyOf(checkpoint)))
-      : ParseResult.fail(new ParseResult.Type(ast, checkpoint, "not a checkpoint of this library"))
-})
+const decodeJsonObject = ParseResult.decodeUnknown(Json)
+
+/**
+ * A checkpoint from its JSON object: checked field by field, against the engine's rules, and by
+ * its checksum; encodes to that object.
+ */
+export const CheckpointSchema: Schema.Schema<Checkpoint, unknown> = Schema.transformOrFail(
+  Schema.Unknown,
+  CheckpointSelf,
+  {
+    strict: true,
+    decode: (input, options, ast) =>
+      Effect.flatMap(decodeJsonObject(input, options), ({ checksum, query, version: _, ...state }) => {
+        const problem = problemOf(query, state)
+        if (problem !== undefined) {
+          const [path, message] = problem
+          return ParseResult.fail(new ParseResult.Pointer(path, input, new ParseResult.Type(ast, input, message)))
+        }
+        if (checksumOf(canonical(bodyOf(query, state))) !== checksum) {
+          return ParseResult.fail(
+            new ParseResult.Pointer(
+              ["checksum"],
+              checksum,
+              new ParseResult.Type(ast, checksum, "does not match the content: the checkpoint was changed or corrupted")
+            )
+          )
+        }
+        return ParseResult.succeed(new CheckpointImpl(query, state))
+      }),
+    encode: (checkpoint) => ParseResult.succeed(checkpoint.toJSON())
+  }
+)
 
 const decodeJson = Schema.decodeUnknownEither(CheckpointSchema, { errors: "first" })
 

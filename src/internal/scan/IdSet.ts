@@ -44,6 +44,16 @@ export interface RecentContents {
   readonly ids: ReadonlyArray<string>
 }
 
+/** Exact contents as a checkpoint holds them: base64 of the packed ids, and the others. */
+export const exactContents = (packed: string, others: ReadonlyArray<string>): ExactContents => ({
+  _tag: "Exact",
+  packed: () => packed,
+  others: () => others,
+  size: packed.length / 16 + others.length
+})
+
+export const recentContents = (ids: ReadonlyArray<string>): RecentContents => ({ _tag: "Recent", ids })
+
 const hexDigit = (code: number): number =>
   code >= 48 && code <= 57 ? code - 48 : code >= 97 && code <= 102 ? code - 87 : -1
 
@@ -278,10 +288,8 @@ export const recent = (capacity: number): IdSet => {
     next = (next + 1) % capacity
     return true
   }
-  const contents = (): RecentContents => ({
-    _tag: "Recent",
-    ids: [...ring.slice(next), ...ring.slice(0, next)].filter((id): id is string => id !== undefined)
-  })
+  const contents = (): RecentContents =>
+    recentContents([...ring.slice(next), ...ring.slice(0, next)].filter((id): id is string => id !== undefined))
   return { add, has: (id) => members.has(id), size: () => members.size, packedBytes: () => 0, contents }
 }
 
@@ -335,6 +343,6 @@ export const decodeBase64 = (text: string): string | undefined => {
 const hexOf = (bytes: string, at: number): string =>
   Array.from({ length: 12 }, (_, i) => bytes.charCodeAt(at + i).toString(16).padStart(2, "0")).join("")
 
-/** The `_id` of an undecoded row, when it has one. */
-export const idOf = (row: unknown): string | undefined =>
-  Predicate.isRecord(row) && typeof row._id === "string" ? row._id : undefined
+/** The `_id` of an undecoded row; null when it has none. */
+export const idOf = (row: unknown): string | null =>
+  Predicate.isRecord(row) && typeof row._id === "string" ? row._id : null

@@ -1,20 +1,21 @@
 /**
  * The driver of the paging engine: fibers, prefetch, concurrency, chunking, checkpoints, the
- * scan's span and interruption around the state machine of `scanEngine.ts`, which decides
+ * scan's span and interruption around the state machine of `engine.ts`, which decides
  * everything else.
  */
 import { Chunk, Clock, Effect, Either, Fiber, Metric, Queue, Ref, Schema, Stream, Take, type Tracer } from "effect"
-import { InvalidInput, type ScanError, ScanInconsistent, type UnexpectedResponse } from "../MicroappError.js"
-import * as Query from "../Query.js"
-import * as RowStream from "../RowStream.js"
-import { checking, validate } from "./bounds.js"
+import { InvalidInput, type ScanError, ScanInconsistent, type UnexpectedResponse } from "../../MicroappError.js"
+import * as Query from "../../Query.js"
+import * as RowStream from "../../RowStream.js"
+import { checking, validate } from "../bounds.js"
+import type { DecodedRows } from "../decode.js"
+import { endpoints } from "../endpoints.js"
+import * as Metrics from "../metrics.js"
 import { CheckpointImpl, type QueryJson, resumeFrom } from "./checkpoint.js"
 import * as Concurrency from "./concurrency.js"
-import type { DecodedRows } from "./decode.js"
-import { endpoints } from "./endpoints.js"
-import * as Metrics from "./metrics.js"
-import * as Engine from "./scanEngine.js"
-import { type Figures, noFigures, summarise } from "./summary.js"
+import * as Engine from "./engine.js"
+import { noCounters } from "./state.js"
+import { summarise } from "./summary.js"
 
 /** One answer of the server, undecoded, and how many attempts it took. */
 export interface RawPage {
@@ -161,30 +162,23 @@ interface InFlight {
 }
 
 /**
- * One run of a scan: the engine's state, the controller's, and what the driver counts itself,
- * from the figures of the checkpoint it resumed from, if any.
+ * One run of a scan: the engine's state (whose counters the driver's figures are in too, carried
+ * over from the checkpoint it resumed from, if any), and the controller's.
  */
 interface Run {
   readonly engine: Engine.State
   readonly controller: Concurrency.Controller
   readonly startedAt: number
   endedAt: number | undefined
-  rows: number
-  invalidRows: number
-  concurrencyReached: number
   /** Time spent by the runs before this one. */
   readonly earlierMillis: number
-  readonly resumed: number
 }
 
-const figuresOf = (run: Run, now: number): Figures => ({
-  rows: run.rows,
-  invalidRows: run.invalidRows,
-  concurrencyReached: run.concurrencyReached,
-  concurrency: run.controller.current,
-  elapsedMillis: run.earlierMillis + (run.endedAt ?? now) - run.startedAt,
-  resumed: run.resumed
-})
+/** Brings up to `now` the two counters that move without a page: the concurrency, and the time spent. */
+const stamp = (run: Run, now: number): void => {
+  run.engine.counters.concurrency = run.controller.current
+  run.engine.counters.elapsedMillis = run.earlierMillis + (run.endedAt ?? now) - run.startedAt
+}
 
 /**
  * Hands on the decoded rows of a window (`took`: the engine took rows from it, even if none
@@ -210,7 +204,7 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
       Either.match(
         resume === undefined
           ? Either.right(Engine.initial(settings, journal))
-          : Engine.resume(settings, resume.engine, journal),
+          : Engine.resume(settings, resume.state, journal),
         {
           onLeft: (reason) =>
             Effect.fail(
@@ -222,7 +216,7 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
               })
             ),
           onRight: (engine) => {
-            const carried = resume?.figures ?? noFigures
+            if (resume !== undefined) engine.counters.resumed++
             return Effect.succeed<Run>({
               engine,
               controller: settings.concurrency === "auto"
@@ -230,17 +224,16 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
                 : Concurrency.fixed(settings.concurrency),
               startedAt: now,
               endedAt: undefined,
-              rows: carried.rows,
-              invalidRows: carried.invalidRows,
-              concurrencyReached: carried.concurrencyReached,
-              earlierMillis: carried.elapsedMillis,
-              resumed: resume === undefined ? 0 : carried.resumed + 1
+              earlierMillis: engine.counters.elapsedMillis
             })
           }
         }
       ))
 
-  const summaryOf = (run: Run, now: number) => summarise(run.engine.counters, figuresOf(run, now), settings.dedupe)
+  const summaryOf = (run: Run, now: number) => {
+    stamp(run, now)
+    return summarise(run.engine.counters, settings.dedupe)
+  }
 
   // tagged once per scan, not once per page
   const tags = { microapp_id: source.microAppID }
@@ -278,7 +271,7 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
           const slot: InFlight["slot"] = { page: undefined, millis: 0 }
           return Effect.map(Effect.fork(fetch(window, slot)), (fiber) => {
             inflight.push({ window, fiber, slot })
-            run.concurrencyReached = Math.max(run.concurrencyReached, inflight.length)
+            engine.counters.concurrencyReached = Math.max(engine.counters.concurrencyReached, inflight.length)
           })
         },
         { discard: true }
@@ -297,8 +290,8 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
         return Either.match(source.decode(taken.rows, taken.indexes, attempts), {
           onLeft: (error) => Effect.fail<ScanError>(error),
           onRight: (decoded) => {
-            run.rows += decoded.rows.length
-            run.invalidRows += decoded.invalid.length
+            engine.counters.rows += decoded.rows.length
+            engine.counters.invalidRows += decoded.invalid.length
             return Effect.zipRight(
               Effect.all([
                 Metrics.increase(metric.rows, decoded.rows.length),
@@ -352,8 +345,8 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
               method: "POST",
               path: source.path,
               microAppID: source.microAppID,
-              position: engine.position,
-              rowsEmitted: run.rows,
+              position: engine.cursor.position,
+              rowsEmitted: engine.counters.rows,
               pages: engine.counters.pages,
               reason: verdict.reason
             })
@@ -447,7 +440,8 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
         }
         if (!end && (windows === 0 || (windows < enoughPages && rows.length < enoughRows))) return Effect.void
         return Effect.flatMap(Clock.currentTimeMillis, (now) => {
-          const checkpoint = new CheckpointImpl(source.query, Engine.snapshot(run.engine), figuresOf(run, now))
+          stamp(run, now)
+          const checkpoint = new CheckpointImpl(source.query, Engine.snapshot(run.engine))
           const page: RowStream.Page<A> = { rows, checkpoint }
           rows = []
           windows = 0
@@ -463,7 +457,7 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
     (run) =>
       Effect.map(
         Clock.currentTimeMillis,
-        (now) => run === undefined ? summarise(Engine.counters(), noFigures, settings.dedupe) : summaryOf(run, now)
+        (now) => run === undefined ? summarise(noCounters, settings.dedupe) : summaryOf(run, now)
       )
   )
 

@@ -1,0 +1,121 @@
+/**
+ * The scan's state between two pages, defined once: the engine's mutable state, its snapshot and
+ * a checkpoint's JSON (`state`, `counters`, `seen`, version 1) are all this Schema. Fields are in
+ * the order a checkpoint writes them: its canonical text (and so its checksum) follows them.
+ *
+ * `null` stands for "not known yet" in the engine as on the wire, so that only the id set needs
+ * encoding. The id set (`Seen`, O(table)) is kept apart from the rest (`Progress`, O(page)).
+ */
+import { Predicate, Schema } from "effect"
+import * as IdSet from "./IdSet.js"
+
+export const Count = Schema.NonNegativeInt
+export const Positive = Schema.Int.pipe(Schema.greaterThanOrEqualTo(1))
+
+/** Where the scan stands and how it plans its next window. */
+export const Cursor = Schema.Struct({
+  /** Rows of the result behind the scan, in the coordinates of the latest page. */
+  position: Count,
+  /** New rows a full window yields, once known (a full page seen, or the server's cap). */
+  stride: Schema.NullOr(Positive),
+  /** Rows re-read before each window. */
+  reread: Count,
+  /** Ids of the rows before the position, as last read, oldest first (at most `reread`); null: a row without one. */
+  tail: Schema.Array(Schema.NullOr(Schema.String)),
+  largestPage: Count,
+  /** The length of the last page, when it was short: a cap, if more rows follow. */
+  shortPage: Schema.NullOr(Positive),
+  /**
+   * A page held only rows already passed, and as many as any page: the next window asks whether
+   * anything follows the position. `rowsSeen`, that page's length, is the server's cap if
+   * something does; `past`: ask from the position itself, not from the rows passed last.
+   */
+  probe: Schema.NullOr(Schema.Struct({ rowsSeen: Count, past: Schema.Boolean })),
+  /** Windows in a row that found nothing past the position, yet did not show the end. */
+  stalled: Count
+})
+
+export interface Cursor extends Schema.Schema.Type<typeof Cursor> {}
+
+/**
+ * The figures of a scan: the engine's, and those the driver keeps (`rows`, `invalidRows`,
+ * `concurrencyReached`, `concurrency`, `elapsedMillis`, `resumed`), over all its runs.
+ */
+export const Counters = Schema.Struct({
+  complete: Schema.Boolean,
+  pages: Count,
+  /** Rows handed on: decoded, or raw under `invalidRows: "raw"`. */
+  rows: Count,
+  /** Rows the engine took. */
+  emitted: Count,
+  invalidRows: Count,
+  retries: Count,
+  duplicatesDropped: Count,
+  realignments: Count,
+  appearedBehind: Count,
+  caughtBehind: Count,
+  vanishedBehind: Count,
+  pagesDiscarded: Count,
+  inconsistencies: Count,
+  serverCap: Schema.NullOr(Positive),
+  concurrencyReached: Count,
+  concurrency: Count,
+  /** Summed over the runs of a resumed scan. */
+  elapsedMillis: Count,
+  resumed: Count
+})
+
+export interface Counters extends Schema.Schema.Type<typeof Counters> {}
+
+/** The counters of a scan that has not judged a page. */
+export const noCounters: Counters = {
+  complete: false,
+  pages: 0,
+  rows: 0,
+  emitted: 0,
+  invalidRows: 0,
+  retries: 0,
+  duplicatesDropped: 0,
+  realignments: 0,
+  appearedBehind: 0,
+  caughtBehind: 0,
+  vanishedBehind: 0,
+  pagesDiscarded: 0,
+  inconsistencies: 0,
+  serverCap: null,
+  concurrencyReached: 0,
+  concurrency: 0,
+  elapsedMillis: 0,
+  resumed: 0
+}
+
+/** The ids emitted, on the wire: every one (`packed`: base64, 12 bytes an id; `others`), or the recent window. */
+const SeenJson = Schema.Union(
+  Schema.Struct({ packed: Schema.String, others: Schema.Array(Schema.String) }),
+  Schema.Struct({ recent: Schema.Array(Schema.String) })
+)
+
+const Contents = Schema.declare(
+  (u): u is IdSet.Contents => Predicate.isTagged(u, "Exact") || Predicate.isTagged(u, "Recent"),
+  { identifier: "IdSet.Contents" }
+)
+
+/** The wire form of an id set's contents; the packed ids are joined only here, when a checkpoint is written. */
+export const encodeSeen = (contents: IdSet.Contents): typeof SeenJson.Type =>
+  contents._tag === "Exact" ? { packed: contents.packed(), others: contents.others() } : { recent: contents.ids }
+
+/** The ids a scan emitted. */
+export const Seen = Schema.transform(SeenJson, Contents, {
+  strict: true,
+  decode: (json) =>
+    "packed" in json ? IdSet.exactContents(json.packed, json.others) : IdSet.recentContents(json.recent),
+  encode: encodeSeen
+})
+
+/** What a scan needs to go on, but the ids it emitted: O(page), whatever the table's size. */
+export const Progress = Schema.Struct({ state: Cursor, counters: Counters })
+
+/** All a scan needs to go on: its progress and the ids it emitted. */
+export const ScanState = Schema.Struct({ ...Progress.fields, seen: Seen })
+
+export interface ScanState extends Schema.Schema.Type<typeof ScanState> {}
