@@ -54,6 +54,7 @@ export class InvalidInput extends Schema.TaggedError<InvalidInput>(`${identifier
   input: Schema.String,
   reason: Schema.String
 }) {
+  /** @since 0.1.0 */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `invalid ${this.input}: ${this.reason}`
@@ -69,6 +70,7 @@ export class InvalidInput extends Schema.TaggedError<InvalidInput>(`${identifier
 export class Unauthorized
   extends Schema.TaggedError<Unauthorized>(`${identifier}/Unauthorized`)("Unauthorized", RequestFields)
 {
+  /** @since 0.1.0 */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `not authenticated${suffix(this.serverMessage)}`
@@ -82,6 +84,7 @@ export class Unauthorized
  * @category errors
  */
 export class Forbidden extends Schema.TaggedError<Forbidden>(`${identifier}/Forbidden`)("Forbidden", RequestFields) {
+  /** @since 0.1.0 */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `not permitted${suffix(this.serverMessage)}`
@@ -99,6 +102,7 @@ export class NotFound extends Schema.TaggedError<NotFound>(`${identifier}/NotFou
   rowID: Schema.optional(Schema.String),
   microAppID: Schema.optional(Schema.String)
 }) {
+  /** @since 0.1.0 */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     const what = this.rowID !== undefined
@@ -126,6 +130,7 @@ export class RateLimited extends Schema.TaggedError<RateLimited>(`${identifier}/
    */
   retryAfterMillis: Schema.optional(Schema.Number)
 }) {
+  /** @since 0.1.0 */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return this.status === undefined
@@ -147,6 +152,7 @@ export class ServerError extends Schema.TaggedError<ServerError>(`${identifier}/
   /** What the server's `Retry-After` asked for (a 503 may send one), in milliseconds. */
   retryAfterMillis: Schema.optional(Schema.Number)
 }) {
+  /** @since 0.1.0 */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `the server failed${retryAfter(this.retryAfterMillis)}${suffix(this.serverMessage)}`
@@ -166,6 +172,7 @@ export class Transport extends Schema.TaggedError<Transport>(`${identifier}/Tran
   description: Schema.String,
   cause: Schema.optional(Schema.Defect)
 }) {
+  /** @since 0.1.0 */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `network failure: ${this.description}`
@@ -182,6 +189,7 @@ export class Timeout extends Schema.TaggedError<Timeout>(`${identifier}/Timeout`
   ...RequestFields,
   timeoutMillis: Schema.optional(Schema.Number)
 }) {
+  /** @since 0.1.0 */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return this.status === 408
@@ -203,6 +211,7 @@ export class RequestRejected
     serverStatus: Schema.optional(Schema.String)
   })
 {
+  /** @since 0.1.0 */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `the server rejected the request${suffix(this.serverMessage)}`
@@ -222,6 +231,7 @@ export class Redirected extends Schema.TaggedError<Redirected>(`${identifier}/Re
   /** The origin (scheme, host and port) of the `Location` header, when there was one: never its path or query. */
   location: Schema.optional(Schema.String)
 }) {
+  /** @since 0.1.0 */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `the server redirected the request${
@@ -251,6 +261,7 @@ export class UnexpectedResponse
     fieldPath: Schema.optional(Schema.String)
   })
 {
+  /** @since 0.1.0 */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     const row = this.rowIndex === undefined
@@ -280,6 +291,7 @@ export class ScanInconsistent
     reason: Schema.String
   })
 {
+  /** @since 0.1.0 */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `scan of ${this.microAppID} cannot prove completeness at row ${this.position}: ${this.reason}`
@@ -297,6 +309,7 @@ export class TooManyRows extends Schema.TaggedError<TooManyRows>(`${identifier}/
   microAppID: Schema.String,
   max: Schema.Number
 }) {
+  /** @since 0.1.0 */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `${this.microAppID} has more than ${this.max} rows (the maximum asked to collect)`
