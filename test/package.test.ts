@@ -47,7 +47,9 @@ const externalImports = (entry: string): ReadonlySet<string> => {
 /** The names exported by the modules under src/internal. */
 const internalExports = (): ReadonlySet<string> =>
   new Set(
-    fs.readdirSync(path.join(root, "src/internal")).flatMap((file) =>
+    fs.readdirSync(path.join(root, "src/internal"), { recursive: true, encoding: "utf8" }).filter((file) =>
+      file.endsWith(".ts")
+    ).flatMap((file) =>
       Array.from(
         fs.readFileSync(path.join(root, "src/internal", file), "utf8").matchAll(
           /^export (?:declare )?(?:const|function|interface|type|class|let) (\w+)/gm

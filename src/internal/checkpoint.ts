@@ -8,11 +8,11 @@ import { InvalidInput } from "../MicroappError.js"
 import * as Query from "../Query.js"
 import type * as RowStream from "../RowStream.js"
 import { bounds } from "./bounds.js"
-import { endpoints } from "./endpoints.js"
+import { endpoints } from "./http/endpoints.js"
 import * as IdSet from "./IdSet.js"
 import * as Engine from "./scanEngine.js"
 import { type Figures, summarise } from "./summary.js"
-import type * as Wire from "./wire.js"
+import type * as Wire from "./http/wire.js"
 
 export const TypeId: CheckpointTypeId = Symbol.for("effect-microapp/Checkpoint") as CheckpointTypeId
 

@@ -26,12 +26,12 @@ import { bounds, checking, durationIn, RequestTimeout, Retry, wholeNumberIn } fr
 import { validate } from "./bounds.js"
 import { makeUpdateRows } from "./bulkUpdate.js"
 import { queryOf } from "./checkpoint.js"
-import { decodeEnvelope, makeRowDecoder, type RowDecoder } from "./decode.js"
-import { type Endpoint, endpoints } from "./endpoints.js"
-import * as InFlight from "./inFlight.js"
-import { faultOf } from "./plainData.js"
-import { type Credentials, headerSafeReason, isHeaderSafe, makeRequester, type Requester } from "./request.js"
-import { defaultMaxPause, makeRateGate } from "./retry.js"
+import { decodeEnvelope, makeRowDecoder, type RowDecoder } from "./http/decode.js"
+import { type Endpoint, endpoints } from "./http/endpoints.js"
+import * as InFlight from "./http/inFlight.js"
+import { faultOf } from "./http/plainData.js"
+import { type Credentials, headerSafeReason, isHeaderSafe, makeRequester, type Requester } from "./http/request.js"
+import { defaultMaxPause, makeRateGate } from "./http/retry.js"
 import * as Scan from "./scan.js"
 import {
   type CheckedSelection,
@@ -41,7 +41,7 @@ import {
   RowsBody,
   StatusEnvelope,
   toRequestBody
-} from "./wire.js"
+} from "./http/wire.js"
 /**
  * Checks and normalises the base URL once. A query string or a fragment would end up inside every
  * request's path, and userinfo would be dropped: each is refused. The URL itself is never quoted

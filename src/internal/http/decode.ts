@@ -3,12 +3,12 @@
  * index, `_id` and field path, and handled as the caller's policy says.
  */
 import { Effect, Either, ParseResult, Schema } from "effect"
-import type { InvalidRowPolicy } from "../MicroappClient.js"
-import { type RequestError, RequestRejected, UnexpectedResponse } from "../MicroappError.js"
-import { InvalidRow } from "../Row.js"
+import type { InvalidRowPolicy } from "../../MicroappClient.js"
+import { type RequestError, RequestRejected, UnexpectedResponse } from "../../MicroappError.js"
+import { InvalidRow } from "../../Row.js"
 import { type AttemptInfo, where } from "./errors.js"
 import { makeDecoder, undecided } from "./fastDecode.js"
-import { idOf } from "./IdSet.js"
+import { idOf } from "../IdSet.js"
 import { faultOf } from "./plainData.js"
 import { StatusEnvelope } from "./wire.js"
 

@@ -22,14 +22,14 @@ import {
   Schema,
   Scope
 } from "effect"
-import type { MicroappClient, RetryOptions } from "../MicroappClient.js"
-import { InvalidInput, type RequestError } from "../MicroappError.js"
+import type { MicroappClient, RetryOptions } from "../../MicroappClient.js"
+import { InvalidInput, type RequestError } from "../../MicroappError.js"
 import { declaredLength, readUpTo } from "./body.js"
-import * as Bounds from "./bounds.js"
+import * as Bounds from "../bounds.js"
 import type { Endpoint } from "./endpoints.js"
 import * as Errors from "./errors.js"
 import type { InFlight } from "./inFlight.js"
-import * as Metrics from "./metrics.js"
+import * as Metrics from "../metrics.js"
 import { budgetOf, type RateGate, retrySchedule } from "./retry.js"
 
 /** The two values that authenticate a call (the public `MicroappClient.Credentials`). */
