@@ -9,9 +9,9 @@ import type { GetRowError, InvalidInput, UpdateRowError } from "../MicroappError
 import { bounds, checking, validate, wholeNumberIn } from "./bounds.js"
 import type { Endpoint } from "./http/endpoints.js"
 import { isRetryable } from "./http/errors.js"
+import { currentTally, type Tally } from "./http/retry.js"
 import { mapInOrder } from "./inOrder.js"
 import * as Metrics from "./metrics.js"
-import { currentTally, type Tally } from "./http/retry.js"
 
 // one counter per kind, tagged once
 const outcomeCounters = {

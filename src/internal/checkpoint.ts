@@ -8,11 +8,10 @@ import { InvalidInput } from "../MicroappError.js"
 import * as Query from "../Query.js"
 import type * as RowStream from "../RowStream.js"
 import { bounds } from "./bounds.js"
-import { endpoints } from "./http/endpoints.js"
+import type * as Wire from "./http/wire.js"
 import * as IdSet from "./IdSet.js"
 import * as Engine from "./scanEngine.js"
 import { type Figures, summarise } from "./summary.js"
-import type * as Wire from "./http/wire.js"
 
 export const TypeId: CheckpointTypeId = Symbol.for("effect-microapp/Checkpoint") as CheckpointTypeId
 
@@ -308,8 +307,7 @@ export const CheckpointSchema: Schema.Schema<Checkpoint, Json> = Schema.transfor
 
 const decodeJson = Schema.decodeUnknownEither(CheckpointSchema, { errors: "first" })
 
-const invalidCheckpoint = (input: string, reason: string) =>
-  new InvalidInput({ method: "POST", path: endpoints.rows.path, input, reason })
+const invalidCheckpoint = (input: string, reason: string) => new InvalidInput({ input, reason })
 
 const quote = 0x22
 const backslash = 0x5c

@@ -30,9 +30,9 @@ import { decodeEnvelope, makeRowDecoder, type RowDecoder } from "./http/decode.j
 import { type Endpoint, endpoints } from "./http/endpoints.js"
 import * as InFlight from "./http/inFlight.js"
 import { faultOf } from "./http/plainData.js"
-import { type Credentials, headerSafeReason, isHeaderSafe, makeRequester, type Requester } from "./http/request.js"
 import { defaultMaxPause, makeRateGate } from "./http/retry.js"
-import * as Scan from "./scan.js"
+import { type Credentials, headerSafeReason, isHeaderSafe } from "./http/shape.js"
+import { makeTransport, type Transport } from "./http/transport.js"
 import {
   type CheckedSelection,
   checkSelection,
@@ -42,6 +42,7 @@ import {
   StatusEnvelope,
   toRequestBody
 } from "./http/wire.js"
+import * as Scan from "./scan.js"
 /**
  * Checks and normalises the base URL once. A query string or a fragment would end up inside every
  * request's path, and userinfo would be dropped: each is refused. The URL itself is never quoted
@@ -49,8 +50,7 @@ import {
  */
 export const normaliseBaseUrl = (baseUrl: string): Either.Either<string, InvalidInput> => {
   const trimmed = baseUrl.trim().replace(/\/+$/, "")
-  const refuse = (reason: string) =>
-    Either.left(new InvalidInput({ method: "POST", path: "", input: "baseUrl", reason }))
+  const refuse = (reason: string) => Either.left(new InvalidInput({ input: "baseUrl", reason }))
   let url: URL
   try {
     url = new URL(trimmed)
@@ -95,6 +95,12 @@ const TuningSchema = checking<MicroappClient.Tuning>()(Schema.Struct({
   pageSize: Schema.optional(wholeNumberIn(1, bounds.pageSize)),
   maxResponseBytes: Schema.optional(wholeNumberIn(bounds.minResponseBytes, bounds.maxResponseBytes)),
   retry: Schema.optional(Retry),
+  // a step of the caller's own: its type is all there is to check
+  transformClient: Schema.optional(
+    Schema.declare((input): input is (client: HttpClient.HttpClient) => HttpClient.HttpClient =>
+      typeof input === "function"
+    )
+  ),
   rateLimit: Schema.optional(
     checking<MicroappClient.RateLimitOptions>()(Schema.Struct({
       requestsPerSecond: Schema.optional(wholeNumberIn(1, bounds.requestsPerSecond)),
@@ -104,7 +110,7 @@ const TuningSchema = checking<MicroappClient.Tuning>()(Schema.Struct({
   )
 }))
 
-const validateTuning = validate(TuningSchema, { path: "" }, "tuning")
+const validateTuning = validate(TuningSchema, undefined, "tuning")
 
 const PageSize = wholeNumberIn(1, bounds.pageSize)
 const Concurrency = wholeNumberIn(1, bounds.concurrency)
@@ -184,7 +190,7 @@ export const makeSender = Effect.fnUntraced(function*(tuning: MicroappClient.Tun
     ? undefined
     : yield* RateLimiter.make({ limit: limits.requestsPerSecond, interval: Duration.seconds(1) })
   const maxPause = Duration.decode(limits?.maxPause ?? defaultMaxPause)
-  const requester = makeRequester(http, {
+  const requester = yield* makeTransport(http, {
     baseUrl: Either.getOrElse(checked, () => ""),
     timeout: Duration.decode(accepted.timeout ?? tuningDefaults.timeout),
     retry: accepted.retry ?? {},
@@ -192,14 +198,15 @@ export const makeSender = Effect.fnUntraced(function*(tuning: MicroappClient.Tun
     maxResponseBytes: accepted.maxResponseBytes ?? tuningDefaults.maxResponseBytes,
     gate: yield* makeRateGate(maxPause),
     inFlight: yield* InFlight.make(limits?.maxInFlight ?? tuningDefaults.maxInFlight),
-    perSecond: rateLimiter
+    perSecond: rateLimiter,
+    transformClient: accepted.transformClient
   })
   return { checked, requester, accepted }
 })
 
 /** `POST /api/login`: the token, kept `Redacted`, and the user id. */
 export const logIn = (
-  requester: Requester,
+  requester: Transport,
   options: { readonly email: string; readonly password: Redacted.Redacted<string> }
 ) =>
   Effect.gen(function*() {
@@ -216,7 +223,7 @@ export const logIn = (
 /** The client over a session: how calls get their credentials, made once the sender exists. */
 const makeWith = Effect.fnUntraced(function*<E>(
   tuning: MicroappClient.Tuning & { readonly baseUrl: string },
-  makeSession: (requester: Requester, checked: Either.Either<string, InvalidInput>) => Effect.Effect<Session, E>
+  makeSession: (requester: Transport, checked: Either.Either<string, InvalidInput>) => Effect.Effect<Session, E>
 ) {
   const { accepted, checked, requester } = yield* makeSender(tuning)
   const pageSize = accepted.pageSize ?? RowStream.defaults.pageSize

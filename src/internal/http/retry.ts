@@ -5,9 +5,9 @@
 import { Clock, Duration, Effect, FiberRef, Ref, Schedule, ScheduleDecision } from "effect"
 import type { RetryOptions } from "../../MicroappClient.js"
 import type { MicroappError } from "../../MicroappError.js"
+import * as Metrics from "../metrics.js"
 import type { Endpoint } from "./endpoints.js"
 import { isRetryable } from "./errors.js"
-import * as Metrics from "../metrics.js"
 
 const defaults = {
   maxAttempts: 5,
