@@ -15,7 +15,7 @@ import { spannedUnlessNative, withinRace, withinTimeout, withinTimer } from "../
 import * as InFlight from "../src/internal/http/inFlight.js"
 import { refuseRedirects } from "../src/internal/http/redirects.js"
 import { makeRateGate } from "../src/internal/http/retry.js"
-import { authenticate, checkCredentials, shapeRequest } from "../src/internal/http/shape.js"
+import { addCredentials, checkCredentials, shapeRequest } from "../src/internal/http/shape.js"
 import {
   countCall,
   holdOnRetryAfter,
@@ -35,13 +35,13 @@ const undici = NodeHttpClient.layerUndici
 
 describe("request shaping and auth", () => {
   it("a request is a JSON POST to the endpoint under the base URL, asking for identity, with the credentials", () => {
-    const request = authenticate(credentials)(shapeRequest("http://host:1/base", endpoints.row, { rowID: "x" }))
+    const request = addCredentials(credentials)(shapeRequest("http://host:1/base", endpoints.row, { rowID: "x" }))
     expect(request.method).toBe("POST")
     expect(request.url).toBe("http://host:1/base/api/microappdata/row")
     expect(request.headers["accept-encoding"]).toBe("identity")
     expect(request.headers["x-auth-token"]).toBe("token-1")
     expect(request.headers["x-user-id"]).toBe("user-1")
-    expect(authenticate(undefined)(shapeRequest("http://h", endpoints.login, {})).headers["x-auth-token"])
+    expect(addCredentials(undefined)(shapeRequest("http://h", endpoints.login, {})).headers["x-auth-token"])
       .toBeUndefined()
   })
 

@@ -29,7 +29,7 @@ export const shapeRequest = (baseUrl: string, endpoint: Endpoint, body: unknown)
   )
 
 /** `request` with the credential headers; login, which has none, goes as it is. */
-export const authenticate =
+export const addCredentials =
   (credentials: Credentials | undefined) =>
   (request: HttpClientRequest.HttpClientRequest): HttpClientRequest.HttpClientRequest =>
     credentials === undefined ? request : HttpClientRequest.setHeaders(request, {

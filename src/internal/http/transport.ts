@@ -29,7 +29,7 @@ import type { InFlight } from "./inFlight.js"
 import { type CallSettings, makePolicies } from "./policy.js"
 import { refuseRedirects } from "./redirects.js"
 import { budgetOf, type RateGate } from "./retry.js"
-import { authenticate, checkCredentials, credentialHeaders, type Credentials, shapeRequest } from "./shape.js"
+import { addCredentials, checkCredentials, credentialHeaders, type Credentials, shapeRequest } from "./shape.js"
 import {
   countCall,
   holdOnRetryAfter,
@@ -96,7 +96,7 @@ export const makeTransport = (http: HttpClient.HttpClient, options: TransportOpt
         subject: call.subject,
         secrets: credentials === undefined ? [] : [Redacted.value(credentials.authToken), credentials.userId]
       }
-      const request = authenticate(credentials)(shapeRequest(options.baseUrl, endpoint, body))
+      const request = addCredentials(credentials)(shapeRequest(options.baseUrl, endpoint, body))
       const exchange = classify(execute(request), request.url, options.maxResponseBytes, info).pipe(
         holdOnRetryAfter(options.gate),
         // a request still running when its attempt ends, with a body not read to its end, is aborted
