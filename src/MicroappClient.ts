@@ -162,6 +162,14 @@ export declare namespace MicroappClient {
     readonly retry?: RetryOptions | false | undefined
     /** Limits on requests per second, in flight, and on the pauses the server asks for, for this client only. */
     readonly rateLimit?: RateLimitOptions | undefined
+    /**
+     * A step of your own over the `HttpClient` each attempt is sent with (a header, a log line, a
+     * span): it sees every attempt, retries included, with the request shaped and authenticated and
+     * redirects refused (fetch told not to follow them); what it returns is then classified into
+     * `MicroappError`s, under the timeout, the rate limits and the retry policy. Its failures must
+     * stay `HttpClientError`s; the credential headers are redacted wherever Effect prints headers.
+     */
+    readonly transformClient?: ((client: HttpClient.HttpClient) => HttpClient.HttpClient) | undefined
   }
 
   /**

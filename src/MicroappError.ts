@@ -48,8 +48,9 @@ const retryAfter = (millis: number | undefined): string =>
  * @category errors
  */
 export class InvalidInput extends Schema.TaggedError<InvalidInput>(`${identifier}/InvalidInput`)("InvalidInput", {
-  method: Schema.String,
-  path: Schema.String,
+  /** The call whose input was refused (`POST` and its endpoint's path); absent for input of no call (a base URL, the client's options, a checkpoint's text). */
+  method: Schema.optional(Schema.String),
+  path: Schema.optional(Schema.String),
   /** The offending input, as a path into the call's options (`limit`, `filters[1].fieldID`). */
   input: Schema.String,
   reason: Schema.String
@@ -411,14 +412,15 @@ export type CollectError = ScanError | TooManyRows
 export const isMicroappError = (u: unknown): u is MicroappError => Predicate.hasProperty(u, TypeId)
 
 /**
- * One line for people: what happened, then the tag, HTTP status, method and path where known.
+ * One line for people: what happened, then the tag, and the HTTP status, method and path of the
+ * call where there was one.
  * `error: ` prefixes it in the CLI.
  *
  * @since 0.1.0
  * @category formatting
  */
 export const describe = (error: MicroappError): string => {
-  const where = "method" in error
+  const where = "method" in error && error.method !== undefined
     ? [error.method, error.path].join(" ")
     : ""
   const status = "status" in error && error.status !== undefined ? `HTTP ${error.status} ` : ""

@@ -5,9 +5,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Arbitrary, Effect, Either, FastCheck as FC, Schema } from "effect"
-import { decodeEnvelope, makeRowDecoder } from "../src/internal/decode.js"
-import { faultOf } from "../src/internal/plainData.js"
-import { RowsBody } from "../src/internal/wire.js"
+import { decodeEnvelope, makeRowDecoder } from "../src/internal/http/decode.js"
+import { faultOf } from "../src/internal/http/plainData.js"
+import { RowsBody } from "../src/internal/http/wire.js"
 import { Row } from "../src/Row.js"
 import { makeProjectRows } from "../src/testing/DemoData.js"
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
 import { MicroappClient } from "../src/index.js"
-import * as InFlight from "../src/internal/inFlight.js"
+import * as InFlight from "../src/internal/http/inFlight.js"
 import { MicroappServer } from "../src/testing/index.js"
 import { numbersTable, withEmulator } from "./support.js"
 

@@ -190,9 +190,19 @@ describe("the package", () => {
     const allowed = [
       "effect",
       ...["Checkpoint", "MicroappError", "Query", "RowStream"].map((module) => `../../${module}.js`),
-      ...["bounds", "endpoints", "metrics", "decode", "wire"].map((module) => `../${module}.js`)
+      ...["bounds", "metrics"].map((module) => `../${module}.js`),
+      ...["endpoints", "decode", "wire"].map((module) => `../http/${module}.js`)
     ]
     expect([...outside].filter((specifier) => !allowed.includes(specifier))).toEqual([])
+  })
+
+  it("the transport imports nothing of the scan subsystem nor of client.ts", () => {
+    const http = path.join(root, "src/internal/http")
+    const imported = fs.readdirSync(http).filter((file) => file.endsWith(".ts")).flatMap((file) =>
+      specifiers(path.join(http, file))
+    )
+    expect(imported.length).toBeGreaterThan(20)
+    expect(imported.filter((specifier) => /^\.\.\/(scan\/|client\.js)/.test(specifier))).toEqual([])
   })
 
   it("the emulator and the CLI are where the Node-only imports are", () => {

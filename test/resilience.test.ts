@@ -2,7 +2,7 @@ import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Duration, Effect, Fiber, Layer, List, Logger, LogLevel, Redacted, Stream, TestClock } from "effect"
 import { MicroappClient } from "../src/index.js"
-import { makeRateGate } from "../src/internal/retry.js"
+import { makeRateGate } from "../src/internal/http/retry.js"
 import { demoCredentials, type FaultKind, MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import {
   advanceUntil,

@@ -116,7 +116,8 @@ export const Retry = Schema.Union(
  */
 export const validateEither = <A, I>(
   schema: Schema.Schema<A, I>,
-  endpoint: { readonly path: string },
+  /** The call the input is for; `undefined` for input of no call (the client's own options). */
+  endpoint: { readonly path: string } | undefined,
   /** What to call the input when the whole of it is at fault. */
   name = "options"
 ) => {
@@ -125,8 +126,7 @@ export const validateEither = <A, I>(
     Either.mapLeft(decode(input), (error) => {
       const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
       return new InvalidInput({
-        method: "POST",
-        path: endpoint.path,
+        ...(endpoint === undefined ? {} : { method: "POST", path: endpoint.path }),
         input: issue === undefined || issue.path.length === 0 ? name : issue.path.join("."),
         reason: issue?.message ?? error.message
       })
@@ -136,7 +136,7 @@ export const validateEither = <A, I>(
 /** `validateEither`, as an Effect. */
 export const validate = <A, I>(
   schema: Schema.Schema<A, I>,
-  endpoint: { readonly path: string },
+  endpoint: { readonly path: string } | undefined,
   name = "options"
 ) => {
   const check = validateEither(schema, endpoint, name)

@@ -7,11 +7,11 @@ import { defaults, type Options, Outcome } from "../BulkUpdate.js"
 import type { MicroappClient } from "../MicroappClient.js"
 import type { GetRowError, InvalidInput, UpdateRowError } from "../MicroappError.js"
 import { bounds, checking, validate, wholeNumberIn } from "./bounds.js"
-import type { Endpoint } from "./endpoints.js"
-import { isRetryable } from "./errors.js"
+import type { Endpoint } from "./http/endpoints.js"
+import { isRetryable } from "./http/errors.js"
+import { currentTally, type Tally } from "./http/retry.js"
 import { mapInOrder } from "./inOrder.js"
 import * as Metrics from "./metrics.js"
-import { currentTally, type Tally } from "./retry.js"
 
 // one counter per kind, tagged once
 const outcomeCounters = {

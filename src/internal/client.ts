@@ -26,14 +26,13 @@ import { bounds, checking, durationIn, RequestTimeout, Retry, wholeNumberIn } fr
 import { validate } from "./bounds.js"
 import { makeUpdateRows } from "./bulkUpdate.js"
 import * as Changes from "./changes.js"
-import { decodeEnvelope, makeRowDecoder, type RowDecoder } from "./decode.js"
-import { type Endpoint, endpoints } from "./endpoints.js"
-import * as InFlight from "./inFlight.js"
-import { faultOf } from "./plainData.js"
-import { type Credentials, headerSafeReason, isHeaderSafe, makeRequester, type Requester } from "./request.js"
-import { defaultMaxPause, makeRateGate } from "./retry.js"
-import { queryOf } from "./scan/checkpoint.js"
-import * as Scan from "./scan/driver.js"
+import { decodeEnvelope, makeRowDecoder, type RowDecoder } from "./http/decode.js"
+import { type Endpoint, endpoints } from "./http/endpoints.js"
+import * as InFlight from "./http/inFlight.js"
+import { faultOf } from "./http/plainData.js"
+import { defaultMaxPause, makeRateGate } from "./http/retry.js"
+import { type Credentials, headerSafeReason, isHeaderSafe } from "./http/shape.js"
+import { makeTransport, type Transport } from "./http/transport.js"
 import {
   type CheckedSelection,
   checkSelection,
@@ -42,7 +41,10 @@ import {
   RowsBody,
   StatusEnvelope,
   toRequestBody
-} from "./wire.js"
+} from "./http/wire.js"
+import { queryOf } from "./scan/checkpoint.js"
+import * as Scan from "./scan/driver.js"
+
 /**
  * Checks and normalises the base URL once. A query string or a fragment would end up inside every
  * request's path, and userinfo would be dropped: each is refused. The URL itself is never quoted
@@ -50,8 +52,7 @@ import {
  */
 export const normaliseBaseUrl = (baseUrl: string): Either.Either<string, InvalidInput> => {
   const trimmed = baseUrl.trim().replace(/\/+$/, "")
-  const refuse = (reason: string) =>
-    Either.left(new InvalidInput({ method: "POST", path: "", input: "baseUrl", reason }))
+  const refuse = (reason: string) => Either.left(new InvalidInput({ input: "baseUrl", reason }))
   let url: URL
   try {
     url = new URL(trimmed)
@@ -96,6 +97,12 @@ const TuningSchema = checking<MicroappClient.Tuning>()(Schema.Struct({
   pageSize: Schema.optional(wholeNumberIn(1, bounds.pageSize)),
   maxResponseBytes: Schema.optional(wholeNumberIn(bounds.minResponseBytes, bounds.maxResponseBytes)),
   retry: Schema.optional(Retry),
+  // a step of the caller's own: its type is all there is to check
+  transformClient: Schema.optional(
+    Schema.declare((input): input is (client: HttpClient.HttpClient) => HttpClient.HttpClient =>
+      typeof input === "function"
+    )
+  ),
   rateLimit: Schema.optional(
     checking<MicroappClient.RateLimitOptions>()(Schema.Struct({
       requestsPerSecond: Schema.optional(wholeNumberIn(1, bounds.requestsPerSecond)),
@@ -105,7 +112,7 @@ const TuningSchema = checking<MicroappClient.Tuning>()(Schema.Struct({
   )
 }))
 
-const validateTuning = validate(TuningSchema, { path: "" }, "tuning")
+const validateTuning = validate(TuningSchema, undefined, "tuning")
 
 const PageSize = wholeNumberIn(1, bounds.pageSize)
 const Concurrency = wholeNumberIn(1, bounds.concurrency)
@@ -185,7 +192,7 @@ export const makeSender = Effect.fnUntraced(function*(tuning: MicroappClient.Tun
     ? undefined
     : yield* RateLimiter.make({ limit: limits.requestsPerSecond, interval: Duration.seconds(1) })
   const maxPause = Duration.decode(limits?.maxPause ?? defaultMaxPause)
-  const requester = makeRequester(http, {
+  const requester = yield* makeTransport(http, {
     baseUrl: Either.getOrElse(checked, () => ""),
     timeout: Duration.decode(accepted.timeout ?? tuningDefaults.timeout),
     retry: accepted.retry ?? {},
@@ -193,14 +200,15 @@ export const makeSender = Effect.fnUntraced(function*(tuning: MicroappClient.Tun
     maxResponseBytes: accepted.maxResponseBytes ?? tuningDefaults.maxResponseBytes,
     gate: yield* makeRateGate(maxPause),
     inFlight: yield* InFlight.make(limits?.maxInFlight ?? tuningDefaults.maxInFlight),
-    perSecond: rateLimiter
+    perSecond: rateLimiter,
+    transformClient: accepted.transformClient
   })
   return { checked, requester, accepted }
 })
 
 /** `POST /api/login`: the token, kept `Redacted`, and the user id. */
 export const logIn = (
-  requester: Requester,
+  requester: Transport,
   options: { readonly email: string; readonly password: Redacted.Redacted<string> }
 ) =>
   Effect.gen(function*() {
@@ -217,7 +225,7 @@ export const logIn = (
 /** The client over a session: how calls get their credentials, made once the sender exists. */
 const makeWith = Effect.fnUntraced(function*<E>(
   tuning: MicroappClient.Tuning & { readonly baseUrl: string },
-  makeSession: (requester: Requester, checked: Either.Either<string, InvalidInput>) => Effect.Effect<Session, E>
+  makeSession: (requester: Transport, checked: Either.Either<string, InvalidInput>) => Effect.Effect<Session, E>
 ) {
   const { accepted, checked, requester } = yield* makeSender(tuning)
   const pageSize = accepted.pageSize ?? RowStream.defaults.pageSize

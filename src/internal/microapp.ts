@@ -8,7 +8,7 @@ import type { MicroappClient } from "../MicroappClient.js"
 import { InvalidInput } from "../MicroappError.js"
 import * as Row from "../Row.js"
 import { makeUpdateRows } from "./bulkUpdate.js"
-import { endpoints } from "./endpoints.js"
+import { endpoints } from "./http/endpoints.js"
 
 const mapFields = <B>(fields: Readonly<Record<string, AnyField>>, f: (field: AnyField) => B): Record<string, B> =>
   Object.fromEntries(Object.entries(fields).map(([label, value]) => [label, f(value)]))

@@ -13,7 +13,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as NodeStream from "@effect/platform-node/NodeStream"
 import { Clock, Context, Duration, Effect, Either, identity, Option, ParseResult, Schema } from "effect"
-import { declaredLength, readUpTo } from "../internal/body.js"
+import { declaredLength, readUpTo } from "../internal/http/body.js"
 import type { Fault } from "./Fault.js"
 import type { Arrival, MicroappState } from "./MicroappState.js"
 

@@ -4,7 +4,7 @@
  */
 import { Either, Schema } from "effect"
 import { isDeepStrictEqual } from "node:util"
-import { makeRowDecoder } from "../../src/internal/decode.js"
+import { makeRowDecoder } from "../../src/internal/http/decode.js"
 import { Row } from "../../src/Row.js"
 import { makeProjectRows } from "../../src/testing/DemoData.js"
 import { finish, formatRatio, median, options, type Report, rotate } from "./common.js"

@@ -8,8 +8,7 @@ import { InvalidInput } from "../../MicroappError.js"
 import * as Query from "../../Query.js"
 import type * as RowStream from "../../RowStream.js"
 import { bounds } from "../bounds.js"
-import { endpoints } from "../endpoints.js"
-import type * as Wire from "../wire.js"
+import type * as Wire from "../http/wire.js"
 import * as Engine from "./engine.js"
 import * as IdSet from "./IdSet.js"
 import * as ScanState from "./state.js"
@@ -220,8 +219,7 @@ export const CheckpointSchema: Schema.Schema<Checkpoint, unknown> = Schema.trans
 
 const decodeJson = Schema.decodeUnknownEither(CheckpointSchema, { errors: "first" })
 
-const invalidCheckpoint = (input: string, reason: string) =>
-  new InvalidInput({ method: "POST", path: endpoints.rows.path, input, reason })
+const invalidCheckpoint = (input: string, reason: string) => new InvalidInput({ input, reason })
 
 const quote = 0x22
 const backslash = 0x5c

@@ -3,7 +3,7 @@
  * built from a checked selection.
  */
 import { Schema } from "effect"
-import type { Filter, Selection, Sort } from "../Query.js"
+import type { Filter, Selection, Sort } from "../../Query.js"
 
 /**
  * The envelope every answer of the service comes in. Anything but "success" is a refusal.

@@ -2,14 +2,13 @@
  * Decoding of answers: the envelope, then each row on its own, so a bad row is reported by its
  * index, `_id` and field path, and handled as the caller's policy says.
  */
-import { Effect, Either, ParseResult, Schema } from "effect"
-import type { InvalidRowPolicy } from "../MicroappClient.js"
-import { type RequestError, RequestRejected, UnexpectedResponse } from "../MicroappError.js"
-import { InvalidRow } from "../Row.js"
+import { Effect, Either, ParseResult, Predicate, Schema } from "effect"
+import type { InvalidRowPolicy } from "../../MicroappClient.js"
+import { type RequestError, RequestRejected, UnexpectedResponse } from "../../MicroappError.js"
+import { InvalidRow } from "../../Row.js"
 import { type AttemptInfo, where } from "./errors.js"
 import { makeDecoder, undecided } from "./fastDecode.js"
 import { faultOf } from "./plainData.js"
-import { idOf } from "./scan/IdSet.js"
 import { StatusEnvelope } from "./wire.js"
 
 const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
@@ -114,7 +113,8 @@ export function makeRowDecoder<A, I>(
       } else {
         issue = { path: formatPath(fault.path), message: fault.reason }
       }
-      const id = idOf(raw)
+      // the row's own id, to name it in the error, when it has a usable one
+      const id = Predicate.isRecord(raw) && typeof raw._id === "string" ? raw._id : null
       const error = new UnexpectedResponse({
         ...where(info),
         status: 200,

@@ -3,11 +3,11 @@
  * request of a client while the server has asked it to.
  */
 import { Clock, Duration, Effect, FiberRef, Ref, Schedule, ScheduleDecision } from "effect"
-import type { RetryOptions } from "../MicroappClient.js"
-import type { MicroappError } from "../MicroappError.js"
+import type { RetryOptions } from "../../MicroappClient.js"
+import type { MicroappError } from "../../MicroappError.js"
+import * as Metrics from "../metrics.js"
 import type { Endpoint } from "./endpoints.js"
 import { isRetryable } from "./errors.js"
-import * as Metrics from "./metrics.js"
 
 const defaults = {
   maxAttempts: 5,

@@ -17,7 +17,7 @@ import {
   Transport,
   Unauthorized,
   UnexpectedResponse
-} from "../MicroappError.js"
+} from "../../MicroappError.js"
 import { isEncoded } from "./body.js"
 import type { Endpoint } from "./endpoints.js"
 

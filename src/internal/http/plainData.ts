@@ -5,7 +5,7 @@
  * JSON.stringify writes it as null) and nesting within `bounds.valueDepth` (JSON.stringify and
  * Schema's parser recurse).
  */
-import { bounds } from "./bounds.js"
+import { bounds } from "../bounds.js"
 
 /** Where in a value it cannot pass unchanged, and why. */
 export interface Fault {

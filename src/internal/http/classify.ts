@@ -1,0 +1,76 @@
+/**
+ * Body bound and classification: what came back of one attempt, as a `Reply` (a 2xx body read up
+ * to the client's bound) or as the `RequestError` it means.
+ */
+import type * as HttpClientError from "@effect/platform/HttpClientError"
+import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import { Clock, Effect } from "effect"
+import type { RequestError } from "../../MicroappError.js"
+import { declaredLength, readUpTo } from "./body.js"
+import * as Errors from "./errors.js"
+
+/** A successful (2xx) answer: its body as text, its `Content-Encoding`, and how many attempts it took. */
+export interface Reply {
+  readonly status: number
+  readonly text: string
+  readonly encoding: string | undefined
+  readonly attempts: number
+}
+
+/** Bytes of a refusal's body read for the server's message: the status alone says what happened. */
+const errorBodyBytes = 64 * 1024
+
+/** Reads at most `limit` bytes of a body; a read that breaks is a `Transport` error. */
+const readAtMost = (response: HttpClientResponse.HttpClientResponse, limit: number, info: Errors.AttemptInfo) =>
+  Effect.mapError(
+    readUpTo(response.stream, limit, declaredLength(response.headers)),
+    (error) => Errors.fromBodyError(error, info)
+  )
+
+/** The body bound: a 2xx body read up to `maxBytes`; past them the read stops and the attempt fails (`TooLarge`). */
+export const boundBody = (
+  response: HttpClientResponse.HttpClientResponse,
+  maxBytes: number,
+  info: Errors.AttemptInfo
+): Effect.Effect<Reply, RequestError> =>
+  Effect.flatMap(readAtMost(response, maxBytes, info), (body) =>
+    body.complete
+      ? Effect.succeed({
+        status: response.status,
+        text: body.text,
+        encoding: response.headers["content-encoding"],
+        attempts: info.attempt
+      })
+      : Effect.fail(Errors.tooLarge(response.status, maxBytes, info)))
+
+/**
+ * What one exchange means: a platform error is a `Transport` error; a redirect, unread (the end of
+ * the attempt aborts it), is `Redirected`; a 2xx is read under the body bound; any other status is
+ * the error it means, with the server's message and `Retry-After`.
+ */
+export const classify = <R>(
+  exchange: Effect.Effect<HttpClientResponse.HttpClientResponse, HttpClientError.HttpClientError, R>,
+  url: string,
+  maxBytes: number,
+  info: Errors.AttemptInfo
+): Effect.Effect<Reply, RequestError, R> =>
+  Effect.flatMap(
+    Effect.mapError(exchange, (error) =>
+      error._tag === "RequestError" ? Errors.fromRequestError(error, info) : Errors.fromBodyError(error, info)),
+    (response): Effect.Effect<Reply, RequestError> => {
+      const status = response.status
+      if (Errors.isRedirect(status)) {
+        return Effect.fail(Errors.redirected(status, response.headers["location"], url, info))
+      }
+      if (status >= 200 && status < 300) {
+        return boundBody(response, maxBytes, info)
+      }
+      return Effect.flatMap(
+        Effect.zip(readAtMost(response, errorBodyBytes, info), Clock.currentTimeMillis),
+        ([{ text }, now]) =>
+          Effect.fail(
+            Errors.fromStatus(status, text, Errors.parseRetryAfter(response.headers["retry-after"], now), info)
+          )
+      )
+    }
+  )
