@@ -263,7 +263,9 @@ export interface SortOf<M extends AnyMicroapp> {
  *
  * @example
  * ```ts
- * const Projects = Microapp.make({
+ * import { Microapp } from "effect-microapp"
+ *
+ * export const Projects = Microapp.make({
  *   microAppID: "64b7c0f1a2d3e4f5a6b7c8da",
  *   name: "Projects",
  *   fields: {

@@ -9,8 +9,7 @@
  *
  * @since 0.1.0
  */
-export { MicroappClient } from "./MicroappClient.js"
-export type { InvalidRowPolicy, RetryOptions } from "./MicroappClient.js"
+export * from "./MicroappClient.js"
 
 /**
  * Checkpoints of a scan: `toJson`, `fromJson` and a Schema, to resume a scan where it stopped.
