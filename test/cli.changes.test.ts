@@ -102,6 +102,15 @@ const changeTable = Effect.gen(function*() {
   return { updated, deleted, inserted }
 })
 
+/** A first pass into STATE, then the table changed: what a second pass must report. */
+const firstPassThenChanges = Effect.gen(function*() {
+  const server = yield* MicroappServer
+  const dir = yield* temporaryDirectory
+  const state = path.join(dir, "state")
+  yield* pass(state, path.join(dir, "first.ndjson"))
+  return { server, dir, state, changes: yield* changeTable }
+})
+
 const expectedOps = (
   changes: { updated: ReadonlyArray<string>; deleted: ReadonlyArray<string>; inserted: ReadonlyArray<string> }
 ) =>
@@ -139,10 +148,7 @@ describe("microapp changes", () => {
 
     it.scoped("the second pass: exactly the updates, inserts and deletes made between, each once; then nothing", () =>
       Effect.gen(function*() {
-        const dir = yield* temporaryDirectory
-        const state = path.join(dir, "state")
-        yield* pass(state, path.join(dir, "first.ndjson"))
-        const changes = yield* changeTable
+        const { changes, dir, state } = yield* firstPassThenChanges
         const second = path.join(dir, "second.ndjson")
         const run = yield* pass(state, second)
         expect(run.stderr).toMatch(closing("inserted 4, updated 3, deleted 3, unchanged 224"))
@@ -164,11 +170,7 @@ describe("microapp changes", () => {
 
     it.scoped("a second pass stopped by SIGINT twice, a torn line left behind each time: every change once", () =>
       Effect.gen(function*() {
-        const server = yield* MicroappServer
-        const dir = yield* temporaryDirectory
-        const state = path.join(dir, "state")
-        yield* pass(state, path.join(dir, "first.ndjson"))
-        const changes = yield* changeTable
+        const { changes, dir, server, state } = yield* firstPassThenChanges
         const second = path.join(dir, "second.ndjson")
         yield* server.configure({ latency: Duration.millis(20) })
         for (const stopAfter of [4, 6]) {
@@ -266,11 +268,7 @@ describe("microapp changes", () => {
       "a second pass killed with SIGKILL five times under %s: each event once, the changes of the rows that stood still",
       (disturbances) =>
         Effect.gen(function*() {
-          const server = yield* MicroappServer
-          const dir = yield* temporaryDirectory
-          const state = path.join(dir, "state")
-          yield* pass(state, path.join(dir, "first.ndjson"))
-          const changes = yield* changeTable
+          const { changes, dir, server, state } = yield* firstPassThenChanges
           const before = new Set((yield* rowsById).keys())
           const removed = new Set<string>()
           yield* server.configure({ latency: Duration.millis(10), faults: scanFaults })
