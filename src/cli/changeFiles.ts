@@ -84,7 +84,7 @@ interface State {
   readonly baseline: ReadonlyMap<string, string>
 }
 
-/** Whether `line` is a baseline entry; the first problem found goes to `problem`. */
+/** A baseline line's id and fingerprint, or what is wrong with it. */
 const entryOf = (line: string): Either.Either<readonly [string, string], string> =>
   Either.flatMap(
     Either.try({ try: (): unknown => JSON.parse(line), catch: () => "a baseline line is not JSON" }),
