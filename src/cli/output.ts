@@ -54,17 +54,17 @@ export const failedOn = (what: string) => (error: PlatformError | { readonly mes
   })
 
 /**
- * A small file's text, read only when it is a regular file of at most `maxBytes`: none when it
- * does not exist; a usage error, saying it is not `what`, when it is something else or too large.
+ * A file's size, when it is a regular file of at most `maxBytes`: none when it does not exist; a
+ * usage error, saying it is not `what`, when it is something else or too large.
  *
  * @since 0.1.0
  * @category files
  */
-export const readSmallFile = (
+export const regularFileSize = (
   file: string,
   maxBytes: number,
   what: string
-): Effect.Effect<Option.Option<string>, UsageError | CommandFailed, FileSystem.FileSystem> =>
+): Effect.Effect<Option.Option<number>, UsageError | CommandFailed, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const info = yield* fs.stat(file).pipe(
@@ -82,6 +82,24 @@ export const readSmallFile = (
         message: `${file} is too large to be ${what}: ${info.value.size} bytes, more than ${maxBytes}`
       })
     }
+    return Option.some(Number(info.value.size))
+  })
+
+/**
+ * A small file's text, read only when it is a regular file of at most `maxBytes`: none when it
+ * does not exist; a usage error, saying it is not `what`, when it is something else or too large.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const readSmallFile = (
+  file: string,
+  maxBytes: number,
+  what: string
+): Effect.Effect<Option.Option<string>, UsageError | CommandFailed, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    if (Option.isNone(yield* regularFileSize(file, maxBytes, what))) return Option.none()
     // bounded again: the file may have grown since
     return yield* fs.stream(file, { bytesToRead: FileSystem.Size(maxBytes) }).pipe(
       Stream.decodeText(),
@@ -89,6 +107,35 @@ export const readSmallFile = (
       Effect.map(Option.some),
       Effect.mapError(failedOn(`cannot read ${file}`))
     )
+  })
+
+/**
+ * A usage error unless `file` holds at least the `length` bytes that `record` (the file that
+ * records it) says were committed, the last of them `end`, as the run that committed them wrote
+ * them; `remedy` says what to do then.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const checkCommitted = (
+  file: string,
+  committed: { readonly length: number; readonly end: string; readonly record: string; readonly remedy: string }
+): Effect.Effect<void, UsageError | CommandFailed, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const { end, length, record, remedy } = committed
+    const changed = (what: string) => new UsageError({ message: `${file} ${what}: it was changed since; ${remedy}` })
+    const info = yield* Effect.option(fs.stat(file))
+    if (Option.isNone(info)) return yield* changed(`is missing, but ${record} records it`)
+    const size = Number(info.value.size)
+    if (size < length) return yield* changed(`holds ${size} bytes, but ${record} records ${length}`)
+    if (length === 0) return
+    const last = yield* fs.stream(file, { offset: FileSystem.Size(length - 1), bytesToRead: FileSystem.Size(1) }).pipe(
+      Stream.decodeText(),
+      Stream.mkString,
+      Effect.mapError(failedOn(`cannot read ${file}`))
+    )
+    if (last !== end) return yield* changed(`does not end a line at byte ${length}, where ${record} records its end`)
   })
 
 /**

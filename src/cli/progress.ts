@@ -6,6 +6,7 @@
  */
 import { Duration, Effect, Schedule } from "effect"
 import type * as BulkUpdate from "../BulkUpdate.js"
+import type * as Changes from "../Changes.js"
 import type { ScanSummary } from "../RowStream.js"
 import type { Interrupted, ReaderClosed } from "./exitCodes.js"
 import { Stdio } from "./stdio.js"
@@ -42,6 +43,26 @@ export const progressLine = (summary: ScanSummary): string =>
     perSecond(summary.rows, summary.elapsedMillis)
   } rows/s`
 
+/** A scan's figures: rows, pages, elapsed time, and each disturbance it met, if any. */
+const scanParts = (summary: ScanSummary): Array<string> => [
+  plural(summary.rows, "row", "rows"),
+  plural(summary.pages, "page", "pages"),
+  seconds(summary.elapsedMillis),
+  ...(summary.serverCap === undefined ? [] : [`server cap ${summary.serverCap} rows per request`]),
+  plural(summary.duplicatesDropped, "duplicate dropped", "duplicates dropped"),
+  plural(summary.realignments, "realignment", "realignments"),
+  ...(summary.appearedBehind === 0 ? [] : [`${summary.appearedBehind} appeared behind the scan (not in it)`]),
+  ...(summary.caughtBehind === 0 ? [] : [`${summary.caughtBehind} caught behind the scan (out of place)`]),
+  ...(summary.vanishedBehind === 0 ? [] : [`${summary.vanishedBehind} vanished behind the scan`]),
+  `up to ${plural(summary.concurrencyReached, "request", "requests")} in flight`,
+  ...(summary.retries === 0 ? [] : [plural(summary.retries, "retry", "retries")]),
+  ...(summary.inconsistencies === 0 ? [] : [plural(summary.inconsistencies, "inconsistency", "inconsistencies")]),
+  ...(summary.invalidRows === 0 ? [] : [plural(summary.invalidRows, "invalid row", "invalid rows")]),
+  ...(summary.resumed === 0 ? [] : [`resumed ${summary.resumed === 1 ? "once" : `${summary.resumed} times`}`])
+]
+
+const missed = "not exhaustive: rows may have been missed"
+
 /**
  * The closing line: rows, pages, elapsed time, the server's page cap when one was detected,
  * duplicates dropped and realignments (and retries, inconsistencies or invalid rows if any), and
@@ -52,27 +73,27 @@ export const progressLine = (summary: ScanSummary): string =>
  * @category formatting
  */
 export const summaryLine = (summary: ScanSummary, stoppedBy?: EarlyStop): string => {
-  const parts = [
-    plural(summary.rows, "row", "rows"),
-    plural(summary.pages, "page", "pages"),
-    seconds(summary.elapsedMillis),
-    ...(summary.serverCap === undefined ? [] : [`server cap ${summary.serverCap} rows per request`]),
-    plural(summary.duplicatesDropped, "duplicate dropped", "duplicates dropped"),
-    plural(summary.realignments, "realignment", "realignments"),
-    ...(summary.appearedBehind === 0 ? [] : [`${summary.appearedBehind} appeared behind the scan (not in it)`]),
-    ...(summary.caughtBehind === 0 ? [] : [`${summary.caughtBehind} caught behind the scan (out of place)`]),
-    ...(summary.vanishedBehind === 0 ? [] : [`${summary.vanishedBehind} vanished behind the scan`]),
-    `up to ${plural(summary.concurrencyReached, "request", "requests")} in flight`,
-    ...(summary.retries === 0 ? [] : [plural(summary.retries, "retry", "retries")]),
-    ...(summary.inconsistencies === 0 ? [] : [plural(summary.inconsistencies, "inconsistency", "inconsistencies")]),
-    ...(summary.invalidRows === 0 ? [] : [plural(summary.invalidRows, "invalid row", "invalid rows")]),
-    ...(summary.resumed === 0 ? [] : [`resumed ${summary.resumed === 1 ? "once" : `${summary.resumed} times`}`]),
-    // a scan cut short says so first; one that ended says whether it can vouch for every row
-    ...(stoppedBy !== undefined
-      ? []
-      : [summary.exhaustive ? "exhaustive" : "not exhaustive: rows may have been missed"])
+  // a scan cut short says so first; one that ended says whether it can vouch for every row
+  const vouched = stoppedBy !== undefined ? [] : [summary.exhaustive ? "exhaustive" : missed]
+  return `${ending(stoppedBy)}: ${[...scanParts(summary), ...vouched].join(", ")}`
+}
+
+/**
+ * The closing line of a change pass: its counts, then the scan's figures as `summaryLine` has
+ * them; a pass that was not exhaustive says that it reported no delete.
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
+export const changesSummaryLine = (summary: Changes.Summary): string => {
+  const counts = [
+    `inserted ${summary.inserted}`,
+    `updated ${summary.updated}`,
+    `deleted ${summary.deleted}`,
+    `unchanged ${summary.unchanged}`
   ]
-  return `${ending(stoppedBy)}: ${parts.join(", ")}`
+  const vouched = summary.exhaustive ? "exhaustive" : `${missed}, so no delete is reported`
+  return `${ending(undefined)}: ${[...counts, ...scanParts(summary), vouched].join(", ")}`
 }
 
 /**

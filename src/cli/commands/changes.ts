@@ -1,0 +1,55 @@
+/**
+ * `microapp changes APP --state STATE --output FILE`: what changed in a Microapp since the last
+ * pass, as change events (Debezium's envelope) appended to FILE, resumable through STATE.
+ *
+ * @since 0.1.0
+ */
+import { Args, Command, Options } from "@effect/cli"
+import { Effect } from "effect"
+import { writeChanges } from "../changeFiles.js"
+import { changesSummaryLine, progressLine, withProgress } from "../progress.js"
+import { stderrLine, Stdio, untilSignal } from "../stdio.js"
+import { clientLayer, connection, described, selection, selectionOf } from "./options.js"
+
+/**
+ * @since 0.1.0
+ * @category commands
+ */
+export const changes = Command.make(
+  "changes",
+  {
+    microAppID: Args.text({ name: "microAppID" }).pipe(Args.withDescription("The Microapp to compare")),
+    ...selection,
+    state: Options.file("state").pipe(
+      Options.withPseudoName("STATE"),
+      described(
+        "What the next pass compares with (every row's fingerprint), and the pass in progress; missing: " +
+          "this pass is the first, a snapshot. Run the same command again after a crash and it goes on, " +
+          "every event once"
+      )
+    ),
+    output: Options.file("output").pipe(
+      Options.withPseudoName("FILE"),
+      described("Append the pass's events to FILE as NDJSON; a new pass needs FILE missing or empty")
+    ),
+    quiet: Options.boolean("quiet").pipe(described("No progress line and no summary on stderr")),
+    ...connection
+  },
+  (args) =>
+    Effect.gen(function*() {
+      const stdio = yield* Stdio
+      const options = { microAppID: args.microAppID, ...(yield* selectionOf(args)) }
+      const summary = yield* writeChanges(
+        options,
+        args.output,
+        args.state,
+        (summary) => withProgress(Effect.map(summary, progressLine), !args.quiet && stdio.isTerminal.stderr)
+      )
+      if (!args.quiet) yield* stderrLine(changesSummaryLine(summary))
+    }).pipe(Effect.provide(clientLayer(args)), untilSignal)
+).pipe(
+  Command.withDescription(
+    "What changed in a Microapp since the last pass: one event per line ({\"op\": \"r\"|\"c\"|\"u\"|\"d\", " +
+      "\"id\", \"before\", \"after\", \"source\", \"ts_ms\"}), a first pass's rows as \"r\""
+  )
+)

@@ -1,0 +1,316 @@
+/**
+ * `microapp changes APP --state STATE --output FILE`: a first pass's rows as snapshot reads, the
+ * changes between two passes as events, each once; resumed after SIGKILL under faults and drift
+ * (the built bin); and what it refuses, before anything is written or sent.
+ */
+import { describe, expect, layer } from "@effect/vitest"
+import { Duration, Effect, Fiber, Schema } from "effect"
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { Changes } from "../src/index.js"
+import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
+import { cli, eventually, flags, refused, startCli, temporaryDirectory, untilRequests } from "./cliSupport.js"
+import { bin, cleanEnv, drift, killedFiveTimes, modifiedAt, scanFaults } from "./processSupport.js"
+
+const Event = Schema.Struct({
+  op: Schema.Literal("r", "c", "u", "d"),
+  id: Schema.String,
+  before: Schema.Null,
+  after: Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  source: Schema.Struct({ microAppID: Schema.String }),
+  ts_ms: Schema.Number
+})
+type Event = typeof Event.Type
+const decodeEvent = Schema.decodeUnknownSync(Schema.parseJson(Event), { onExcessProperty: "error" })
+
+/** FILE's events, each line checked against the envelope (a torn line fails). */
+const eventsOf = (file: string): Array<Event> => {
+  const text = fs.readFileSync(file, "utf8")
+  return text === "" ? [] : text.trimEnd().split("\n").map((line) => decodeEvent(line))
+}
+
+/** `op:id` of each event, sorted: what a pass reported, as a set that shows duplicates. */
+const opsOf = (events: ReadonlyArray<Event>) => events.map((event) => `${event.op}:${event.id}`).sort()
+
+const changesArgs = (
+  server: MicroappServer.Service,
+  state: string,
+  output: string,
+  extra: ReadonlyArray<string> = []
+) => [
+  "changes",
+  projectsMicroAppID,
+  "--page-size",
+  "20",
+  "--concurrency",
+  "1",
+  "--state",
+  state,
+  "--output",
+  output,
+  ...extra,
+  ...flags(server)
+]
+
+/** The table as the service sends it, by id. */
+const rowsById = Effect.map(
+  Effect.flatMap(MicroappServer, (server) => server.rows.table(projectsMicroAppID)),
+  (rows) => new Map(rows.map((row) => [String(row._id), row]))
+)
+
+/** STATE's first line (its header) and its baseline. */
+const stateOf = (state: string) => {
+  const [header = "", ...lines] = fs.readFileSync(state, "utf8").trimEnd().split("\n")
+  const baseline = new Map(lines.map((line) => JSON.parse(line) as [string, string]))
+  return { header: JSON.parse(header) as { pass: { output: string; length: number } | null }, baseline }
+}
+
+/** Runs a pass to its end in process; its run. */
+const pass = (state: string, output: string, extra: ReadonlyArray<string> = []) =>
+  Effect.gen(function*() {
+    const server = yield* MicroappServer
+    const run = yield* cli(changesArgs(server, state, output, extra))
+    expect(run.code, run.stderr).toBe(0)
+    return run
+  })
+
+let generation = 0
+
+/** Updates, an update to the values a row has, deletes and inserts between two passes; the ids of each. */
+const changeTable = Effect.gen(function*() {
+  // values no earlier test wrote: each update changes its row
+  generation++
+  const server = yield* MicroappServer
+  const ids = Array.from((yield* rowsById).keys())
+  const at = (i: number) => ids[i] ?? ""
+  const updated = [3, 50, 199].map(at)
+  for (const id of updated) yield* server.rows.updateRow(id, { Name: `changed ${id} ${generation}` })
+  // the values it has: no change of content
+  const same = yield* server.rows.getRow(at(10))
+  if (same._tag === "Some") yield* server.rows.updateRow(at(10), { Name: same.value["Name"] })
+  const deleted = [0, 77, 120].map(at)
+  for (const id of deleted) yield* server.rows.removeRow(id)
+  const inserted = yield* Effect.forEach(
+    [0, 1, 2, 3],
+    (n) =>
+      Effect.map(
+        server.rows.insertRow(projectsMicroAppID, { Name: `new ${n}` }, { index: n * 50 }),
+        (row) => String(row._id)
+      )
+  )
+  return { updated, deleted, inserted }
+})
+
+/** A first pass into STATE, then the table changed: what a second pass must report. */
+const firstPassThenChanges = Effect.gen(function*() {
+  const server = yield* MicroappServer
+  const dir = yield* temporaryDirectory
+  const state = path.join(dir, "state")
+  yield* pass(state, path.join(dir, "first.ndjson"))
+  return { server, dir, state, changes: yield* changeTable }
+})
+
+const expectedOps = (
+  changes: { updated: ReadonlyArray<string>; deleted: ReadonlyArray<string>; inserted: ReadonlyArray<string> }
+) =>
+  [
+    ...changes.updated.map((id) => `u:${id}`),
+    ...changes.deleted.map((id) => `d:${id}`),
+    ...changes.inserted.map((id) => `c:${id}`)
+  ].sort()
+
+const closing = (counts: string) => new RegExp(`^done: ${counts}, \\d+ rows, [^\\n]*, exhaustive\\n$`)
+
+describe("microapp changes", () => {
+  layer(MicroappServer.layer({ demoRows: 230 }), { excludeTestServices: true })("passes", (it) => {
+    it.scoped("a first pass: every row once as \"r\", as the service sends it; STATE private, with no pass", () =>
+      Effect.gen(function*() {
+        const dir = yield* temporaryDirectory
+        const state = path.join(dir, "state")
+        const output = path.join(dir, "first.ndjson")
+        const run = yield* pass(state, output)
+        expect(run.stderr).toMatch(closing("inserted 230, updated 0, deleted 0, unchanged 0"))
+        const events = eventsOf(output)
+        const table = yield* rowsById
+        expect(events.map((event) => event.id)).toEqual(Array.from(table.keys()))
+        expect(events.every((event) => event.op === "r")).toBe(true)
+        for (const event of events) {
+          expect(event.after).toEqual(table.get(event.id))
+          expect(event.source).toEqual({ microAppID: projectsMicroAppID })
+        }
+        const { baseline, header } = stateOf(state)
+        expect(header.pass).toBeNull()
+        expect(baseline).toEqual(new Map(Array.from(table, ([id, row]) => [id, Changes.fingerprint(row)])))
+        expect(fs.statSync(state).mode & 0o777).toBe(0o600)
+        expect(fs.readdirSync(dir).sort()).toEqual(["first.ndjson", "state"])
+      }))
+
+    it.scoped("the second pass: exactly the updates, inserts and deletes made between, each once; then nothing", () =>
+      Effect.gen(function*() {
+        const { changes, dir, state } = yield* firstPassThenChanges
+        const second = path.join(dir, "second.ndjson")
+        const run = yield* pass(state, second)
+        expect(run.stderr).toMatch(closing("inserted 4, updated 3, deleted 3, unchanged 224"))
+        const events = eventsOf(second)
+        expect(opsOf(events)).toEqual(expectedOps(changes))
+        const table = yield* rowsById
+        for (const event of events) expect(event.after).toEqual(event.op === "d" ? null : table.get(event.id))
+        // deletes come last
+        expect(events.slice(-3).map((event) => event.op)).toEqual(["d", "d", "d"])
+        expect(stateOf(state).baseline).toEqual(
+          new Map(Array.from(table, ([id, row]) => [id, Changes.fingerprint(row)]))
+        )
+
+        const third = path.join(dir, "third.ndjson")
+        const still = yield* pass(state, third)
+        expect(fs.readFileSync(third, "utf8")).toBe("")
+        expect(still.stderr).toMatch(closing("inserted 0, updated 0, deleted 0, unchanged 231"))
+      }))
+
+    it.scoped("a second pass stopped by SIGINT twice, a torn line left behind each time: every change once", () =>
+      Effect.gen(function*() {
+        const { changes, dir, server, state } = yield* firstPassThenChanges
+        const second = path.join(dir, "second.ndjson")
+        yield* server.configure({ latency: Duration.millis(20) })
+        for (const stopAfter of [4, 6]) {
+          const seen = (yield* server.log.requests).length
+          const started = yield* startCli(changesArgs(server, state, second, ["--quiet"]))
+          yield* untilRequests(server, seen + stopAfter)
+          yield* started.raise("SIGINT")
+          expect(yield* started.exit).toBe(130)
+          expect(stateOf(state).header.pass).not.toBeNull()
+          fs.appendFileSync(second, "{\"op\":\"u\",\"id\":\"64b")
+        }
+        yield* server.configure({ latency: Duration.zero })
+        const run = yield* pass(state, second)
+        expect(run.stderr).toMatch(/, resumed (once|\d+ times), exhaustive\n$/)
+        expect(opsOf(eventsOf(second))).toEqual(expectedOps(changes))
+      }))
+  })
+
+  layer(MicroappServer.layer({ demoRows: 230 }), { excludeTestServices: true })("refusals", (it) => {
+    /** A first pass stopped by SIGINT after a few pages: STATE with a pass in progress. */
+    const halfDone = Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const dir = yield* temporaryDirectory
+      const state = path.join(dir, "state")
+      const output = path.join(dir, "out.ndjson")
+      yield* server.configure({ latency: Duration.millis(20) })
+      const seen = (yield* server.log.requests).length
+      const started = yield* startCli(changesArgs(server, state, output, ["--quiet"]))
+      yield* untilRequests(server, seen + 4)
+      yield* eventually(Effect.sync(() => fs.existsSync(state) && stateOf(state).header.pass?.length), Boolean)
+      yield* started.raise("SIGINT")
+      expect(yield* started.exit).toBe(130)
+      yield* server.configure({ latency: Duration.zero })
+      return { server, dir, state, output, saved: fs.readFileSync(state, "utf8") }
+    })
+
+    it.scoped("a new pass into a FILE that is not empty: exit 2, one line, nothing written, no request", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const dir = yield* temporaryDirectory
+        const state = path.join(dir, "state")
+        const output = path.join(dir, "out.ndjson")
+        fs.writeFileSync(output, "something\n")
+        yield* refused(changesArgs(server, state, output), output, /out\.ndjson exists and is not empty/)
+        expect(fs.existsSync(state)).toBe(false)
+        // after a complete pass too
+        const done = path.join(dir, "done.ndjson")
+        yield* pass(state, done)
+        const saved = fs.readFileSync(state, "utf8")
+        yield* refused(changesArgs(server, state, done), done, /done\.ndjson exists and is not empty/)
+        expect(fs.readFileSync(state, "utf8")).toBe(saved)
+        expect(fs.readdirSync(dir).sort()).toEqual(["done.ndjson", "out.ndjson", "state"])
+      }))
+
+    it.scoped("while a pass is in progress, another --output: refused with the path it writes; then it goes on", () =>
+      Effect.gen(function*() {
+        const { dir, output, saved, server, state } = yield* halfDone
+        const other = path.join(dir, "other.ndjson")
+        const run = yield* refused(changesArgs(server, state, other), other, /has a pass in progress/)
+        expect(run.stderr).toContain(`writes ${output}: go on with --output ${output}`)
+        expect(fs.existsSync(other)).toBe(false)
+        expect(fs.readFileSync(state, "utf8")).toBe(saved)
+        const resumed = yield* pass(state, output)
+        expect(resumed.stderr).toMatch(closing("inserted 230, updated 0, deleted 0, unchanged 0"))
+        const events = eventsOf(output)
+        expect(events.map((event) => event.id)).toEqual(Array.from((yield* rowsById).keys()))
+        expect(events.every((event) => event.op === "r")).toBe(true)
+      }))
+
+    it.scoped("a STATE damaged, of another Microapp or filter, or of another query; a FILE cut short", () =>
+      Effect.gen(function*() {
+        const { output, saved, server, state } = yield* halfDone
+        const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>, RegExp]> = [
+          ["not a state file\n", [], /is not a state file of microapp changes/],
+          [saved.replace("\"snapshot\":true", "\"snapshot\":false"), [], /changed or damaged/],
+          [saved.slice(0, saved.length - 10), [], /is not a state file of microapp changes|changed or damaged/],
+          [saved, ["--filter", "f_status=Open"], /holds the state of Microapp .* not of this one/],
+          [saved, ["--sort", "1"], /state belongs to another query/]
+        ]
+        for (const [text, extra, reason] of cases) {
+          fs.writeFileSync(state, text)
+          yield* refused(changesArgs(server, state, output, extra), output, reason)
+        }
+        fs.writeFileSync(state, saved)
+        const events = fs.readFileSync(output, "utf8")
+        fs.writeFileSync(output, events.slice(0, 10))
+        yield* refused(changesArgs(server, state, output), output, /holds 10 bytes, but .*state records/)
+        fs.writeFileSync(output, events)
+        expect((yield* pass(state, output)).code).toBe(0)
+      }))
+  })
+
+  layer(MicroappServer.layer({ demoRows: 1200 }), { excludeTestServices: true })("the built bin", (it) => {
+    it.scoped.each(["faults and drift", "faults"])(
+      "a second pass killed with SIGKILL five times under %s: each event once, the changes of the rows that stood still",
+      (disturbances) =>
+        Effect.gen(function*() {
+          const { changes, dir, server, state } = yield* firstPassThenChanges
+          const before = new Set((yield* rowsById).keys())
+          const removed = new Set<string>()
+          yield* server.configure({ latency: Duration.millis(10), faults: scanFaults })
+          const drifting = yield* Effect.fork(
+            disturbances === "faults" ? Effect.never : drift(server, projectsMicroAppID, removed)
+          )
+          const output = path.join(dir, "second.ndjson")
+          const last = yield* killedFiveTimes(
+            server,
+            () =>
+              spawn(process.execPath, [bin, ...changesArgs(server, state, output)], { env: cleanEnv, stdio: "pipe" }),
+            modifiedAt(state)
+          )
+          yield* Fiber.interrupt(drifting)
+          yield* server.configure({ latency: Duration.zero, faults: undefined })
+          expect(last.code, last.stderr).toBe(0)
+          expect(last.stderr).toMatch(/^done: inserted \d+, .*, resumed (once|\d+ times), /)
+          const exhaustive = last.stderr.endsWith(", exhaustive\n")
+          const events = eventsOf(output) // fails on a torn line
+          expect(new Set(events.map((event) => event.id)).size).toBe(events.length)
+          // the rows that stood still: there before the pass and not removed during it, or deleted before it
+          const stoodStill = (id: string) => before.has(id) && !removed.has(id) || changes.deleted.includes(id)
+          expect(opsOf(events.filter((event) => stoodStill(event.id)))).toEqual(expectedOps({
+            ...changes,
+            // a pass that is not exhaustive reports no delete
+            deleted: exhaustive ? changes.deleted : []
+          }))
+          // the rows inserted during the pass, if seen, are inserts
+          expect(events.filter((event) => !before.has(event.id) && event.op !== "d").every((event) => event.op === "c"))
+            .toBe(true)
+          // without drift, the pass vouches for every row, and so reports the deletes
+          if (disturbances === "faults") expect(exhaustive).toBe(true)
+          else expect(removed.size).toBeGreaterThan(0)
+
+          // the baseline folded over the runs: a third pass, with the table still, leaves STATE as the table is
+          const third = path.join(dir, "third.ndjson")
+          yield* pass(state, third)
+          expect(stateOf(state).baseline).toEqual(
+            new Map(Array.from(yield* rowsById, ([id, row]) => [id, Changes.fingerprint(row)]))
+          )
+        }),
+      180_000
+    )
+  })
+})
