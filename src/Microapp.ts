@@ -11,6 +11,7 @@
  */
 import { DateTime, Effect, Option, ParseResult, Schema, type Stream } from "effect"
 import type * as BulkUpdate from "./BulkUpdate.js"
+import type * as Changes from "./Changes.js"
 import * as internal from "./internal/microapp.js"
 import { MicroappClient } from "./MicroappClient.js"
 import type { CollectError, GetRowError, InvalidInput, QueryError, ScanError, UpdateRowError } from "./MicroappError.js"
@@ -375,6 +376,10 @@ export interface Bound<M extends AnyMicroapp, A> {
   ) => Effect.Effect<ReadonlyArray<A>, CollectError>
   readonly query: (options?: QueryOptions<M>) => Effect.Effect<ReadonlyArray<A>, QueryError>
   readonly getRow: (rowID: string, options?: MicroappClient.CallOptions) => Effect.Effect<A, GetRowError>
+  /** `MicroappClient.changes` with filters and sort by label: typed rows, fingerprinted as the server sent them. */
+  readonly changes: <E = never, R = never>(
+    options: ChangesOptions<M, E, R>
+  ) => Effect.Effect<Changes.Pass<A, E, R>, InvalidInput>
   readonly updateRow: (options: UpdateOptions<M>) => Effect.Effect<void, UpdateRowError>
   /** `MicroappClient.updateRows` with labels and values checked (and encoded) as by `updateRow`. */
   readonly updateRows: <E, R>(
@@ -398,6 +403,14 @@ export interface Selection<M extends AnyMicroapp> {
  */
 export interface RowsOptions<M extends AnyMicroapp>
   extends Selection<M>, RowStream.ScanOptions, MicroappClient.CallOptions
+{}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ChangesOptions<M extends AnyMicroapp, E, R>
+  extends Omit<RowsOptions<M>, keyof Changes.PassOptions<E, R>>, Changes.PassOptions<E, R>
 {}
 
 /**

@@ -19,6 +19,7 @@ import {
   type Stream
 } from "effect"
 import type * as BulkUpdate from "./BulkUpdate.js"
+import type * as Changes from "./Changes.js"
 import * as internal from "./internal/client.js"
 import type {
   CollectError,
@@ -302,6 +303,14 @@ export declare namespace MicroappClient {
     readonly query: (options: QueryOptions) => Effect.Effect<ReadonlyArray<A>, QueryError>
     /** One row by its id; `NotFound` when there is none. */
     readonly getRow: (rowID: string, options?: CallOptions) => Effect.Effect<A, GetRowError>
+    /**
+     * A change pass: the table read whole and compared with `baseline` by id and content
+     * fingerprint (of each row as the server sent it); deletes only after an exhaustive scan. See
+     * `Changes`. `dedupe: "recent"`, or a `resume` of another query, fail here.
+     */
+    readonly changes: <E = never, R = never>(
+      options: Changes.Options<E, R>
+    ) => Effect.Effect<Changes.Pass<A, E, R>, InvalidInput>
   }
 
   /**

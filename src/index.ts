@@ -20,6 +20,14 @@ export type { InvalidRowPolicy, RetryOptions } from "./MicroappClient.js"
 export * as Checkpoint from "./Checkpoint.js"
 
 /**
+ * Change capture: what changed since the last pass (inserted, updated, deleted rows), with
+ * checkpoints, over a baseline the caller keeps.
+ *
+ * @since 0.1.0
+ */
+export * as Changes from "./Changes.js"
+
+/**
  * Many updates as one stream: options, outcomes and their summary.
  *
  * @since 0.1.0

@@ -25,6 +25,7 @@ import * as RowStream from "../RowStream.js"
 import { bounds, checking, durationIn, RequestTimeout, Retry, wholeNumberIn } from "./bounds.js"
 import { validate } from "./bounds.js"
 import { makeUpdateRows } from "./bulkUpdate.js"
+import * as Changes from "./changes.js"
 import { queryOf } from "./checkpoint.js"
 import { decodeEnvelope, makeRowDecoder, type RowDecoder } from "./decode.js"
 import { type Endpoint, endpoints } from "./endpoints.js"
@@ -268,9 +269,9 @@ const makeWith = Effect.fnUntraced(function*<E>(
   const toEffect = <A>(result: Either.Either<A, RequestError>): Effect.Effect<A, RequestError> =>
     Either.isLeft(result) ? Effect.fail(result.left) : Effect.succeed(result.right)
 
-  const makeReader = <A>(decoder: RowDecoder<A>): MicroappClient.Reader<A> => {
-    // each run of the scan is a span of its own ("MicroappClient.scan"), covering the whole run
-    const scan = Effect.fnUntraced(function*(options: MicroappClient.RowsOptions) {
+  // each run of the scan is a span of its own ("MicroappClient.scan"), covering the whole run
+  const scanWith = <A>(decoder: RowDecoder<A>) =>
+    Effect.fnUntraced(function*(options: MicroappClient.RowsOptions) {
       const valid = yield* validateRows(options)
       const selection = checkSelection(valid)
       const settings = Scan.settings({ ...valid, pageSize: valid.pageSize ?? pageSize }, {
@@ -290,6 +291,9 @@ const makeWith = Effect.fnUntraced(function*<E>(
         checkpoints
       )
     })
+
+  const makeReader = <A>(decoder: RowDecoder<A>): MicroappClient.Reader<A> => {
+    const scan = scanWith(decoder)
 
     const rows = (options: MicroappClient.RowsOptions) => Stream.unwrap(Effect.map(scan(options), (scan) => scan.rows))
 
@@ -339,7 +343,9 @@ const makeWith = Effect.fnUntraced(function*<E>(
       return row
     })
 
-    return { rows, scan, collect, query, getRow }
+    const changes = Changes.makePass(scanWith(Changes.identified(decoder)))
+
+    return { rows, scan, collect, query, getRow, changes }
   }
 
   const queryRaw = Effect.fn("MicroappClient.queryRaw")(function*(options: MicroappClient.QueryOptions) {

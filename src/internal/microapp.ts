@@ -161,6 +161,8 @@ export const bind = <Fields extends Record<string, AnyField>, SortLabel extends 
       Effect.flatMap(selected(options), (selection) => reader.collect({ ...selection, max: options.max })),
     query: (options) => Effect.flatMap(selected(options), reader.query),
     getRow: reader.getRow,
+    changes: (options) =>
+      Effect.flatMap(selected(options), (selection) => reader.changes({ ...options, ...selection })),
     updateRow: (options) => Effect.flatMap(prepare(options), client.updateRow),
     updateRows: (updates, options = {}) => runUpdates(updates, options, prepare)
   }
