@@ -6,6 +6,7 @@
  */
 import { Duration, Effect, Schedule } from "effect"
 import type * as BulkUpdate from "../BulkUpdate.js"
+import type * as Changes from "../Changes.js"
 import type { ScanSummary } from "../RowStream.js"
 import type { Interrupted, ReaderClosed } from "./exitCodes.js"
 import { Stdio } from "./stdio.js"
@@ -51,8 +52,11 @@ export const progressLine = (summary: ScanSummary): string =>
  * @since 0.1.0
  * @category formatting
  */
-export const summaryLine = (summary: ScanSummary, stoppedBy?: EarlyStop): string => {
-  const parts = [
+export const summaryLine = (summary: ScanSummary, stoppedBy?: EarlyStop): string =>
+  `${ending(stoppedBy)}: ${scanParts(summary, stoppedBy).join(", ")}`
+
+/** The figures of a scan's closing line, and whether it was exhaustive unless it was cut short. */
+const scanParts = (summary: ScanSummary, stoppedBy: EarlyStop | undefined): ReadonlyArray<string> => [
     plural(summary.rows, "row", "rows"),
     plural(summary.pages, "page", "pages"),
     seconds(summary.elapsedMillis),
@@ -71,9 +75,20 @@ export const summaryLine = (summary: ScanSummary, stoppedBy?: EarlyStop): string
     ...(stoppedBy !== undefined
       ? []
       : [summary.exhaustive ? "exhaustive" : "not exhaustive: rows may have been missed"])
-  ]
-  return `${ending(stoppedBy)}: ${parts.join(", ")}`
-}
+]
+
+/**
+ * The closing line of a change pass (`mirror`): what changed over the whole pass, across resumes,
+ * then the scan's figures as `summaryLine` gives them; a pass that was not exhaustive deleted nothing.
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
+export const changesSummaryLine = (summary: Changes.Summary): string =>
+  `done: inserted ${summary.inserted}, updated ${summary.updated}, deleted ${summary.deleted}, ` +
+  `unchanged ${summary.unchanged}, ${scanParts(summary, undefined).join(", ")}${
+    summary.deletes === "skipped" ? ", so no row was deleted" : ""
+  }`
 
 /**
  * The live line of `update --from`: lines done, updated, not updated, lines per second.

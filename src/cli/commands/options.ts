@@ -6,8 +6,9 @@
  */
 import { Command, Options } from "@effect/cli"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
-import { Config, Duration, Effect, Layer, Option, type Redacted, Schema } from "effect"
+import { Config, Duration, Effect, Either, Layer, Option, type Redacted, Schema } from "effect"
 import { MicroappClient } from "../../MicroappClient.js"
+import type { Filter, Sort } from "../../Query.js"
 import { UsageError } from "../exitCodes.js"
 
 /**
@@ -206,3 +207,80 @@ export const clientLayer = (flags: ConnectionFlags) =>
       timeout: Duration.seconds(options.timeout),
       retry: retryOf(options.retries)
     }))).pipe(Layer.provide(NodeHttpClient.layerUndici))
+
+/** `FIELD_ID=VALUE`, split at the first `=`. */
+const parseFilter = (text: string): Either.Either<Filter, UsageError> => {
+  const at = text.indexOf("=")
+  const fieldID = at < 0 ? "" : text.slice(0, at).trim()
+  return fieldID === ""
+    ? Either.left(new UsageError({ message: `invalid --filter "${text}": expected FIELD_ID=VALUE` }))
+    : Either.right({ fieldID, value: text.slice(at + 1) })
+}
+
+/**
+ * Which rows, in which order, how many a request and how many requests at once: the flags of the
+ * commands that read a whole Microapp.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export const selection = {
+  filter: Options.text("filter").pipe(
+    Options.withPseudoName("FIELD_ID=VALUE"),
+    Options.repeated,
+    // a default makes it optional in the usage line, where a bare repeated option looks required
+    Options.withDefault([]),
+    described("Only rows whose field (by fieldID) equals the value; repeat to require several")
+  ),
+  sort: wholeNumber("sort", 1).pipe(
+    Options.optional,
+    described("Sort by sort field N, as configured in the Microapp's Results Tab")
+  ),
+  order: Options.choice("order", ["asc", "desc"]).pipe(Options.optional, described("Order of --sort; default asc")),
+  pageSize: wholeNumber("page-size", 1).pipe(Options.optional, described("Rows per request; default 1000")),
+  concurrency: wholeNumber("concurrency", 1).pipe(
+    Options.optional,
+    described(
+      "Requests in flight once the server's page size is known, fixed; default adaptive: one, more while " +
+        "rows per second improve, fewer on pushback, at most 8"
+    )
+  )
+}
+
+/**
+ * The values of the `selection` flags given to a command.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SelectionFlags {
+  readonly filter: ReadonlyArray<string>
+  readonly sort: Option.Option<number>
+  readonly order: Option.Option<"asc" | "desc">
+  readonly pageSize: Option.Option<number>
+  readonly concurrency: Option.Option<number>
+}
+
+/**
+ * The scan options of the `selection` flags; a usage error for a bad filter or `--order` alone.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export const selectionOf = (flags: SelectionFlags) =>
+  Effect.gen(function*() {
+    const filters = yield* Effect.forEach(flags.filter, parseFilter)
+    if (Option.isNone(flags.sort) && Option.isSome(flags.order)) {
+      return yield* new UsageError({ message: "--order needs --sort" })
+    }
+    const sort: ReadonlyArray<Sort> = Option.match(flags.sort, {
+      onNone: () => [],
+      onSome: (field) => [{ field, order: Option.getOrElse(flags.order, () => "asc" as const) }]
+    })
+    return {
+      filters,
+      sort,
+      ...Option.match(flags.pageSize, { onNone: () => ({}), onSome: (pageSize) => ({ pageSize }) }),
+      ...Option.match(flags.concurrency, { onNone: () => ({}), onSome: (concurrency) => ({ concurrency }) })
+    }
+  })

@@ -4,24 +4,14 @@
  * @since 0.1.0
  */
 import { Args, Command, Options } from "@effect/cli"
-import { Effect, Either, Option } from "effect"
+import { Effect, Option } from "effect"
 import { MicroappClient } from "../../MicroappClient.js"
-import type { Filter, Sort } from "../../Query.js"
 import { writeCheckpointed } from "../checkpointed.js"
 import { type ReaderClosed, UsageError } from "../exitCodes.js"
 import { atomicFile, formats, writeRows } from "../output.js"
 import { progressLine, summaryLine, withProgress } from "../progress.js"
 import { stderrLine, Stdio, untilSignal } from "../stdio.js"
-import { clientLayer, connection, described, wholeNumber } from "./options.js"
-
-/** `FIELD_ID=VALUE`, split at the first `=`. */
-const parseFilter = (text: string): Either.Either<Filter, UsageError> => {
-  const at = text.indexOf("=")
-  const fieldID = at < 0 ? "" : text.slice(0, at).trim()
-  return fieldID === ""
-    ? Either.left(new UsageError({ message: `invalid --filter "${text}": expected FIELD_ID=VALUE` }))
-    : Either.right({ fieldID, value: text.slice(at + 1) })
-}
+import { clientLayer, connection, described, selection, selectionOf, wholeNumber } from "./options.js"
 
 /**
  * @since 0.1.0
@@ -31,26 +21,7 @@ export const rows = Command.make(
   "rows",
   {
     microAppID: Args.text({ name: "microAppID" }).pipe(Args.withDescription("The Microapp to read")),
-    filter: Options.text("filter").pipe(
-      Options.withPseudoName("FIELD_ID=VALUE"),
-      Options.repeated,
-      // a default makes it optional in the usage line, where a bare repeated option looks required
-      Options.withDefault([]),
-      described("Only rows whose field (by fieldID) equals the value; repeat to require several")
-    ),
-    sort: wholeNumber("sort", 1).pipe(
-      Options.optional,
-      described("Sort by sort field N, as configured in the Microapp's Results Tab")
-    ),
-    order: Options.choice("order", ["asc", "desc"]).pipe(Options.optional, described("Order of --sort; default asc")),
-    pageSize: wholeNumber("page-size", 1).pipe(Options.optional, described("Rows per request; default 1000")),
-    concurrency: wholeNumber("concurrency", 1).pipe(
-      Options.optional,
-      described(
-        "Requests in flight once the server's page size is known, fixed; default adaptive: one, more while " +
-          "rows per second improve, fewer on pushback, at most 8"
-      )
-    ),
+    ...selection,
     format: Options.choice("format", formats).pipe(
       Options.withDefault("ndjson"),
       described("ndjson (one row per line), json (one array) or csv (RFC 4180, header first); default ndjson")
@@ -80,22 +51,11 @@ export const rows = Command.make(
   },
   (args) =>
     Effect.gen(function*() {
-      const filters = yield* Effect.forEach(args.filter, parseFilter)
-      if (Option.isNone(args.sort) && Option.isSome(args.order)) {
-        return yield* new UsageError({ message: "--order needs --sort" })
-      }
-      const sort: ReadonlyArray<Sort> = Option.match(args.sort, {
-        onNone: () => [],
-        onSome: (field) => [{ field, order: Option.getOrElse(args.order, () => "asc" as const) }]
-      })
       const client = yield* MicroappClient
       const stdio = yield* Stdio
       const options = {
         microAppID: args.microAppID,
-        filters,
-        sort,
-        ...Option.match(args.pageSize, { onNone: () => ({}), onSome: (pageSize) => ({ pageSize }) }),
-        ...Option.match(args.concurrency, { onNone: () => ({}), onSome: (concurrency) => ({ concurrency }) }),
+        ...yield* selectionOf(args),
         ...Option.match(args.checkpointEvery, {
           onNone: () => ({}),
           onSome: (rows) => ({ checkpointEvery: { rows } })
