@@ -10,7 +10,7 @@ import { spawn } from "node:child_process"
 import { Changes } from "../src/index.js"
 import { SqlDrivers } from "../src/cli/commands/mirror.js"
 import { SqlMirror } from "../src/sql/index.js"
-import { MicroappServer } from "../src/testing/index.js"
+import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import * as Prng from "../src/testing/Prng.js"
 import { cli, envOf, eventually, expectFailure, untilRequests } from "./cliSupport.js"
 import { bin, cleanEnv, drift, killedFiveTimes, runToEnd, scanFaults } from "./processSupport.js"
@@ -260,7 +260,7 @@ for (const database of databases) {
           Effect.gen(function*() {
             const server = yield* MicroappServer
             const url = yield* database.url
-            const microAppID = "000000000000000000000001"
+            const microAppID = projectsMicroAppID
             const removed = new Set<string>()
             yield* server.configure({ latency: Duration.millis(10), faults: scanFaults })
             const drifting = yield* Effect.fork(drift(server, microAppID, removed))
