@@ -196,7 +196,9 @@ describe("microapp (in process)", () => {
         }
         const none = yield* cli([])
         expectFailure(none, 2, [])
-        expect(none.stderr).toBe("error: a command is required: rows, row, update, mirror, login, serve or demo (see --help)\n")
+        expect(none.stderr).toBe(
+          "error: a command is required: rows, row, update, mirror, login, serve or demo (see --help)\n"
+        )
       }))
   })
 

@@ -126,9 +126,11 @@ describe("the package", () => {
     const source = fs.readFileSync(path.join(root, packageJson.bin.microapp), "utf8")
     expect(source).toContain("import(\"@effect/sql-libsql\")")
     expect(source).toContain("import(\"@effect/sql-pg\")")
-    expect(specifiers(path.join(root, packageJson.bin.microapp)).filter((specifier) =>
-      /^(@effect\/sql-[\w-]+|@libsql\/[\w-]+|libsql|pg)(\/|$)/.test(specifier)
-    ).sort()).toEqual(["@effect/sql-libsql", "@effect/sql-pg"])
+    expect(
+      specifiers(path.join(root, packageJson.bin.microapp)).filter((specifier) =>
+        /^(@effect\/sql-[\w-]+|@libsql\/[\w-]+|libsql|pg)(\/|$)/.test(specifier)
+      ).sort()
+    ).toEqual(["@effect/sql-libsql", "@effect/sql-pg"])
   })
 
   it("the bin is one bundled file: it runs with no node_modules beside it", () => {

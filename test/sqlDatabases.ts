@@ -32,16 +32,16 @@ export const freshPostgres = (): Layer.Layer<PgClient.PgClient | SqlClient.SqlCl
 
 /** The URL of a new database on the run's PostgreSQL, dropped when the scope closes. */
 export const freshPostgresUrl: Effect.Effect<string, SqlError.SqlError, Scope.Scope> = Effect.gen(function*() {
-    const name = `test_${randomUUID().replaceAll("-", "")}`
-    yield* Effect.acquireRelease(
-      onServer((sql) => sql`CREATE DATABASE ${sql(name)}`),
-      // FORCE: a connection the client's pool has not closed yet does not keep the database alive
-      () => Effect.orDie(onServer((sql) => sql`DROP DATABASE ${sql(name)} WITH (FORCE)`))
-    )
-    const url = new URL(inject("postgresUrl"))
-    url.pathname = `/${name}`
-    return url.href
-  })
+  const name = `test_${randomUUID().replaceAll("-", "")}`
+  yield* Effect.acquireRelease(
+    onServer((sql) => sql`CREATE DATABASE ${sql(name)}`),
+    // FORCE: a connection the client's pool has not closed yet does not keep the database alive
+    () => Effect.orDie(onServer((sql) => sql`DROP DATABASE ${sql(name)} WITH (FORCE)`))
+  )
+  const url = new URL(inject("postgresUrl"))
+  url.pathname = `/${name}`
+  return url.href
+})
 
 /** A new SQLite database file in a temp dir, removed when the layer is released. */
 export const freshSqlite = (): Layer.Layer<LibsqlClient.LibsqlClient | SqlClient.SqlClient> =>

@@ -7,12 +7,12 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Cause, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
 import { spawn } from "node:child_process"
-import { Changes } from "../src/index.js"
 import { SqlDrivers } from "../src/cli/commands/mirror.js"
+import { Changes } from "../src/index.js"
 import { SqlMirror } from "../src/sql/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import * as Prng from "../src/testing/Prng.js"
-import { cli, envOf, eventually, expectFailure, untilRequests } from "./cliSupport.js"
+import { cli, envOf, eventually, expectFailure, flags, untilRequests } from "./cliSupport.js"
 import { bin, cleanEnv, drift, killedFiveTimes, runToEnd, scanFaults } from "./processSupport.js"
 import { databases } from "./sqlDatabases.js"
 import { numbersTable, withEmulator } from "./support.js"
@@ -58,9 +58,12 @@ const expectEqualToMicroapp = (table: string) =>
   })
 
 const history = (table: string) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<Version>`SELECT row_id, pass, fingerprint, valid_from, valid_to, deleted
-      FROM ${sql(SqlMirror.historyTableOf(table))} WHERE microapp_id = ${numbers} ORDER BY row_id, pass`)
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      sql<Version>`SELECT row_id, pass, fingerprint, valid_from, valid_to, deleted
+      FROM ${sql(SqlMirror.historyTableOf(table))} WHERE microapp_id = ${numbers} ORDER BY row_id, pass`
+  )
 
 const reset = Effect.gen(function*() {
   const server = yield* MicroappServer
@@ -141,7 +144,9 @@ for (const database of databases) {
           expect(second).toMatchObject({ pass: 2, deleted: 0, valid_to: null })
           expect(first?.valid_to).toBe(second?.valid_from)
           expect(Date.parse(first?.valid_from ?? "")).toBeLessThanOrEqual(Date.parse(second?.valid_from ?? ""))
-          expect(of(deletedId)).toEqual([expect.objectContaining({ pass: 1, deleted: 1, valid_to: expect.any(String) })])
+          expect(of(deletedId)).toEqual([
+            expect.objectContaining({ pass: 1, deleted: 1, valid_to: expect.any(String) })
+          ])
           expect(of(insertedId)).toEqual([expect.objectContaining({ pass: 2, deleted: 0, valid_to: null })])
           // every row of the Microapp has one current version, its fingerprint the row's
           const current = versions.filter((version) => version.valid_to === null)
@@ -220,9 +225,13 @@ for (const database of databases) {
               expect(written.length, context).toBe(summary.inserted + summary.updated)
               expect(written.filter(standing).sort(), context).toEqual([...made.updated, ...made.inserted].sort())
               // no row that stood through the pass was ever deleted; those deleted before it were, if exhaustive
-              const closedAsDeleted = versions.filter((version) => version.deleted === 1).map((version) => version.row_id)
+              const closedAsDeleted = versions.filter((version) => version.deleted === 1).map((version) =>
+                version.row_id
+              )
               expect(closedAsDeleted.filter((id) => standing(id) && !made.deleted.includes(id)), context).toEqual([])
-              if (summary.exhaustive) expect(closedAsDeleted.filter(standing).sort(), context).toEqual([...made.deleted].sort())
+              if (summary.exhaustive) {
+                expect(closedAsDeleted.filter(standing).sort(), context).toEqual([...made.deleted].sort())
+              }
               // the rows that stood are in the table as the Microapp has them
               const expected = yield* microapp
               const actual = yield* mirrored(table)
@@ -243,18 +252,20 @@ describe("microapp mirror", () => {
     it.effect("a missing driver: exit 2 with the line that installs it; a bad URL: exit 2, the password never printed", () =>
       Effect.gen(function*() {
         const server = yield* MicroappServer
-        const flags = ["--base-url", server.baseUrl, "--token", server.credentials.authToken, "--user-id", server.credentials.userId]
+        const connection = flags(server)
         const missing = () => Promise.reject(new Error("Cannot find package"))
         const withoutDrivers = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
           Effect.provideService(effect, SqlDrivers, { libsql: missing, pg: missing })
-        const sqlite = yield* withoutDrivers(cli(["mirror", numbers, "--db", "file:/tmp/x.db", ...flags]))
+        const sqlite = yield* withoutDrivers(cli(["mirror", numbers, "--db", "file:/tmp/x.db", ...connection]))
         expectFailure(sqlite, 2, [])
         expect(sqlite.stderr).toContain("npm install @effect/sql@~0.52.1 @effect/sql-libsql@~0.42.0\n")
-        const pg = yield* withoutDrivers(cli(["mirror", numbers, "--db", "postgres://u:s3cret@127.0.0.1:1/db", ...flags]))
+        const pg = yield* withoutDrivers(
+          cli(["mirror", numbers, "--db", "postgres://u:s3cret@127.0.0.1:1/db", ...connection])
+        )
         expectFailure(pg, 2, ["s3cret"])
         expect(pg.stderr).toContain("npm install @effect/sql@~0.52.1 @effect/sql-pg@~0.53.0\n")
         for (const url of ["mysql://u:s3cret@h/db", "not a url s3cret"]) {
-          expectFailure(yield* cli(["mirror", numbers, "--db", url, ...flags]), 2, ["s3cret"])
+          expectFailure(yield* cli(["mirror", numbers, "--db", url, ...connection]), 2, ["s3cret"])
         }
       }))
   })
@@ -303,7 +314,9 @@ for (const database of databases) {
               database.client(url)
             ))
             expect(actual.length).toBe(expected.size)
-            for (const row of actual) expect(JSON.parse(row.data), row.row_id).toEqual(expected.get(row.row_id))
+            for (const row of actual) {
+              expect(JSON.parse(row.data), row.row_id).toEqual(expected.get(row.row_id))
+            }
           }).pipe(Effect.scoped),
         { timeout: 180_000 }
       )

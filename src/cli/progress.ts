@@ -57,24 +57,24 @@ export const summaryLine = (summary: ScanSummary, stoppedBy?: EarlyStop): string
 
 /** The figures of a scan's closing line, and whether it was exhaustive unless it was cut short. */
 const scanParts = (summary: ScanSummary, stoppedBy: EarlyStop | undefined): ReadonlyArray<string> => [
-    plural(summary.rows, "row", "rows"),
-    plural(summary.pages, "page", "pages"),
-    seconds(summary.elapsedMillis),
-    ...(summary.serverCap === undefined ? [] : [`server cap ${summary.serverCap} rows per request`]),
-    plural(summary.duplicatesDropped, "duplicate dropped", "duplicates dropped"),
-    plural(summary.realignments, "realignment", "realignments"),
-    ...(summary.appearedBehind === 0 ? [] : [`${summary.appearedBehind} appeared behind the scan (not in it)`]),
-    ...(summary.caughtBehind === 0 ? [] : [`${summary.caughtBehind} caught behind the scan (out of place)`]),
-    ...(summary.vanishedBehind === 0 ? [] : [`${summary.vanishedBehind} vanished behind the scan`]),
-    `up to ${plural(summary.concurrencyReached, "request", "requests")} in flight`,
-    ...(summary.retries === 0 ? [] : [plural(summary.retries, "retry", "retries")]),
-    ...(summary.inconsistencies === 0 ? [] : [plural(summary.inconsistencies, "inconsistency", "inconsistencies")]),
-    ...(summary.invalidRows === 0 ? [] : [plural(summary.invalidRows, "invalid row", "invalid rows")]),
-    ...(summary.resumed === 0 ? [] : [`resumed ${summary.resumed === 1 ? "once" : `${summary.resumed} times`}`]),
-    // a scan cut short says so first; one that ended says whether it can vouch for every row
-    ...(stoppedBy !== undefined
-      ? []
-      : [summary.exhaustive ? "exhaustive" : "not exhaustive: rows may have been missed"])
+  plural(summary.rows, "row", "rows"),
+  plural(summary.pages, "page", "pages"),
+  seconds(summary.elapsedMillis),
+  ...(summary.serverCap === undefined ? [] : [`server cap ${summary.serverCap} rows per request`]),
+  plural(summary.duplicatesDropped, "duplicate dropped", "duplicates dropped"),
+  plural(summary.realignments, "realignment", "realignments"),
+  ...(summary.appearedBehind === 0 ? [] : [`${summary.appearedBehind} appeared behind the scan (not in it)`]),
+  ...(summary.caughtBehind === 0 ? [] : [`${summary.caughtBehind} caught behind the scan (out of place)`]),
+  ...(summary.vanishedBehind === 0 ? [] : [`${summary.vanishedBehind} vanished behind the scan`]),
+  `up to ${plural(summary.concurrencyReached, "request", "requests")} in flight`,
+  ...(summary.retries === 0 ? [] : [plural(summary.retries, "retry", "retries")]),
+  ...(summary.inconsistencies === 0 ? [] : [plural(summary.inconsistencies, "inconsistency", "inconsistencies")]),
+  ...(summary.invalidRows === 0 ? [] : [plural(summary.invalidRows, "invalid row", "invalid rows")]),
+  ...(summary.resumed === 0 ? [] : [`resumed ${summary.resumed === 1 ? "once" : `${summary.resumed} times`}`]),
+  // a scan cut short says so first; one that ended says whether it can vouch for every row
+  ...(stoppedBy !== undefined
+    ? []
+    : [summary.exhaustive ? "exhaustive" : "not exhaustive: rows may have been missed"])
 ]
 
 /**

@@ -117,8 +117,10 @@ const createTables = (sql: SqlClient.SqlClient, tables: Tables) =>
 /** `f` on each group of at most `statementRows` of `items`, one after the other. */
 const grouped = <A, E>(items: ReadonlyArray<A>, f: (group: ReadonlyArray<A>) => Effect.Effect<unknown, E>) =>
   Effect.forEach(
-    Array.from({ length: Math.ceil(items.length / statementRows) }, (_, i) =>
-      items.slice(i * statementRows, (i + 1) * statementRows)),
+    Array.from(
+      { length: Math.ceil(items.length / statementRows) },
+      (_, i) => items.slice(i * statementRows, (i + 1) * statementRows)
+    ),
     f,
     { discard: true }
   )
@@ -233,14 +235,19 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
           }]
       )
       const deleted = changes.flatMap((change) => change._tag === "Deleted" ? [change.id] : [])
-      yield* grouped(written, (group) =>
-        sql`INSERT INTO ${sql(tables.rows)} ${sql.insert(group)} ON CONFLICT (microapp_id, row_id)
-          DO UPDATE SET data = excluded.data, fingerprint = excluded.fingerprint, pass = excluded.pass`)
+      yield* grouped(
+        written,
+        (group) =>
+          sql`INSERT INTO ${sql(tables.rows)} ${sql.insert(group)} ON CONFLICT (microapp_id, row_id)
+          DO UPDATE SET data = excluded.data, fingerprint = excluded.fingerprint, pass = excluded.pass`
+      )
       yield* grouped(seen, (group) =>
         sql`UPDATE ${sql(tables.rows)} SET pass = ${pass}
           WHERE microapp_id = ${microAppID} AND pass <> ${pass} AND ${sql.in("row_id", group)}`)
-      yield* grouped(deleted, (group) =>
-        sql`DELETE FROM ${sql(tables.rows)} WHERE microapp_id = ${microAppID} AND ${sql.in("row_id", group)}`)
+      yield* grouped(
+        deleted,
+        (group) => sql`DELETE FROM ${sql(tables.rows)} WHERE microapp_id = ${microAppID} AND ${sql.in("row_id", group)}`
+      )
       if (tables.history === undefined) return
       const history = tables.history
       const close = (ids: ReadonlyArray<string>, isDelete: boolean) =>
@@ -249,10 +256,13 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
             WHERE microapp_id = ${microAppID} AND valid_to IS NULL AND ${sql.in("row_id", group)}`)
       yield* close(written.map((row) => row.row_id), false)
       yield* close(deleted, true)
-      yield* grouped(written, (group) =>
-        sql`INSERT INTO ${sql(history)} ${
-          sql.insert(group.map((row) => ({ ...row, valid_from: now, valid_to: null, deleted: 0 })))
-        }`)
+      yield* grouped(
+        written,
+        (group) =>
+          sql`INSERT INTO ${sql(history)} ${
+            sql.insert(group.map((row) => ({ ...row, valid_from: now, valid_to: null, deleted: 0 })))
+          }`
+      )
     })
 
   return { stored, savePass, createPass, baseline, writePage }
@@ -292,7 +302,8 @@ const openPass = (
     const resume = yield* Changes.fromJson(checkpoint)
     return yield* open(pass, resume).pipe(
       Effect.map((opened) => ({ ...opened, commits })),
-      Effect.catchIf((error) => error.input === "resume", () => fresh)
+      Effect.catchIf((error) =>
+        error.input === "resume", () => fresh)
     )
   })
 

@@ -7,6 +7,8 @@
  */
 import { Args, Command, Options } from "@effect/cli"
 import type { SqlClient } from "@effect/sql"
+import type * as SqlLibsql from "@effect/sql-libsql"
+import type * as SqlPg from "@effect/sql-pg"
 import { Context, Effect, Layer, Redacted } from "effect"
 import * as SqlMirror from "../../sql/SqlMirror.js"
 import { CommandFailed, UsageError } from "../exitCodes.js"
@@ -22,8 +24,8 @@ import { clientLayer, connection, described, selection, selectionOf } from "./op
  */
 export class SqlDrivers extends Context.Reference<SqlDrivers>()("effect-microapp/cli/SqlDrivers", {
   defaultValue: () => ({
-    libsql: (): Promise<typeof import("@effect/sql-libsql")> => import("@effect/sql-libsql"),
-    pg: (): Promise<typeof import("@effect/sql-pg")> => import("@effect/sql-pg")
+    libsql: (): Promise<typeof SqlLibsql> => import("@effect/sql-libsql"),
+    pg: (): Promise<typeof SqlPg> => import("@effect/sql-pg")
   })
 }) {}
 
