@@ -10,7 +10,8 @@ import * as ScanCheckpoint from "../Checkpoint.js"
 import type { MicroappClient } from "../MicroappClient.js"
 import { InvalidInput, UnexpectedResponse } from "../MicroappError.js"
 import type * as RowStream from "../RowStream.js"
-import { bounds, validateEither } from "./bounds.js"
+import { validateEither } from "./bounds.js"
+import { parseJsonText } from "./checkpoint.js"
 import type { RowDecoder } from "./decode.js"
 import { endpoints } from "./endpoints.js"
 import { where } from "./errors.js"
@@ -202,23 +203,10 @@ const problemOf = (json: typeof Json.Type, deletedIds: number): InvalidInput | u
   return undefined
 }
 
-const parse = (text: string): Either.Either<CheckpointImpl, InvalidInput> => {
-  if (typeof text !== "string") return Either.left(invalid("checkpoint", "must be a string"))
-  if (text.length > bounds.checkpointChars) {
-    return Either.left(invalid(
-      "checkpoint",
-      `is ${text.length.toLocaleString("en-US")} characters, more than the ${
-        bounds.checkpointChars.toLocaleString("en-US")
-      } a checkpoint may have`
-    ))
-  }
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch (error) {
-    const detail = error instanceof Error ? `: ${error.message}` : ""
-    return Either.left(invalid("checkpoint", `is not JSON (truncated, or not a checkpoint)${detail}`))
-  }
+const parse = (text: string): Either.Either<CheckpointImpl, InvalidInput> =>
+  Either.flatMap(parseJsonText(text), decodeParsed)
+
+const decodeParsed = (json: unknown): Either.Either<CheckpointImpl, InvalidInput> => {
   // before Schema, which recurses and would set a prototype from a __proto__ key
   const fault = faultOf(json)
   if (fault !== undefined) return Either.left(invalid(["checkpoint", ...fault.path].join("."), fault.reason))

@@ -344,9 +344,11 @@ export const nestsDeeperThan = (text: string, limit: number): boolean => {
   return false
 }
 
-/** A checkpoint from its JSON text, or what is wrong with the text. */
-const parseText = (text: string): Either.Either<Checkpoint, InvalidInput> => {
-  // bounded before JSON.parse runs: what comes after it (Schema, its error messages) recurses
+/**
+ * The JSON value of a checkpoint's text, its size and nesting bounded before JSON.parse runs: what
+ * comes after it (Schema, its error messages) recurses. Change passes' checkpoints read theirs too.
+ */
+export const parseJsonText = (text: string): Either.Either<unknown, InvalidInput> => {
   if (typeof text !== "string") return Either.left(invalidCheckpoint("checkpoint", "must be a string"))
   if (text.length > bounds.checkpointChars) {
     return Either.left(invalidCheckpoint(
@@ -369,6 +371,14 @@ const parseText = (text: string): Either.Either<Checkpoint, InvalidInput> => {
     const detail = error instanceof Error ? `: ${error.message}` : ""
     return Either.left(invalidCheckpoint("checkpoint", `is not JSON (truncated, or not a checkpoint)${detail}`))
   }
+  return Either.right(json)
+}
+
+/** A checkpoint from its JSON text, or what is wrong with the text. */
+const parseText = (text: string): Either.Either<Checkpoint, InvalidInput> =>
+  Either.flatMap(parseJsonText(text), decodeParsed)
+
+const decodeParsed = (json: unknown): Either.Either<Checkpoint, InvalidInput> => {
   if (!Predicate.isRecord(json) || !("version" in json)) {
     return Either.left(
       invalidCheckpoint("checkpoint", "is not a checkpoint: a JSON object with a version is expected")
