@@ -129,6 +129,38 @@ for (const database of databases) {
           expect(pass).toEqual({ pass: 2, complete: 1, inserted: made.inserted.length })
         }))
 
+      it.effect("an emptied Microapp: every row deleted, and the pass on no rows completes", () =>
+        Effect.gen(function*() {
+          yield* reset
+          const server = yield* MicroappServer
+          yield* mirror("emptied")
+          yield* server.rows.setRows(numbers, [])
+          expect(yield* mirror("emptied")).toMatchObject({ inserted: 0, deleted: size, deletes: "reported" })
+          expect((yield* mirrored("emptied")).size).toBe(0)
+          expect(yield* mirror("emptied")).toMatchObject({ inserted: 0, deleted: 0, unchanged: 0, exhaustive: true })
+          const sql = yield* SqlClient.SqlClient
+          const [pass] = yield* sql<{ pass: number; complete: number }>`
+            SELECT pass, complete FROM ${sql(SqlMirror.passesTable)} WHERE row_table = ${"emptied"}`
+          expect(pass).toEqual({ pass: 3, complete: 1 })
+        }))
+
+      it.effect("two runs at once: the one that moves the pass on second stops with ConcurrentRun", () =>
+        Effect.gen(function*() {
+          yield* reset
+          const server = yield* MicroappServer
+          yield* server.configure({ latency: Duration.millis(20) })
+          const [first, second] = yield* Effect.all([mirror("twice"), mirror("twice")], {
+            concurrency: 2,
+            mode: "either"
+          })
+          yield* server.configure({ latency: Duration.millis(0) })
+          const outcomes = [first, second].map((outcome) => outcome._tag === "Left" ? outcome.left._tag : "done")
+          expect(outcomes).toContain("ConcurrentRun")
+          // the other run, or the next, completes the pass
+          yield* mirror("twice")
+          yield* expectEqualToMicroapp("twice")
+        }))
+
       it.effect("history: each version with valid_from and valid_to; a deleted row's last version closed, deleted", () =>
         Effect.gen(function*() {
           yield* reset
