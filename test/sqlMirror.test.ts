@@ -36,23 +36,34 @@ interface Version {
 }
 
 /** The emulator's table by id, as the rows the client receives. */
-const microapp = Effect.map(
-  Effect.flatMap(MicroappServer, (server) => server.rows.table(numbers)),
-  (rows) => new Map(rows.map((row) => [String(row["_id"]), row as unknown]))
-)
+const microappOf = (microAppID: string) =>
+  Effect.map(
+    Effect.flatMap(MicroappServer, (server) => server.rows.table(microAppID)),
+    (rows) => new Map(rows.map((row) => [String(row["_id"]), row as unknown]))
+  )
+
+const microapp = microappOf(numbers)
 
 /** The mirror's table by id, each row's data parsed. */
-const mirrored = (table: string) =>
+const mirrored = (table: string, microAppID = numbers) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     Effect.map(
-      sql<Stored>`SELECT row_id, data FROM ${sql(table)} WHERE microapp_id = ${numbers}`,
+      sql<Stored>`SELECT row_id, data FROM ${sql(table)} WHERE microapp_id = ${microAppID}`,
       (rows) => new Map(rows.map((row) => [row.row_id, JSON.parse(row.data) as unknown]))
     ))
 
-const expectEqualToMicroapp = (table: string) =>
+/** The passes table's commit count for `table`; 0 before the first run made it. */
+const commitsOf = (table: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(
+      sql<{ commits: number }>`SELECT commits FROM ${sql(SqlMirror.passesTable)} WHERE row_table = ${table}`,
+      ([row]) => row?.commits ?? 0
+    )).pipe(Effect.orElseSucceed(() => 0))
+
+const expectEqualToMicroapp = (table: string, microAppID = numbers) =>
   Effect.gen(function*() {
-    const expected = yield* microapp
-    const actual = yield* mirrored(table)
+    const expected = yield* microappOf(microAppID)
+    const actual = yield* mirrored(table, microAppID)
     expect([...actual.keys()].sort()).toEqual([...expected.keys()].sort())
     for (const [id, row] of expected) expect(actual.get(id), id).toEqual(row)
   })
@@ -194,7 +205,6 @@ for (const database of databases) {
         () =>
           Effect.gen(function*() {
             const server = yield* MicroappServer
-            const sql = yield* SqlClient.SqlClient
             for (const seed of [1, 2, 3]) {
               const table = `resumed_${seed}`
               const random = Prng.make(seed)
@@ -222,11 +232,7 @@ for (const database of databases) {
               yield* server.configure({
                 faults: { seed, rate: 0.08, kinds: ["http500", "http503", "drop", "malformedJson", "http408"] }
               })
-              const commits = Effect.map(
-                sql<{ commits: number }>`SELECT commits FROM ${sql(SqlMirror.passesTable)}
-                  WHERE row_table = ${table}`,
-                ([row]) => row?.commits ?? 0
-              )
+              const commits = commitsOf(table)
               let summary: Changes.Summary | undefined
               for (let stop = 0; stop < 3 && summary === undefined; stop++) {
                 const before = yield* commits
@@ -316,14 +322,7 @@ for (const database of databases) {
             const removed = new Set<string>()
             yield* server.configure({ latency: Duration.millis(10), faults: scanFaults })
             const drifting = yield* Effect.fork(drift(server, microAppID, removed))
-            const commits = Effect.orDie(Effect.provide(
-              Effect.flatMap(SqlClient.SqlClient, (sql) =>
-                Effect.map(
-                  sql<{ commits: number }>`SELECT commits FROM ${sql(SqlMirror.passesTable)}`,
-                  ([row]) => row?.commits ?? 0
-                ).pipe(Effect.orElseSucceed(() => 0))),
-              database.client(url)
-            ))
+            const commits = Effect.provide(commitsOf(SqlMirror.defaultTable), database.client(url)).pipe(Effect.orDie)
             const run = () =>
               spawn(process.execPath, [bin, "mirror", microAppID, "--db", url, "--page-size", "20"], {
                 env: { ...cleanEnv, ...envOf(server) },
@@ -338,17 +337,7 @@ for (const database of databases) {
             // the pass that ended under drift, then one with the table still: the copy is exact
             const again = yield* runToEnd(run)
             expect(again.code, again.stderr).toBe(0)
-            const expected = yield* Effect.map(server.rows.table(microAppID), (rows) =>
-              new Map(rows.map((row) => [String(row["_id"]), row as unknown])))
-            const actual = yield* Effect.orDie(Effect.provide(
-              Effect.flatMap(SqlClient.SqlClient, (sql) =>
-                sql<Stored>`SELECT row_id, data FROM ${sql(SqlMirror.defaultTable)} WHERE microapp_id = ${microAppID}`),
-              database.client(url)
-            ))
-            expect(actual.length).toBe(expected.size)
-            for (const row of actual) {
-              expect(JSON.parse(row.data), row.row_id).toEqual(expected.get(row.row_id))
-            }
+            yield* Effect.provide(expectEqualToMicroapp(SqlMirror.defaultTable, microAppID), database.client(url))
           }).pipe(Effect.scoped),
         { timeout: 180_000 }
       )
