@@ -1,8 +1,9 @@
 /**
- * The README's pipeline, runnable: mirrors a Microapp into a SQLite file, page by page, each page's
- * rows and checkpoint in one transaction; run it again after a crash and it goes on from there.
- * `npx vite-node scratchpad/mirrorSqlite.ts [DB_FILE] [MICROAPP_ID] [PAGE_SIZE]` mirrors the
- * embedded emulator's Projects, or the service at `$MICROAPP_BASE_URL` (with
+ * A mirror of a Microapp in a SQLite file, one pass a run: `SqlMirror.run` keeps the table
+ * `microapp_rows` equal to the Microapp, each page of changes and the pass's checkpoint in one
+ * transaction; run it again after a crash and it goes on from there, after a complete pass and it
+ * starts the next. `npx vite-node scratchpad/mirrorSqlite.ts [DB_FILE] [MICROAPP_ID] [PAGE_SIZE]`
+ * mirrors the embedded emulator's Projects, or the service at `$MICROAPP_BASE_URL` (with
  * `$MICROAPP_AUTH_TOKEN` and `$MICROAPP_USER_ID`) when set.
  */
 import type { HttpClient } from "@effect/platform"
@@ -11,9 +12,8 @@ import { LibsqlClient } from "@effect/sql-libsql"
 import { Console, Effect, Layer } from "effect"
 import * as path from "node:path"
 import { MicroappClient } from "../src/index.js"
+import { SqlMirror } from "../src/sql/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
-import { mirror } from "./pipeline.js"
-import { sqliteSink } from "./sqliteSink.js"
 
 const [database = "mirror.db", microAppID = projectsMicroAppID, pageSize = "1000"] = process.argv.slice(2)
 
@@ -23,11 +23,11 @@ const Client: Layer.Layer<MicroappClient, unknown, HttpClient.HttpClient> =
     : MicroappClient.layerConfig({ pageSize: Number(pageSize) })
 
 const program = Effect.gen(function*() {
-  const sink = yield* sqliteSink(microAppID)
-  const summary = yield* mirror(microAppID, sink)
+  const summary = yield* SqlMirror.run({ microAppID })
   yield* Console.log(
-    `${database}: ${summary.rows} rows of ${microAppID} in ${summary.pages} pages, ` +
-      `resumed: ${summary.resumed}, exhaustive: ${summary.exhaustive}`
+    `${database}: ${summary.rows} rows of ${microAppID} in ${summary.pages} pages ` +
+      `(inserted ${summary.inserted}, updated ${summary.updated}, deleted ${summary.deleted}, ` +
+      `unchanged ${summary.unchanged}), resumed: ${summary.resumed}, exhaustive: ${summary.exhaustive}`
   )
 })
 

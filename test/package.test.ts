@@ -117,6 +117,24 @@ describe("the package", () => {
     expect(external.filter((specifier) => !allowed.test(specifier))).toEqual([])
   })
 
+  it("./sql imports effect, @effect/platform and @effect/sql only: no driver, cluster, workflow or node module", () => {
+    const external = [...externalImports(packageJson.exports["./sql"].default)]
+    expect(external).toContain("@effect/sql")
+    const allowed = /^(effect|@effect\/platform|@effect\/sql)(\/|$)/
+    expect(external.filter((specifier) => !allowed.test(specifier))).toEqual([])
+  })
+
+  it("the bin loads the database drivers only when a command needs one, from node_modules", () => {
+    const source = fs.readFileSync(path.join(root, packageJson.bin.microapp), "utf8")
+    expect(source).toContain("import(\"@effect/sql-libsql\")")
+    expect(source).toContain("import(\"@effect/sql-pg\")")
+    expect(
+      specifiers(path.join(root, packageJson.bin.microapp)).filter((specifier) =>
+        /^(@effect\/sql-[\w-]+|@libsql\/[\w-]+|libsql|pg)(\/|$)/.test(specifier)
+      ).sort()
+    ).toEqual(["@effect/sql-libsql", "@effect/sql-pg"])
+  })
+
   it("the bin is one bundled file: it runs with no node_modules beside it", () => {
     // away from this repository's node_modules: whatever it needs, it carries
     const alone = fs.mkdtempSync(path.join(os.tmpdir(), "effect-microapp-bin-"))
@@ -140,9 +158,14 @@ describe("the package", () => {
     expect(Object.keys(packageJson.peerDependencies).sort()).toEqual([
       "@effect/platform",
       "@effect/platform-node",
+      "@effect/sql",
       "effect"
     ])
-    expect(packageJson.peerDependenciesMeta).toEqual({ "@effect/platform-node": { optional: true } })
+    expect(packageJson.peerDependencies["@effect/sql"]).toBe("~0.52.1")
+    expect(packageJson.peerDependenciesMeta).toEqual({
+      "@effect/platform-node": { optional: true },
+      "@effect/sql": { optional: true }
+    })
   })
 
   it("the build ships no source maps and no modules of the command line (the bin bundles them)", () => {

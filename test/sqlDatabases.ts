@@ -7,7 +7,7 @@
 import { SqlClient, type SqlError } from "@effect/sql"
 import { LibsqlClient } from "@effect/sql-libsql"
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Redacted, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -28,35 +28,45 @@ const onServer = (statement: (sql: SqlClient.SqlClient) => Effect.Effect<unknown
  * in parallel share the server and nothing else.
  */
 export const freshPostgres = (): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, SqlError.SqlError> =>
-  Layer.unwrapScoped(Effect.gen(function*() {
-    const name = `test_${randomUUID().replaceAll("-", "")}`
-    yield* Effect.acquireRelease(
-      onServer((sql) => sql`CREATE DATABASE ${sql(name)}`),
-      // FORCE: a connection the client's pool has not closed yet does not keep the database alive
-      () => Effect.orDie(onServer((sql) => sql`DROP DATABASE ${sql(name)} WITH (FORCE)`))
-    )
-    const url = new URL(inject("postgresUrl"))
-    url.pathname = `/${name}`
-    return postgresClient(url.href)
-  }))
+  Layer.unwrapScoped(Effect.map(freshPostgresUrl, postgresClient))
+
+/** The URL of a new database on the run's PostgreSQL, dropped when the scope closes. */
+export const freshPostgresUrl: Effect.Effect<string, SqlError.SqlError, Scope.Scope> = Effect.gen(function*() {
+  const name = `test_${randomUUID().replaceAll("-", "")}`
+  yield* Effect.acquireRelease(
+    onServer((sql) => sql`CREATE DATABASE ${sql(name)}`),
+    // FORCE: a connection the client's pool has not closed yet does not keep the database alive
+    () => Effect.orDie(onServer((sql) => sql`DROP DATABASE ${sql(name)} WITH (FORCE)`))
+  )
+  const url = new URL(inject("postgresUrl"))
+  url.pathname = `/${name}`
+  return url.href
+})
 
 /** A new SQLite database file in a temp dir, removed when the layer is released. */
 export const freshSqlite = (): Layer.Layer<LibsqlClient.LibsqlClient | SqlClient.SqlClient> =>
-  Layer.unwrapScoped(Effect.map(
-    Effect.acquireRelease(
-      Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "effect-microapp-sqlite-"))),
-      (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-    ),
-    (dir) => LibsqlClient.layer({ url: `file:${path.join(dir, "test.db")}` })
-  ))
+  Layer.unwrapScoped(Effect.map(freshSqliteUrl, (url) => LibsqlClient.layer({ url })))
+
+/** The `file:` URL of a new SQLite database in a temp dir, removed when the scope closes. */
+export const freshSqliteUrl: Effect.Effect<string, never, Scope.Scope> = Effect.map(
+  Effect.acquireRelease(
+    Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "effect-microapp-sqlite-"))),
+    (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+  ),
+  (dir) => `file:${path.join(dir, "test.db")}`
+)
 
 export interface Database {
   readonly name: "sqlite" | "postgres"
   /** A fresh, empty database each call. */
   readonly layer: () => Layer.Layer<SqlClient.SqlClient, SqlError.SqlError>
+  /** The URL of a fresh, empty one, gone when the scope closes. */
+  readonly url: Effect.Effect<string, SqlError.SqlError, Scope.Scope>
+  /** `SqlClient` on a database by its URL. */
+  readonly client: (url: string) => Layer.Layer<SqlClient.SqlClient, SqlError.SqlError>
 }
 
 export const databases: ReadonlyArray<Database> = [
-  { name: "sqlite", layer: freshSqlite },
-  { name: "postgres", layer: freshPostgres }
+  { name: "sqlite", layer: freshSqlite, url: freshSqliteUrl, client: (url) => LibsqlClient.layer({ url }) },
+  { name: "postgres", layer: freshPostgres, url: freshPostgresUrl, client: postgresClient }
 ]

@@ -1,0 +1,116 @@
+/**
+ * `microapp mirror APP --db URL`: one pass of `SqlMirror.run` into the database at URL (`file:PATH`
+ * for SQLite, `postgres://...` for PostgreSQL), resumable after a kill. The driver is loaded by this
+ * command only, from the user's node_modules: the bin does not carry it.
+ *
+ * @since 0.1.0
+ */
+import { Args, Command, Options } from "@effect/cli"
+import type { SqlClient } from "@effect/sql"
+import type * as SqlLibsql from "@effect/sql-libsql"
+import type * as SqlPg from "@effect/sql-pg"
+import { Context, Effect, Layer, Redacted } from "effect"
+import * as SqlMirror from "../../sql/SqlMirror.js"
+import { CommandFailed, UsageError } from "../exitCodes.js"
+import { changesSummaryLine } from "../progress.js"
+import { stderrLine, untilSignal } from "../stdio.js"
+import { clientLayer, connection, described, selection, selectionOf } from "./options.js"
+
+/**
+ * The database drivers, imported when a command needs one; a test may swap them.
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export class SqlDrivers extends Context.Reference<SqlDrivers>()("effect-microapp/cli/SqlDrivers", {
+  defaultValue: () => ({
+    libsql: (): Promise<typeof SqlLibsql> => import("@effect/sql-libsql"),
+    pg: (): Promise<typeof SqlPg> => import("@effect/sql-pg")
+  })
+}) {}
+
+/** What a user installs to have a driver, in the versions of this package's Effect line. */
+const installLines = {
+  libsql: "npm install @effect/sql@~0.52.1 @effect/sql-libsql@~0.42.0",
+  pg: "npm install @effect/sql@~0.52.1 @effect/sql-pg@~0.53.0"
+} as const
+
+const drivers = { "file:": "libsql", "postgres:": "pg", "postgresql:": "pg" } as const
+
+/** The driver's module, or a usage error with the line that installs it. */
+const load = <A>(driver: keyof typeof installLines, loader: (drivers: SqlDrivers["Type"]) => Promise<A>) =>
+  Effect.flatMap(SqlDrivers, (loaders) =>
+    Effect.tryPromise({
+      try: () => loader(loaders),
+      catch: () =>
+        new UsageError({
+          message: `--db needs the ${driver === "pg" ? "PostgreSQL" : "SQLite"} driver, which is not installed: ${
+            installLines[driver]
+          }`
+        })
+    }))
+
+const badUrl = new UsageError({ message: "--db must be file:PATH (SQLite) or postgres://USER@HOST/DB (PostgreSQL)" })
+
+/** The `SqlClient` of `--db`: its scheme picks the driver; the URL itself is never printed. */
+const databaseLayer = (db: Redacted.Redacted<string>): Layer.Layer<SqlClient.SqlClient, UsageError | CommandFailed> =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const url = yield* Effect.try({ try: () => new URL(Redacted.value(db)), catch: () => badUrl })
+    const driver = Object.hasOwn(drivers, url.protocol) ? drivers[url.protocol as keyof typeof drivers] : undefined
+    if (driver === undefined || (driver === "libsql" && url.pathname === "")) return yield* badUrl
+    const layer = driver === "libsql"
+      ? (yield* load(driver, (loaders) => loaders.libsql())).LibsqlClient.layer({ url: Redacted.value(db) })
+      : (yield* load(driver, (loaders) => loaders.pg())).PgClient.layer({ url: db })
+    return Layer.mapError(layer, (error) => new CommandFailed({ message: `the database: ${error.message}` }))
+  }))
+
+/**
+ * @since 0.1.0
+ * @category commands
+ */
+export const mirror = Command.make(
+  "mirror",
+  {
+    microAppID: Args.text({ name: "microAppID" }).pipe(Args.withDescription("The Microapp to mirror")),
+    db: Options.redacted("db").pipe(
+      Options.withPseudoName("URL"),
+      described(
+        "The database: file:PATH (SQLite, needs @effect/sql-libsql) or postgres://USER:PASSWORD@HOST/DB " +
+          "(PostgreSQL, needs @effect/sql-pg); never printed"
+      )
+    ),
+    table: Options.text("table").pipe(
+      Options.withDefault(SqlMirror.defaultTable),
+      described(`The table of rows; default ${SqlMirror.defaultTable}`)
+    ),
+    history: Options.boolean("history").pipe(
+      described("Also keep every version of every row, with valid_from and valid_to, in TABLE_history")
+    ),
+    quiet: Options.boolean("quiet").pipe(described("No summary on stderr")),
+    ...selection,
+    ...connection
+  },
+  (args) =>
+    Effect.gen(function*() {
+      const summary = yield* SqlMirror.run({
+        microAppID: args.microAppID,
+        table: args.table,
+        history: args.history,
+        ...yield* selectionOf(args)
+      }).pipe(
+        Effect.catchTags({
+          SqlError: (error) => new CommandFailed({ message: `the database: ${error.message}` }),
+          ConcurrentRun: (error) => new CommandFailed({ message: error.message })
+        })
+      )
+      if (!args.quiet) yield* stderrLine(changesSummaryLine(summary))
+    }).pipe(
+      Effect.provide(Layer.merge(clientLayer(args), databaseLayer(args.db))),
+      untilSignal
+    )
+).pipe(
+  Command.withDescription(
+    "One pass of a mirror of a Microapp in a database (table TABLE): rows inserted, updated and deleted " +
+      "until it equals the Microapp; run it again after a crash and it goes on from where it stopped"
+  )
+)

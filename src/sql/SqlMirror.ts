@@ -1,0 +1,357 @@
+/**
+ * A mirror of a Microapp in an `@effect/sql` database (SQLite and PostgreSQL are tested; any
+ * dialect with `ON CONFLICT` and `RETURNING`): a table kept equal to the Microapp, one change pass
+ * (`Changes`) a run.
+ *
+ * Tables (created when missing; `table` defaults to `microapp_rows`):
+ *
+ * - `table`: `microapp_id`, `row_id` (the primary key, together), `data` (the row as JSON text),
+ *   `fingerprint` (`Changes.fingerprint` of the row) and `pass` (the pass that last saw the row).
+ * - `microapp_passes`: one row per mirrored table and Microapp (`row_table`, `microapp_id`): the
+ *   pass in progress or last completed (`pass`, `complete`), its checkpoint (`checkpoint`, JSON text,
+ *   `Changes.toJson`), its counts (`inserted`, `updated`, `deleted`, `unchanged`, `exhaustive`) and
+ *   `commits`, which a second run at the same time trips over.
+ * - with `history: true`, `<table>_history`: each version of a row (`microapp_id`, `row_id`, the
+ *   `pass` that wrote it, `data`, `fingerprint`), valid from `valid_from` to `valid_to` (ISO-8601
+ *   text, UTC; `NULL` while current); a delete closes the last version with `deleted` = 1 (SCD2, as
+ *   dlt and dbt name it).
+ *
+ * Each page of changes, its history and the pass's checkpoint commit in one transaction; a run
+ * killed at any moment is resumed by the next from the last checkpoint committed, and a run after a
+ * complete pass starts a new one, whose baseline is the table itself: one query per page looks up
+ * its rows' fingerprints, and the rows the pass did not mark seen are read back in pages at its
+ * end, so a large table never sits in memory. A pass that is not exhaustive deletes nothing.
+ *
+ * @since 0.1.0
+ */
+import { SqlClient, type SqlError } from "@effect/sql"
+import { Chunk, Clock, Effect, Option, Ref, Schema, Stream } from "effect"
+import * as Changes from "../Changes.js"
+import { MicroappClient } from "../MicroappClient.js"
+import type { InvalidInput, ScanError } from "../MicroappError.js"
+import type { Row } from "../Row.js"
+
+/**
+ * What to mirror (the `rows` selection: `microAppID`, `filters`, `sort`, `pageSize`,
+ * `concurrency`...), where, and whether to keep history. A table holds one selection of a Microapp:
+ * a run whose selection (or page size, or overlap) differs from the pass in progress abandons it
+ * and starts a new pass.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options extends Omit<MicroappClient.RowsOptions, "resume" | "dedupe"> {
+  /** The table of rows; default `microapp_rows`. */
+  readonly table?: string | undefined
+  /** Keeps every version of every row in `<table>_history`; default false. */
+  readonly history?: boolean | undefined
+}
+
+/**
+ * Another run moved the pass on while this one ran (two mirrors of one table at once): this run
+ * stops, its last transaction rolled back; the other goes on.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ConcurrentRun extends Schema.TaggedError<ConcurrentRun>()("ConcurrentRun", {
+  table: Schema.String,
+  microAppID: Schema.String
+}) {
+  override get message(): string {
+    return `another run is mirroring ${this.microAppID} into ${this.table} at the same time`
+  }
+}
+
+/**
+ * The table's default name.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaultTable = "microapp_rows"
+
+/**
+ * The table of passes.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const passesTable = "microapp_passes"
+
+/**
+ * The history table of `table`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const historyTableOf = (table: string): string => `${table}_history`
+
+/** Rows a statement writes at most, under SQLite's 32,766 parameters at 8 a row. */
+const statementRows = 1000
+
+/** The tables of a mirror, by name. */
+interface Tables {
+  readonly rows: string
+  readonly history: string | undefined
+}
+
+const createTables = (sql: SqlClient.SqlClient, tables: Tables) =>
+  Effect.gen(function*() {
+    yield* sql`CREATE TABLE IF NOT EXISTS ${sql(tables.rows)} (
+      microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, data TEXT NOT NULL, fingerprint TEXT NOT NULL,
+      pass INTEGER NOT NULL, PRIMARY KEY (microapp_id, row_id))`
+    yield* sql`CREATE TABLE IF NOT EXISTS ${sql(passesTable)} (
+      row_table TEXT NOT NULL, microapp_id TEXT NOT NULL, pass INTEGER NOT NULL, complete INTEGER NOT NULL,
+      checkpoint TEXT, inserted INTEGER NOT NULL, updated INTEGER NOT NULL, deleted INTEGER NOT NULL,
+      unchanged INTEGER NOT NULL, exhaustive INTEGER NOT NULL, commits INTEGER NOT NULL,
+      PRIMARY KEY (row_table, microapp_id))`
+    if (tables.history !== undefined) {
+      yield* sql`CREATE TABLE IF NOT EXISTS ${sql(tables.history)} (
+        microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, pass INTEGER NOT NULL, data TEXT NOT NULL,
+        fingerprint TEXT NOT NULL, valid_from TEXT NOT NULL, valid_to TEXT, deleted INTEGER NOT NULL,
+        PRIMARY KEY (microapp_id, row_id, pass))`
+    }
+  })
+
+/** `f` on each group of at most `statementRows` of `items`, one after the other. */
+const grouped = <A, E>(items: ReadonlyArray<A>, f: (group: ReadonlyArray<A>) => Effect.Effect<unknown, E>) =>
+  Effect.forEach(
+    Array.from(
+      { length: Math.ceil(items.length / statementRows) },
+      (_, i) => items.slice(i * statementRows, (i + 1) * statementRows)
+    ),
+    f,
+    { discard: true }
+  )
+
+interface StoredPass {
+  readonly pass: number
+  readonly complete: number
+  readonly checkpoint: string | null
+  readonly commits: number
+}
+
+/** Where the mirror of one Microapp into one table stands, and the writes of a pass. */
+const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) => {
+  const key = sql.and([sql`row_table = ${tables.rows}`, sql`microapp_id = ${microAppID}`])
+
+  const stored = Effect.map(
+    sql<StoredPass>`SELECT pass, complete, checkpoint, commits FROM ${sql(passesTable)} WHERE ${key}`,
+    (found) => Option.fromNullable(found[0])
+  )
+
+  /** The pass's row set to `values`, unless another run wrote it since `commits`. */
+  const savePass = (commits: number, values: {
+    readonly pass: number
+    readonly checkpoint: Changes.Checkpoint | undefined
+  }) => {
+    const summary = values.checkpoint?.summary
+    const row = {
+      pass: values.pass,
+      complete: values.checkpoint?.phase === "done" ? 1 : 0,
+      checkpoint: values.checkpoint === undefined ? null : Changes.toJson(values.checkpoint),
+      inserted: summary?.inserted ?? 0,
+      updated: summary?.updated ?? 0,
+      deleted: summary?.deleted ?? 0,
+      unchanged: summary?.unchanged ?? 0,
+      exhaustive: summary?.exhaustive === true ? 1 : 0,
+      commits: commits + 1
+    }
+    return Effect.flatMap(
+      sql<{ commits: number }>`UPDATE ${sql(passesTable)} SET ${sql.update(row)}
+        WHERE ${key} AND commits = ${commits} RETURNING commits`,
+      (updated) =>
+        updated.length === 1
+          ? Effect.succeed(row.commits)
+          : new ConcurrentRun({ table: tables.rows, microAppID })
+    )
+  }
+
+  /** The first pass's row, when there is none yet. */
+  const createPass = sql`INSERT INTO ${sql(passesTable)} ${
+    sql.insert({
+      row_table: tables.rows,
+      microapp_id: microAppID,
+      pass: 0,
+      complete: 1,
+      checkpoint: null,
+      inserted: 0,
+      updated: 0,
+      deleted: 0,
+      unchanged: 0,
+      exhaustive: 0,
+      commits: 0
+    })
+  } ON CONFLICT (row_table, microapp_id) DO NOTHING`
+
+  /** The table as the previous pass left it, less what pass `pass` already deleted. */
+  const baseline = (pass: number, lookedUp: Ref.Ref<ReadonlyArray<ReadonlyArray<string>>>): Changes.Baseline<
+    SqlError.SqlError
+  > => ({
+    lookup: (ids) =>
+      Effect.gen(function*() {
+        // the ids of each page, in order, for the page's commit to mark seen (unchanged rows are not handed out)
+        yield* Ref.update(lookedUp, (queue) => [...queue, ids])
+        const found = new Map<string, string>()
+        yield* grouped(ids, (group) =>
+          Effect.map(
+            sql<{ row_id: string; fingerprint: string }>`SELECT row_id, fingerprint FROM ${sql(tables.rows)}
+              WHERE microapp_id = ${microAppID} AND ${sql.in("row_id", group)}`,
+            (rows) => rows.forEach((row) => found.set(row.row_id, row.fingerprint))
+          ))
+        return found
+      }),
+    // keyset pages over the primary key: rows deleted behind the position move nothing
+    unseen: () =>
+      Stream.paginateChunkEffect("", (after) =>
+        Effect.map(
+          sql<{ row_id: string; fingerprint: string }>`SELECT row_id, fingerprint FROM ${sql(tables.rows)}
+            WHERE microapp_id = ${microAppID} AND pass <> ${pass} AND row_id > ${after}
+            ORDER BY row_id LIMIT ${statementRows}`,
+          (rows) => {
+            const last = rows.at(-1)
+            return [
+              Chunk.unsafeFromArray(rows.map((row) => ({ id: row.row_id, fingerprint: row.fingerprint }))),
+              rows.length < statementRows || last === undefined ? Option.none() : Option.some(last.row_id)
+            ] as const
+          }
+        ))
+  })
+
+  /** One page of changes of pass `pass`, with `seen`, the ids of its rows: rows and history, not the checkpoint. */
+  const writePage = (pass: number, seen: ReadonlyArray<string>, changes: ReadonlyArray<Changes.Change<Row>>) =>
+    Effect.gen(function*() {
+      const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+      const written = changes.flatMap((change) =>
+        change._tag === "Deleted"
+          ? []
+          : [{
+            microapp_id: microAppID,
+            row_id: change.id,
+            data: JSON.stringify(change.row),
+            fingerprint: change.fingerprint,
+            pass
+          }]
+      )
+      const deleted = changes.flatMap((change) => change._tag === "Deleted" ? [change.id] : [])
+      yield* grouped(
+        written,
+        (group) =>
+          sql`INSERT INTO ${sql(tables.rows)} ${sql.insert(group)} ON CONFLICT (microapp_id, row_id)
+          DO UPDATE SET data = excluded.data, fingerprint = excluded.fingerprint, pass = excluded.pass`
+      )
+      yield* grouped(seen, (group) =>
+        sql`UPDATE ${sql(tables.rows)} SET pass = ${pass}
+          WHERE microapp_id = ${microAppID} AND pass <> ${pass} AND ${sql.in("row_id", group)}`)
+      yield* grouped(
+        deleted,
+        (group) => sql`DELETE FROM ${sql(tables.rows)} WHERE microapp_id = ${microAppID} AND ${sql.in("row_id", group)}`
+      )
+      if (tables.history === undefined) return
+      const history = tables.history
+      const close = (ids: ReadonlyArray<string>, isDelete: boolean) =>
+        grouped(ids, (group) =>
+          sql`UPDATE ${sql(history)} SET valid_to = ${now}, deleted = ${isDelete ? 1 : 0}
+            WHERE microapp_id = ${microAppID} AND valid_to IS NULL AND ${sql.in("row_id", group)}`)
+      yield* close(written.map((row) => row.row_id), false)
+      yield* close(deleted, true)
+      yield* grouped(
+        written,
+        (group) =>
+          sql`INSERT INTO ${sql(history)} ${
+            sql.insert(group.map((row) => ({ ...row, valid_from: now, valid_to: null, deleted: 0 })))
+          }`
+      )
+    })
+
+  return { stored, savePass, createPass, baseline, writePage }
+}
+
+type Mirror = ReturnType<typeof mirrorOf>
+
+/**
+ * The pass this run goes on with: the one in progress from its checkpoint, else a new one (after a
+ * complete pass, or when the client refuses the checkpoint as another query's), opened.
+ */
+const openPass = (
+  mirror: Mirror,
+  rows: Omit<Options, "table" | "history">
+) =>
+  Effect.gen(function*() {
+    const client = yield* MicroappClient
+    yield* mirror.createPass
+    const stored = yield* mirror.stored
+    const { checkpoint, commits, complete, pass } = Option.getOrElse(stored, () => ({
+      pass: 0,
+      complete: 1,
+      checkpoint: null,
+      commits: 0
+    }))
+    const lookedUp = yield* Ref.make<ReadonlyArray<ReadonlyArray<string>>>([])
+    const open = (pass: number, resume: Changes.Checkpoint | undefined) =>
+      Effect.map(
+        client.changes({ ...rows, baseline: mirror.baseline(pass, lookedUp), resume }),
+        (changes) => ({ pass, resume, changes, lookedUp })
+      )
+    const fresh = Effect.flatMap(mirror.savePass(commits, { pass: pass + 1, checkpoint: undefined }), (commits) =>
+      Effect.map(open(pass + 1, undefined), (opened) => ({ ...opened, commits })))
+    if (complete === 1 || checkpoint === null) {
+      return complete === 1 ? yield* fresh : { ...yield* open(pass, undefined), commits }
+    }
+    const resume = yield* Changes.fromJson(checkpoint)
+    return yield* open(pass, resume).pipe(
+      Effect.map((opened) => ({ ...opened, commits })),
+      Effect.catchIf((error) =>
+        error.input === "resume", () => fresh)
+    )
+  })
+
+/**
+ * One pass: resumes the pass in progress, or starts a new one after a complete pass, and runs it
+ * to its end. Its summary counts the whole pass, across the runs that resumed it; a first pass
+ * counts every row as inserted.
+ *
+ * @since 0.1.0
+ * @category running
+ */
+export const run: (
+  options: Options
+) => Effect.Effect<
+  Changes.Summary,
+  InvalidInput | ScanError | SqlError.SqlError | ConcurrentRun,
+  MicroappClient | SqlClient.SqlClient
+> = Effect.fn("SqlMirror.run")(function*(options: Options) {
+  const { history = false, table = defaultTable, ...rows } = options
+  const sql = yield* SqlClient.SqlClient
+  const tables: Tables = { rows: table, history: history ? historyTableOf(table) : undefined }
+  yield* createTables(sql, tables)
+  const mirror = mirrorOf(sql, tables, rows.microAppID)
+  const opened = yield* sql.withTransaction(openPass(mirror, rows))
+  const commits = yield* Ref.make(opened.commits)
+  const rowsSoFar = yield* Ref.make(opened.resume?.summary.rows ?? 0)
+
+  /** The ids a scan page handed out: its lookup's, matched by the count of rows it moved the scan on. */
+  const seenOn = (page: Changes.Page<Row>) =>
+    Effect.gen(function*() {
+      const rowsNow = page.checkpoint.summary.rows
+      const handedOut = rowsNow - (yield* Ref.getAndSet(rowsSoFar, rowsNow))
+      if (handedOut === 0) return []
+      const [ids = [], ...rest] = yield* Ref.get(opened.lookedUp)
+      yield* Ref.set(opened.lookedUp, rest)
+      if (ids.length !== handedOut) {
+        return yield* Effect.dieMessage(`a page of ${handedOut} rows was looked up with ${ids.length} ids`)
+      }
+      return ids
+    })
+
+  yield* Stream.runForEach(opened.changes.pages, (page) =>
+    sql.withTransaction(Effect.gen(function*() {
+      yield* mirror.writePage(opened.pass, yield* seenOn(page), page.changes)
+      yield* Ref.set(
+        commits,
+        yield* mirror.savePass(yield* Ref.get(commits), { pass: opened.pass, checkpoint: page.checkpoint })
+      )
+    })))
+  return yield* opened.changes.summary
+})

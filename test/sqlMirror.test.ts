@@ -1,0 +1,346 @@
+/**
+ * `SqlMirror.run` on SQLite and on a real PostgreSQL, over real HTTP to the emulator: a first pass,
+ * the changes between passes, passes interrupted at random pages under drift and faults and
+ * resumed, history (SCD2), and `microapp mirror` as a child process killed with SIGKILL.
+ */
+import { SqlClient } from "@effect/sql"
+import { describe, expect, layer } from "@effect/vitest"
+import { Cause, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
+import { spawn } from "node:child_process"
+import { SqlDrivers } from "../src/cli/commands/mirror.js"
+import { Changes } from "../src/index.js"
+import { SqlMirror } from "../src/sql/index.js"
+import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
+import * as Prng from "../src/testing/Prng.js"
+import { cli, envOf, eventually, expectFailure, flags, untilRequests } from "./cliSupport.js"
+import { bin, cleanEnv, drift, killedFiveTimes, runToEnd, scanFaults } from "./processSupport.js"
+import { databases } from "./sqlDatabases.js"
+import { numbersTable, withEmulator } from "./support.js"
+
+const numbers = "000000000000000000000c02"
+const size = 240
+const pageSize = 20
+
+interface Stored {
+  readonly row_id: string
+  readonly data: string
+}
+
+interface Version {
+  readonly row_id: string
+  readonly pass: number
+  readonly fingerprint: string
+  readonly valid_from: string
+  readonly valid_to: string | null
+  readonly deleted: number
+}
+
+/** The emulator's table by id, as the rows the client receives. */
+const microappOf = (microAppID: string) =>
+  Effect.map(
+    Effect.flatMap(MicroappServer, (server) => server.rows.table(microAppID)),
+    (rows) => new Map(rows.map((row) => [String(row["_id"]), row as unknown]))
+  )
+
+const microapp = microappOf(numbers)
+
+/** The mirror's table by id, each row's data parsed. */
+const mirrored = (table: string, microAppID = numbers) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(
+      sql<Stored>`SELECT row_id, data FROM ${sql(table)} WHERE microapp_id = ${microAppID}`,
+      (rows) => new Map(rows.map((row) => [row.row_id, JSON.parse(row.data) as unknown]))
+    ))
+
+/** The passes table's commit count for `table`; 0 before the first run made it. */
+const commitsOf = (table: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(
+      sql<{ commits: number }>`SELECT commits FROM ${sql(SqlMirror.passesTable)} WHERE row_table = ${table}`,
+      ([row]) => row?.commits ?? 0
+    )).pipe(Effect.orElseSucceed(() => 0))
+
+const expectEqualToMicroapp = (table: string, microAppID = numbers) =>
+  Effect.gen(function*() {
+    const expected = yield* microappOf(microAppID)
+    const actual = yield* mirrored(table, microAppID)
+    expect([...actual.keys()].sort()).toEqual([...expected.keys()].sort())
+    for (const [id, row] of expected) expect(actual.get(id), id).toEqual(row)
+  })
+
+const history = (table: string) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      sql<Version>`SELECT row_id, pass, fingerprint, valid_from, valid_to, deleted
+      FROM ${sql(SqlMirror.historyTableOf(table))} WHERE microapp_id = ${numbers} ORDER BY row_id, pass`
+  )
+
+const reset = Effect.gen(function*() {
+  const server = yield* MicroappServer
+  yield* server.log.clearHook
+  yield* server.configure({ faults: undefined })
+  yield* server.rows.setRows(numbers, numbersTable(numbers, size).rows)
+})
+
+const idAt = (i: number) => numbersTable(numbers, size).rows[i]?._id ?? ""
+
+const mirror = (table: string, options: Partial<SqlMirror.Options> = {}) =>
+  SqlMirror.run({ microAppID: numbers, pageSize, table, ...options })
+
+/** Changes made between two passes: updates, deletes and inserts, with the ids of each. */
+const changeTable = Effect.gen(function*() {
+  const server = yield* MicroappServer
+  const updated = [3, 50, 199].map(idAt)
+  for (const id of updated) yield* server.rows.updateRow(id, { Parity: "changed" })
+  const deleted = [0, 77, 120].map(idAt)
+  for (const id of deleted) yield* server.rows.removeRow(id)
+  const inserted = yield* Effect.forEach([0, 1], (n) =>
+    Effect.map(
+      server.rows.insertRow(numbers, { N: 1000 + n, Parity: "new" }, { index: 40 + n * 90 }),
+      (row) => String(row["_id"])
+    ))
+  return { updated, deleted, inserted }
+})
+
+const emulator = withEmulator({ tables: [numbersTable(numbers, size)] }, {
+  retry: { initialDelay: "1 millis", maxDelay: "5 millis", maxAttempts: 10 }
+})
+
+for (const database of databases) {
+  describe(database.name, () => {
+    layer(Layer.merge(database.layer(), emulator), { excludeTestServices: true })((it) => {
+      it.effect("a first pass inserts every row; the table equals the Microapp", () =>
+        Effect.gen(function*() {
+          yield* reset
+          const summary = yield* mirror("first")
+          expect(summary).toMatchObject({ inserted: size, updated: 0, deleted: 0, unchanged: 0, exhaustive: true })
+          yield* expectEqualToMicroapp("first")
+          // nothing changed: a second pass changes nothing
+          expect(yield* mirror("first")).toMatchObject({ inserted: 0, updated: 0, deleted: 0, unchanged: size })
+        }))
+
+      it.effect("the second pass counts exactly the changes made between the passes, row for row", () =>
+        Effect.gen(function*() {
+          yield* reset
+          yield* mirror("second")
+          const made = yield* changeTable
+          const summary = yield* mirror("second")
+          expect(summary).toMatchObject({
+            inserted: made.inserted.length,
+            updated: made.updated.length,
+            deleted: made.deleted.length,
+            unchanged: size - made.updated.length - made.deleted.length,
+            deletes: "reported"
+          })
+          yield* expectEqualToMicroapp("second")
+          const sql = yield* SqlClient.SqlClient
+          const [pass] = yield* sql<{ pass: number; complete: number; inserted: number }>`
+            SELECT pass, complete, inserted FROM ${sql(SqlMirror.passesTable)} WHERE row_table = ${"second"}`
+          expect(pass).toEqual({ pass: 2, complete: 1, inserted: made.inserted.length })
+        }))
+
+      it.effect("an emptied Microapp: every row deleted, and the pass on no rows completes", () =>
+        Effect.gen(function*() {
+          yield* reset
+          const server = yield* MicroappServer
+          yield* mirror("emptied")
+          yield* server.rows.setRows(numbers, [])
+          expect(yield* mirror("emptied")).toMatchObject({ inserted: 0, deleted: size, deletes: "reported" })
+          expect((yield* mirrored("emptied")).size).toBe(0)
+          expect(yield* mirror("emptied")).toMatchObject({ inserted: 0, deleted: 0, unchanged: 0, exhaustive: true })
+          const sql = yield* SqlClient.SqlClient
+          const [pass] = yield* sql<{ pass: number; complete: number }>`
+            SELECT pass, complete FROM ${sql(SqlMirror.passesTable)} WHERE row_table = ${"emptied"}`
+          expect(pass).toEqual({ pass: 3, complete: 1 })
+        }))
+
+      it.effect("two runs at once: the one that moves the pass on second stops with ConcurrentRun", () =>
+        Effect.gen(function*() {
+          yield* reset
+          const server = yield* MicroappServer
+          yield* server.configure({ latency: Duration.millis(20) })
+          const [first, second] = yield* Effect.all([mirror("twice"), mirror("twice")], {
+            concurrency: 2,
+            mode: "either"
+          })
+          yield* server.configure({ latency: Duration.millis(0) })
+          const outcomes = [first, second].map((outcome) => outcome._tag === "Left" ? outcome.left._tag : "done")
+          expect(outcomes).toContain("ConcurrentRun")
+          // the other run, or the next, completes the pass
+          yield* mirror("twice")
+          yield* expectEqualToMicroapp("twice")
+        }))
+
+      it.effect("history: each version with valid_from and valid_to; a deleted row's last version closed, deleted", () =>
+        Effect.gen(function*() {
+          yield* reset
+          yield* mirror("versions", { history: true })
+          const made = yield* changeTable
+          yield* mirror("versions", { history: true })
+          const versions = yield* history("versions")
+          const of = (id: string) => versions.filter((version) => version.row_id === id)
+          const [updatedId = "", deletedId = "", insertedId = ""] = [made.updated[0], made.deleted[0], made.inserted[0]]
+          const [first, second, ...more] = of(updatedId)
+          expect(more).toEqual([])
+          expect(first).toMatchObject({ pass: 1, deleted: 0 })
+          expect(second).toMatchObject({ pass: 2, deleted: 0, valid_to: null })
+          expect(first?.valid_to).toBe(second?.valid_from)
+          expect(Date.parse(first?.valid_from ?? "")).toBeLessThanOrEqual(Date.parse(second?.valid_from ?? ""))
+          expect(of(deletedId)).toEqual([
+            expect.objectContaining({ pass: 1, deleted: 1, valid_to: expect.any(String) })
+          ])
+          expect(of(insertedId)).toEqual([expect.objectContaining({ pass: 2, deleted: 0, valid_to: null })])
+          // every row of the Microapp has one current version, its fingerprint the row's
+          const current = versions.filter((version) => version.valid_to === null)
+          const expected = yield* microapp
+          expect(current.length).toBe(expected.size)
+          for (const version of current) {
+            expect(version.fingerprint).toBe(Changes.fingerprint(expected.get(version.row_id)))
+          }
+        }))
+
+      it.effect(
+        "interrupted at random pages under drift and faults, resumed: no row that stood was deleted, each change once",
+        () =>
+          Effect.gen(function*() {
+            const server = yield* MicroappServer
+            for (const seed of [1, 2, 3]) {
+              const table = `resumed_${seed}`
+              const random = Prng.make(seed)
+              yield* reset
+              yield* mirror(table, { history: true })
+              const made = yield* changeTable
+              // rows inserted and removed while the pass runs, on some of its requests
+              const touched = new Set<string>()
+              yield* server.log.onRequest((record) =>
+                record.path.endsWith("/microappdata") && random.next() < 0.1
+                  ? Effect.gen(function*() {
+                    const rows = yield* server.rows.table(numbers)
+                    const made = yield* server.rows.insertRow(numbers, { N: 5000, Parity: "drift" }, {
+                      index: random.int(rows.length + 1)
+                    })
+                    touched.add(String(made["_id"]))
+                    const victim = rows[random.int(rows.length)]
+                    if (victim !== undefined && random.next() < 0.5) {
+                      touched.add(String(victim["_id"]))
+                      yield* server.rows.removeRow(String(victim["_id"]))
+                    }
+                  })
+                  : Effect.void
+              )
+              yield* server.configure({
+                faults: { seed, rate: 0.08, kinds: ["http500", "http503", "drop", "malformedJson", "http408"] }
+              })
+              const commits = commitsOf(table)
+              let summary: Changes.Summary | undefined
+              for (let stop = 0; stop < 3 && summary === undefined; stop++) {
+                const before = yield* commits
+                const pages = random.int(3)
+                const running = yield* Effect.fork(mirror(table, { history: true }))
+                // a run that ends first has completed the pass: it is not run again
+                yield* eventually(
+                  Effect.zip(commits, Fiber.poll(running)),
+                  ([now, done]) => now > before + pages || Option.isSome(done)
+                )
+                const requests = (yield* server.log.requests).length + random.int(4)
+                yield* Effect.raceFirst(untilRequests(server, requests), Fiber.await(running))
+                const exit = yield* Fiber.interrupt(running)
+                if (Exit.isSuccess(exit)) summary = exit.value
+                else expect(Cause.isInterruptedOnly(exit.cause), String(exit)).toBe(true)
+              }
+              summary ??= yield* mirror(table, { history: true })
+              yield* server.log.clearHook
+              yield* server.configure({ faults: undefined })
+              const context = JSON.stringify({ seed, summary })
+              expect(summary.resumed, context).toBeGreaterThan(0)
+
+              const versions = yield* history(table)
+              const standing = (id: string) => !touched.has(id)
+              // the pass's new versions are its inserts and updates, each once
+              const written = versions.filter((version) => version.pass === 2).map((version) => version.row_id)
+              expect(new Set(written).size, context).toBe(written.length)
+              expect(written.length, context).toBe(summary.inserted + summary.updated)
+              expect(written.filter(standing).sort(), context).toEqual([...made.updated, ...made.inserted].sort())
+              // no row that stood through the pass was ever deleted; those deleted before it were, if exhaustive
+              const closedAsDeleted = versions.filter((version) => version.deleted === 1).map((version) =>
+                version.row_id
+              )
+              expect(closedAsDeleted.filter((id) => standing(id) && !made.deleted.includes(id)), context).toEqual([])
+              if (summary.exhaustive) {
+                expect(closedAsDeleted.filter(standing).sort(), context).toEqual([...made.deleted].sort())
+              }
+              // the rows that stood are in the table as the Microapp has them
+              const expected = yield* microapp
+              const actual = yield* mirrored(table)
+              for (const [id, row] of expected) if (standing(id)) expect(actual.get(id), context).toEqual(row)
+              // with the table still, the next pass makes the copy exact
+              yield* mirror(table, { history: true })
+              yield* expectEqualToMicroapp(table)
+            }
+          }),
+        { timeout: 120_000 }
+      )
+    })
+  })
+}
+
+describe("microapp mirror", () => {
+  layer(emulator, { excludeTestServices: true })((it) => {
+    it.effect("a missing driver: exit 2 with the line that installs it; a bad URL: exit 2, the password never printed", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const connection = flags(server)
+        const missing = () => Promise.reject(new Error("Cannot find package"))
+        const withoutDrivers = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+          Effect.provideService(effect, SqlDrivers, { libsql: missing, pg: missing })
+        const sqlite = yield* withoutDrivers(cli(["mirror", numbers, "--db", "file:/tmp/x.db", ...connection]))
+        expectFailure(sqlite, 2, [])
+        expect(sqlite.stderr).toContain("npm install @effect/sql@~0.52.1 @effect/sql-libsql@~0.42.0\n")
+        const pg = yield* withoutDrivers(
+          cli(["mirror", numbers, "--db", "postgres://u:s3cret@127.0.0.1:1/db", ...connection])
+        )
+        expectFailure(pg, 2, ["s3cret"])
+        expect(pg.stderr).toContain("npm install @effect/sql@~0.52.1 @effect/sql-pg@~0.53.0\n")
+        for (const url of ["mysql://u:s3cret@h/db", "not a url s3cret"]) {
+          expectFailure(yield* cli(["mirror", numbers, "--db", url, ...connection]), 2, ["s3cret"])
+        }
+      }))
+  })
+})
+
+for (const database of databases) {
+  describe(`microapp mirror on ${database.name}`, () => {
+    layer(MicroappServer.layer({ demoRows: 1200 }), { excludeTestServices: true })((it) => {
+      it.effect(
+        "killed with SIGKILL five times at random moments under faults and drift, then the table equals the Microapp",
+        () =>
+          Effect.gen(function*() {
+            const server = yield* MicroappServer
+            const url = yield* database.url
+            const microAppID = projectsMicroAppID
+            const removed = new Set<string>()
+            yield* server.configure({ latency: Duration.millis(10), faults: scanFaults })
+            const drifting = yield* Effect.fork(drift(server, microAppID, removed))
+            const commits = Effect.provide(commitsOf(SqlMirror.defaultTable), database.client(url)).pipe(Effect.orDie)
+            const run = () =>
+              spawn(process.execPath, [bin, "mirror", microAppID, "--db", url, "--page-size", "20"], {
+                env: { ...cleanEnv, ...envOf(server) },
+                stdio: "pipe"
+              })
+            const last = yield* killedFiveTimes(server, run, commits)
+            yield* Fiber.interrupt(drifting)
+            yield* server.configure({ faults: undefined })
+            expect(last.code, last.stderr).toBe(0)
+            expect(last.stderr).toMatch(/^done: inserted \d+, updated \d+, deleted \d+, unchanged \d+, .*resumed /)
+            expect(last.stderr).not.toContain(new URL(url).password || "no password")
+            // the pass that ended under drift, then one with the table still: the copy is exact
+            const again = yield* runToEnd(run)
+            expect(again.code, again.stderr).toBe(0)
+            yield* Effect.provide(expectEqualToMicroapp(SqlMirror.defaultTable, microAppID), database.client(url))
+          }).pipe(Effect.scoped),
+        { timeout: 180_000 }
+      )
+    })
+  })
+}
