@@ -30,6 +30,7 @@ const asQuoted = (source: string) =>
   source.replace(/^\/\*\*[\s\S]*?\*\/\n/, "")
     .replaceAll(`"../src/index.js"`, `"effect-microapp"`)
     .replaceAll(`"../src/testing/index.js"`, `"effect-microapp/testing"`)
+    .replaceAll(`"../src/sql/index.js"`, `"effect-microapp/sql"`)
 
 const runnable = fs.readdirSync(path.join(root, "scratchpad"))
   .filter((file) => file.endsWith(".ts"))
