@@ -8,7 +8,6 @@ import { SqlClient } from "@effect/sql"
 import { LibsqlClient } from "@effect/sql-libsql"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Random } from "effect"
-import { buildSync } from "esbuild"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -16,8 +15,8 @@ import * as path from "node:path"
 import { mirror } from "../scratchpad/pipeline.js"
 import { sqliteSink } from "../scratchpad/sqliteSink.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
-import { eventually, root, untilRequests } from "./cliSupport.js"
-import { cleanEnv, drift, killedFiveTimes, modifiedAt, scanFaults } from "./processSupport.js"
+import { eventually, untilRequests } from "./cliSupport.js"
+import { bundled, cleanEnv, drift, killedFiveTimes, modifiedAt, scanFaults } from "./processSupport.js"
 import { withEmulator } from "./support.js"
 
 const databaseIn = Effect.map(
@@ -98,17 +97,7 @@ describe("the SQLite mirror", () => {
     "as a process killed with SIGKILL five times at random moments, under faults and drift",
     () =>
       Effect.gen(function*() {
-        const program = path.join(root, "node_modules", ".cache", "mirror", "mirrorSqlite.mjs")
-        buildSync({
-          entryPoints: [path.join(root, "scratchpad", "mirrorSqlite.ts")],
-          outfile: program,
-          bundle: true,
-          packages: "external",
-          format: "esm",
-          platform: "node",
-          target: "node20",
-          logLevel: "error"
-        })
+        const program = bundled("mirrorSqlite.ts", "mirror")
         const server = yield* MicroappServer
         const database = yield* databaseIn
         const original = (yield* server.rows.table(projectsMicroAppID)).map((row) => String(row._id))

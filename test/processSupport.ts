@@ -4,6 +4,7 @@
  */
 import { expect } from "@effect/vitest"
 import { Duration, Effect, Random, Schedule } from "effect"
+import { buildSync } from "esbuild"
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -13,6 +14,22 @@ import { eventually, root, type Run, untilRequests } from "./cliSupport.js"
 
 /** The built command line, as `npm run build:bin` writes it. */
 export const bin = path.join(root, "dist", "cli", "bin.js")
+
+/** A scratchpad program bundled with its relative imports, the packages left to node_modules: what a child process runs. */
+export const bundled = (file: string, cache: string): string => {
+  const outfile = path.join(root, "node_modules", ".cache", cache, file.replace(/\.ts$/, ".mjs"))
+  buildSync({
+    entryPoints: [path.join(root, "scratchpad", file)],
+    outfile,
+    bundle: true,
+    packages: "external",
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    logLevel: "error"
+  })
+  return outfile
+}
 
 /** The environment for a child, without the developer's own MICROAPP_* variables. */
 export const cleanEnv = Object.fromEntries(

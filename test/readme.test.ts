@@ -1,6 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Option, Ref } from "effect"
-import { buildSync } from "esbuild"
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -12,6 +11,7 @@ import { openRows } from "../scratchpad/scan.js"
 import { rename } from "../scratchpad/updateRow.js"
 import { Checkpoint, MicroappClient, type Row } from "../src/index.js"
 import { MicroappServer, peopleMicroAppID, projectsMicroAppID } from "../src/testing/index.js"
+import { bundled } from "./processSupport.js"
 import { withEmulator } from "./support.js"
 
 const root = path.resolve(import.meta.dirname, "..")
@@ -36,21 +36,7 @@ const runnable = fs.readdirSync(path.join(root, "scratchpad"))
   .filter((file) => file.endsWith(".ts"))
   .filter((file) => fs.readFileSync(path.join(root, "scratchpad", file), "utf8").includes("NodeRuntime.runMain"))
 
-/** A scratchpad file bundled with its relative imports, the packages left to node_modules. */
-const bundle = (file: string): string => {
-  const outfile = path.join(root, "node_modules", ".cache", "readme", file.replace(/\.ts$/, ".mjs"))
-  buildSync({
-    entryPoints: [path.join(root, "scratchpad", file)],
-    outfile,
-    bundle: true,
-    packages: "external",
-    format: "esm",
-    platform: "node",
-    target: "node20",
-    logLevel: "error"
-  })
-  return outfile
-}
+const bundle = (file: string) => bundled(file, "readme")
 
 describe("the README's examples", () => {
   it("are files of scratchpad/ (which npm run check compiles), quoted exactly", () => {
