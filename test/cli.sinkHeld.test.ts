@@ -7,10 +7,9 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
-import * as path from "node:path"
 import { Checkpoint } from "../src/index.js"
 import { MicroappServer } from "../src/testing/index.js"
-import { cli, halfDone, idsOf, refused, rowsArgs } from "./cliSupport.js"
+import { cli, halfDone, idsOf, referenceRows, refused } from "./cliSupport.js"
 
 /** CKPT's text with `fields` and its checksum, as CKPT is written. */
 const signed = (fields: Record<string, unknown>) => {
@@ -18,16 +17,6 @@ const signed = (fields: Record<string, unknown>) => {
   const text = JSON.stringify(body, ["kind", "version", "format", "length", "finished", "scan"])
   return `${text.slice(0, -1)},"checksum":"${createHash("sha256").update(text).digest("hex")}"}\n`
 }
-
-/** What `rows` writes to FILE with no checkpoint, in one run. */
-const reference = (dir: string) =>
-  Effect.gen(function*() {
-    const server = yield* MicroappServer
-    const file = path.join(dir, "reference.ndjson")
-    const run = yield* cli(rowsArgs(server, ["--output", file]))
-    expect(run.code, run.stderr).toBe(0)
-    return fs.readFileSync(file, "utf8")
-  })
 
 describe("microapp rows --checkpoint, the ids held by FILE", () => {
   layer(MicroappServer.layer({ demoRows: 230 }), { excludeTestServices: true })("resumable output", (it) => {
@@ -41,7 +30,7 @@ describe("microapp rows --checkpoint, the ids held by FILE", () => {
         expect(saved.length).toBeLessThan(2000)
         const resumed = yield* cli(args)
         expect(resumed.code, resumed.stderr).toBe(0)
-        expect(fs.readFileSync(file, "utf8")).toBe(yield* reference(dir))
+        expect(fs.readFileSync(file, "utf8")).toBe(yield* referenceRows(dir))
       }))
 
     it.scoped("a FILE whose committed rows were changed, of the same length, is refused before any request", () =>
@@ -76,7 +65,7 @@ describe("microapp rows --checkpoint, the ids held by FILE", () => {
         fs.writeFileSync(ckpt, signed({ ...state, version: 2, scan: Checkpoint.toJson(whole) }))
         const resumed = yield* cli(args)
         expect(resumed.code, resumed.stderr).toBe(0)
-        expect(fs.readFileSync(file, "utf8")).toBe(yield* reference(dir))
+        expect(fs.readFileSync(file, "utf8")).toBe(yield* referenceRows(dir))
       }))
   })
 })

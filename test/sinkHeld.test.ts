@@ -8,21 +8,11 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Chunk, Effect, FastCheck as FC, Stream } from "effect"
 import { Changes, Checkpoint, MicroappClient, type RowStream } from "../src/index.js"
 import { MicroappServer } from "../src/testing/index.js"
-import { withEmulator } from "./support.js"
+import { mixedTable, withEmulator } from "./support.js"
 
 const mixed = "000000000000000000000s02"
 
-/** Ids mostly of the service's shape (packed in a checkpoint), some not (kept as strings). */
-const mixedTable = {
-  microAppID: mixed,
-  name: "Mixed",
-  fields: [{ label: "N", fieldID: "f_n", kind: "integer" as const }],
-  sortFields: ["N"],
-  rows: Array.from({ length: 250 }, (_, i) => ({
-    _id: i % 9 === 4 ? `row-${i}` : (0x30000000 + i).toString(16).padStart(24, "0"),
-    N: i
-  }))
-}
+const table = mixedTable(mixed)
 
 const options = FC.record({
   pageSize: FC.integer({ min: 5, max: 120 }),
@@ -72,7 +62,7 @@ const scanOf = (o: Options, resume: Checkpoint.Checkpoint | undefined) =>
 
 const collect = <A, E, R>(stream: Stream.Stream<A, E, R>) => Effect.map(Stream.runCollect(stream), Chunk.toArray)
 
-layer(withEmulator({ tables: [mixedTable] }), { excludeTestServices: true })((it) => {
+layer(withEmulator({ tables: [table] }), { excludeTestServices: true })((it) => {
   describe("Checkpoint.withoutIds and Checkpoint.withIds", () => {
     it.effect.prop(
       "a scan stopped at any page and resumed with the ids its sink committed goes on as from the self-contained checkpoint",
@@ -143,7 +133,7 @@ layer(withEmulator({ tables: [mixedTable] }), { excludeTestServices: true })((it
           const client = yield* MicroappClient
           // a baseline of every other row, changed, and of rows gone: updates, inserts, and deletes over several pages
           const baseline = new Map<string, string>()
-          mixedTable.rows.forEach((row, i) => i % 2 === 0 && baseline.set(row._id, i % 4 === 0 ? "0" : "x"))
+          table.rows.forEach((row, i) => i % 2 === 0 && baseline.set(row._id, i % 4 === 0 ? "0" : "x"))
           for (let i = 0; i < 3 * pageSize; i++) baseline.set(`gone-${i}`, "0")
           const passOf = (resume: Changes.Checkpoint | undefined) =>
             client.changes({
@@ -158,7 +148,7 @@ layer(withEmulator({ tables: [mixedTable] }), { excludeTestServices: true })((it
           if (last === undefined) return expect.fail("no page")
           const changes = stopped.flatMap((page) => page.changes)
           // the sink: what it was handed, and the rows it saw unchanged (each one it compared)
-          const scanned = mixedTable.rows.slice(0, last.summary.rows).map((row) => row._id)
+          const scanned = table.rows.slice(0, last.summary.rows).map((row) => row._id)
           const deleted = changes.filter(Changes.Change.$is("Deleted")).map((change) => change.id)
 
           const held = yield* Changes.fromJson(Changes.toJson(Changes.withoutIds(last)))
