@@ -11,6 +11,10 @@ import { Checkpoint } from "../src/index.js"
 import { MicroappServer } from "../src/testing/index.js"
 import { cli, halfDone, idsOf, referenceRows, refused } from "./cliSupport.js"
 
+/** The rows of FILE that CKPT counts: a run stopped between a page's write and its checkpoint leaves more. */
+const committed = (rows: string, state: Record<string, unknown>) =>
+  Buffer.from(rows).subarray(0, Number(state["length"])).toString("utf8")
+
 /** CKPT's text with `fields` and its checksum, as CKPT is written. */
 const signed = (fields: Record<string, unknown>) => {
   const { checksum: _, ...body } = fields
@@ -26,7 +30,10 @@ describe("microapp rows --checkpoint, the ids held by FILE", () => {
         const state = JSON.parse(saved) as Record<string, unknown>
         expect(state["version"]).toBe(3)
         const scan = JSON.parse(String(state["scan"])) as { seen: Record<string, unknown> }
-        expect(scan.seen).toEqual({ held: idsOf(rows).length, digest: expect.stringMatching(/^[0-9a-f]{16}$/) })
+        expect(scan.seen).toEqual({
+          held: idsOf(committed(rows, state)).length,
+          digest: expect.stringMatching(/^[0-9a-f]{16}$/)
+        })
         expect(saved.length).toBeLessThan(2000)
         const resumed = yield* cli(args)
         expect(resumed.code, resumed.stderr).toBe(0)
@@ -61,7 +68,7 @@ describe("microapp rows --checkpoint, the ids held by FILE", () => {
         const { args, ckpt, dir, file, rows, saved } = yield* halfDone
         const state = JSON.parse(saved) as Record<string, unknown>
         const held = yield* Checkpoint.fromJson(String(state["scan"]))
-        const whole = yield* Checkpoint.withIds(held, idsOf(rows))
+        const whole = yield* Checkpoint.withIds(held, idsOf(committed(rows, state)))
         fs.writeFileSync(ckpt, signed({ ...state, version: 2, scan: Checkpoint.toJson(whole) }))
         const resumed = yield* cli(args)
         expect(resumed.code, resumed.stderr).toBe(0)
