@@ -15,6 +15,7 @@
  * @since 0.1.0
  */
 import type { Data, Effect, Stream } from "effect"
+import type * as ScanCheckpoint from "./Checkpoint.js"
 import * as internal from "./internal/changes.js"
 import * as Fingerprint from "./internal/fingerprint.js"
 import type { MicroappClient } from "./MicroappClient.js"
@@ -239,3 +240,39 @@ export const toJson: (checkpoint: Checkpoint) => string = internal.toJson
  * @category decoding
  */
 export const fromJson: (text: string) => Effect.Effect<Checkpoint, InvalidInput> = internal.fromJson
+
+/**
+ * What a sink gives back to make a sink-held pass checkpoint whole: `ids`, every id the pass has
+ * compared so far (changed or not), and `deleted`, the ids it has reported deleted so far (none
+ * before the `"deletes"` phase).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SinkIds<E = never, R = never> {
+  readonly ids: ScanCheckpoint.Ids<E, R>
+  readonly deleted: ScanCheckpoint.Ids<E, R>
+}
+
+/**
+ * The checkpoint in its sink-held form: the scan's checkpoint as `Checkpoint.withoutIds` makes it,
+ * the deleted ids replaced by their count and digest. O(page) whatever the table's size. A pass
+ * does not resume from it directly (`InvalidInput`): `withIds` first.
+ *
+ * @since 0.1.0
+ * @category sink-held
+ */
+export const withoutIds: (checkpoint: Checkpoint) => Checkpoint = internal.withoutIds
+
+/**
+ * A sink-held checkpoint made whole again from the ids the sink gives back, each set checked as
+ * `Checkpoint.withIds` checks it (`InvalidInput` with `input` `"ids"` or `"deleted"`). A
+ * checkpoint that holds its ids is returned as it is, nothing read.
+ *
+ * @since 0.1.0
+ * @category sink-held
+ */
+export const withIds: <E = never, R = never>(
+  checkpoint: Checkpoint,
+  ids: SinkIds<E, R>
+) => Effect.Effect<Checkpoint, InvalidInput | E, R> = internal.withIds

@@ -18,9 +18,14 @@
  * checks, whose fields are this library's business and may change with its version. Store it as
  * it is; do not read or edit it.
  *
+ * A sink that holds the rows (the file written, a database table) holds their ids too: it can
+ * store `withoutIds(checkpoint)`, a checkpoint of O(page) whatever the table's size, with the
+ * count and digest of the ids in place of them, and give the ids back on resume through
+ * `withIds`, which checks them against that count and digest.
+ *
  * @since 0.1.0
  */
-import { type Effect, type Schema } from "effect"
+import { type Effect, type Schema, type Stream } from "effect"
 import * as internal from "./internal/scan/checkpoint.js"
 import type { InvalidInput } from "./MicroappError.js"
 import type * as RowStream from "./RowStream.js"
@@ -113,3 +118,38 @@ export const toJson: (checkpoint: Checkpoint) => string = internal.toJson
  * @category decoding
  */
 export const fromJson: (text: string) => Effect.Effect<Checkpoint, InvalidInput> = internal.fromJson
+
+/**
+ * The ids a sink gives back: any iterable, or a stream (a database's cursor), read once.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Ids<E = never, R = never> = Iterable<string> | Stream.Stream<string, E, R>
+
+/**
+ * The checkpoint in its sink-held form: the same position and counters, the ids emitted replaced
+ * by their count and an order-independent 64-bit digest. Its JSON is O(page) whatever the
+ * table's size, for a sink that commits the rows it was handed and can give their ids back. A
+ * scan does not resume from it directly (`InvalidInput`): `withIds` first. Under
+ * `dedupe: "recent"` the checkpoint is returned as it is (its ids are bounded already).
+ *
+ * @since 0.1.0
+ * @category sink-held
+ */
+export const withoutIds: (checkpoint: Checkpoint) => Checkpoint = internal.withoutIds
+
+/**
+ * A sink-held checkpoint made whole again from the ids the sink committed (each row it was handed
+ * that had an `_id`, in any order): the checkpoint a scan resumes from exactly as from the one
+ * `pages` handed out. `InvalidInput` (`input: "ids"`) when they are not exactly the ids it counts:
+ * one twice, too many (reading stops there), too few, or others (their digest differs); the
+ * stream's own failure as it is. A checkpoint that holds its ids is returned as it is, `ids` unread.
+ *
+ * @since 0.1.0
+ * @category sink-held
+ */
+export const withIds: <E = never, R = never>(
+  checkpoint: Checkpoint,
+  ids: Ids<E, R>
+) => Effect.Effect<Checkpoint, InvalidInput | E, R> = internal.withIds

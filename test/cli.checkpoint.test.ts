@@ -202,7 +202,7 @@ describe("microapp rows --checkpoint (in process)", () => {
         const cases: ReadonlyArray<readonly [string, RegExp]> = [
           ["not json at all", /is not a checkpoint of microapp rows/],
           [saved.slice(0, saved.length >> 1), /is not a checkpoint of microapp rows/],
-          [JSON.stringify({ ...state, version: 3 }), /is not a checkpoint of microapp rows: .*version 3 is newer/],
+          [JSON.stringify({ ...state, version: 4 }), /is not a checkpoint of microapp rows: .*version 4 is newer/],
           [JSON.stringify({ ...state, length: -1 }), /is not a checkpoint of microapp rows/],
           [JSON.stringify({ ...state, scan: "{}" }), /out\.ckpt: changed or damaged .*checksum does not match/],
           // signed anew, as by a forger: the checks behind the checksum still hold

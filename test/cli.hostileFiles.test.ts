@@ -16,6 +16,7 @@ import {
   eventually,
   halfDone,
   idsOf,
+  referenceRows,
   refused,
   requestCount,
   root,
@@ -29,21 +30,11 @@ type CkptFields = Record<string, unknown>
 
 const fieldsOf = (text: string) => JSON.parse(text) as CkptFields
 
-/** What `rows` writes to FILE in one run without a checkpoint. */
-const reference = (dir: string) =>
-  Effect.gen(function*() {
-    const server = yield* MicroappServer
-    const file = path.join(dir, "reference.ndjson")
-    const run = yield* cli(rowsArgs(server, ["--output", file]))
-    expect(run.code, run.stderr).toBe(0)
-    return fs.readFileSync(file, "utf8")
-  })
-
 /** A directory holding what one run without a checkpoint writes, and the arguments of a checkpointed run into it. */
 const anExport = Effect.gen(function*() {
   const server = yield* MicroappServer
   const dir = yield* temporaryDirectory
-  const expected = yield* reference(dir)
+  const expected = yield* referenceRows(dir)
   const file = path.join(dir, "out.ndjson")
   const ckpt = path.join(dir, "out.ckpt")
   return { server, dir, expected, file, ckpt, args: rowsArgs(server, ["--output", file, "--checkpoint", ckpt]) }
@@ -86,7 +77,7 @@ describe("microapp rows --checkpoint, among hostile files", () => {
     it.scoped("each edit is refused (exit 2, one line naming CKPT); restored, CKPT resumes to every row once", () =>
       Effect.gen(function*() {
         const { args, ckpt, dir, file, saved } = yield* halfDone
-        const expected = yield* reference(dir)
+        const expected = yield* referenceRows(dir)
         for (const [name, edit] of edits) {
           const edited = edit(fieldsOf(saved))
           fs.writeFileSync(ckpt, typeof edited === "string" ? edited : JSON.stringify(edited))

@@ -462,6 +462,16 @@ export const halfDone = Effect.gen(function*() {
   return { server, dir, file, ckpt, args, saved: fs.readFileSync(ckpt, "utf8"), rows: fs.readFileSync(file, "utf8") }
 })
 
+/** What `rows` writes to FILE (NDJSON) in one run without a checkpoint. */
+export const referenceRows = (dir: string) =>
+  Effect.gen(function*() {
+    const server = yield* MicroappServer
+    const file = path.join(dir, "reference.ndjson")
+    const run = yield* cli(rowsArgs(server, ["--output", file]))
+    expect(run.code, run.stderr).toBe(0)
+    return fs.readFileSync(file, "utf8")
+  })
+
 /** Runs `args`; expects exit 2 with one line naming `reason`, FILE as it was, and no request sent. */
 export const refused = (args: ReadonlyArray<string>, file: string, reason: RegExp) =>
   Effect.gen(function*() {

@@ -108,17 +108,23 @@ describe("the contents of a set, for a checkpoint", () => {
 
   it("contents that no set could hand out are refused, saying why", () => {
     const id = "64b7c0f1a2d3e4f5a6b7c8da"
-    const twice = { _tag: "Exact" as const, packed: () => "", others: () => ["x", "x"], size: 2 }
+    const twice = { _tag: "Exact" as const, packed: () => "", others: () => ["x", "x"], size: 2, digest: () => "" }
     const packedTwice = btoa(String.fromCharCode(...Array.from({ length: 24 }, (_, i) => i % 12)))
     const cases: ReadonlyArray<readonly [IdSet.Contents, string]> = [
       [twice, "holds id \"x\" twice"],
       [
-        { _tag: "Exact", packed: () => packedTwice, others: () => [], size: 2 },
+        { _tag: "Exact", packed: () => packedTwice, others: () => [], size: 2, digest: () => "" },
         "holds packed id 000102030405060708090a0b twice"
       ],
-      [{ _tag: "Exact", packed: () => "", others: () => [id], size: 1 }, "among the ids of other shapes"],
-      [{ _tag: "Exact", packed: () => "AAAA AAAAAAAAAAA", others: () => [], size: 1 }, "not base64"],
-      [{ _tag: "Exact", packed: () => "AAAAAAAA", others: () => [], size: 1 }, "not base64 of 12 bytes an id"],
+      [
+        { _tag: "Exact", packed: () => "", others: () => [id], size: 1, digest: () => "" },
+        "among the ids of other shapes"
+      ],
+      [{ _tag: "Exact", packed: () => "AAAA AAAAAAAAAAA", others: () => [], size: 1, digest: () => "" }, "not base64"],
+      [
+        { _tag: "Exact", packed: () => "AAAAAAAA", others: () => [], size: 1, digest: () => "" },
+        "not base64 of 12 bytes an id"
+      ],
       [{ _tag: "Recent", ids: ["a", "b", "a"] }, "holds id \"a\" twice"],
       [{ _tag: "Recent", ids: ["a", "b", "c", "d"] }, "more than the 3 kept"]
     ]

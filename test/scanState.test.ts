@@ -10,21 +10,10 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { Checkpoint, MicroappClient } from "../src/index.js"
 import { MicroappServer } from "../src/testing/index.js"
-import { withEmulator } from "./support.js"
+import { mixedTable, withEmulator } from "./support.js"
 
 const mixed = "000000000000000000000s01"
-
-/** A table whose ids are mostly the service's shape (packed in a checkpoint), some not (kept as strings). */
-const mixedTable = {
-  microAppID: mixed,
-  name: "Mixed",
-  fields: [{ label: "N", fieldID: "f_n", kind: "integer" as const }],
-  sortFields: ["N"],
-  rows: Array.from({ length: 250 }, (_, i) => ({
-    _id: i % 9 === 4 ? `row-${i}` : (0x20000000 + i).toString(16).padStart(24, "0"),
-    N: i
-  }))
-}
+const mixedRows = mixedTable(mixed)
 
 /** Texts written by version 1 of the format before its fields came from the Schema: exact and recent, mid-scan and complete. */
 const writtenBefore: ReadonlyArray<string> = JSON.parse(
@@ -42,7 +31,7 @@ const options = FC.record({
   stopAfter: FC.integer({ min: 1, max: 6 })
 })
 
-layer(withEmulator({ tables: [mixedTable] }), { excludeTestServices: true })((it) => {
+layer(withEmulator({ tables: [mixedRows] }), { excludeTestServices: true })((it) => {
   describe("Checkpoint.toJson over the checkpoints of real scans", () => {
     it.effect.prop(
       "writes each one, and the text reads back as the same checkpoint, written the same again",

@@ -59,6 +59,18 @@ export const awaitLog = (predicate: (log: ReadonlyArray<RequestRecord>) => boole
       )
     ))
 
+/** A table of 250 rows whose ids are mostly the service's shape (packed in a checkpoint), some not (kept as strings). */
+export const mixedTable = (microAppID: string) => ({
+  microAppID,
+  name: "Mixed",
+  fields: [{ label: "N", fieldID: "f_n", kind: "integer" as const }],
+  sortFields: ["N"],
+  rows: Array.from({ length: 250 }, (_, i) => ({
+    _id: i % 9 === 4 ? `row-${i}` : (0x20000000 + i).toString(16).padStart(24, "0"),
+    N: i
+  }))
+})
+
 /** A plain table definition with `count` simple rows, for paging tests. */
 export const numbersTable = (microAppID: string, count: number) => ({
   microAppID,

@@ -9,18 +9,23 @@
  * beside CKPT (`CKPT.rows`, NDJSON) under the same rules, and FILE is written from it, atomically,
  * once the scan is complete.
  *
+ * CKPT holds the scan's checkpoint in its sink-held form (`Checkpoint.withoutIds`): FILE holds
+ * the rows, so a resumed run reads their ids back from it, up to the committed length, and CKPT
+ * stays O(page) whatever the table's size. A CKPT of version 2 (the ids in it) still resumes.
+ *
  * Nothing a resumed run trusts goes unchecked: CKPT carries a SHA-256 checksum of all it records,
- * FILE must still end a row where CKPT says, and `CKPT.lock` and `FILE.lock` keep a second run
- * away from both while one runs.
+ * FILE must still end a row where CKPT says and hold exactly the ids CKPT counts (their count and
+ * digest), and `CKPT.lock` and `FILE.lock` keep a second run away from both while one runs.
  *
  * @since 0.1.0
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
-import { Effect, Option, ParseResult, Schema, Stream } from "effect"
+import { Effect, Either, Option, ParseResult, Schema, Stream } from "effect"
 import { createHash } from "node:crypto"
 import * as Checkpoint from "../Checkpoint.js"
 import { nestsDeeperThan } from "../internal/scan/checkpoint.js"
+import { idOf } from "../internal/scan/IdSet.js"
 import { MicroappClient } from "../MicroappClient.js"
 import type { MicroappError } from "../MicroappError.js"
 import type { ScanSummary } from "../RowStream.js"
@@ -39,12 +44,15 @@ import {
 } from "./output.js"
 import type { Stdio, WriteError } from "./stdio.js"
 
-/** The version of CKPT this command writes and reads: 2 has a checksum, 1 had none. */
-const version = 2
+/** The version of CKPT this command writes: 3 leaves the ids to FILE, 2 held them, 1 had no checksum. */
+const version = 3
+
+/** The oldest version read: the first with a checksum. */
+const oldestRead = 2
 
 const Version = Schema.Number.pipe(
   Schema.filter((n) =>
-    n === version ||
+    (n >= oldestRead && n <= version) ||
     (n > version
       ? `version ${n} is newer than this microapp reads (${version})`
       : `version ${n} has no checksum, so what it records cannot be trusted`)
@@ -145,6 +153,42 @@ const checkCommitted = (file: string, ckpt: string, length: number, end: string)
     if (last !== end) return yield* changed(`does not end a row at byte ${length}, where ${ckpt} records its end`)
   })
 
+/** The `_id` of a line of the file that grows (an NDJSON line, or a row of the JSON array); null when it has none. */
+const idOfLine = (line: string): Either.Either<string | null, string> => {
+  // a JSON array's rows are one a line, after "[" and before ",": JSON.stringify escapes line ends
+  const row = line.endsWith(",") ? line.slice(0, -1) : line
+  if (row === "" || row === "[") return Either.right(null)
+  try {
+    return Either.right(idOf(JSON.parse(row)))
+  } catch {
+    return Either.left("holds a line that is not a row")
+  }
+}
+
+/**
+ * The ids of the rows in the first `length` bytes of the file that grows, read as a stream: a
+ * resumed run gives them back to the sink-held checkpoint, which checks them.
+ */
+const committedIds = (file: string, ckpt: string, length: number) =>
+  Stream.unwrap(
+    Effect.map(FileSystem.FileSystem, (fs) =>
+      (length === 0 ? Stream.empty : fs.stream(file, { bytesToRead: FileSystem.Size(length) })).pipe(
+        Stream.mapError(failedOn(`cannot read ${file}`)),
+        Stream.decodeText(),
+        Stream.splitLines,
+        Stream.mapEffect((line) =>
+          Either.mapLeft(
+            idOfLine(line),
+            (reason) =>
+              new UsageError({ message: `${file} ${reason}: it was changed since; remove ${ckpt} to start again` })
+          )
+        ),
+        Stream.filter((id): id is string =>
+          id !== null
+        )
+      ))
+  )
+
 /** How a page's rows are written to the file that grows, given whether anything is written yet. */
 const render = (format: Format, rows: ReadonlyArray<JsonRow>, started: boolean): string => {
   if (format !== "json") return ndjsonLines(rows)
@@ -200,6 +244,14 @@ export const writeCheckpointed = (
         Effect.mapError(
           Checkpoint.fromJson(state.scan),
           (error) => new UsageError({ message: `${ckpt}: ${error.reason}` })
+        ).pipe(
+          // a version 2 CKPT holds its ids: FILE is not read
+          Effect.flatMap((checkpoint) => Checkpoint.withIds(checkpoint, committedIds(growing, ckpt, state.length))),
+          Effect.catchTag("InvalidInput", (error) =>
+            new UsageError({
+              message: `${growing} does not hold the rows ${ckpt} counts (${error.reason}): it was changed since; ` +
+                `remove ${ckpt} to start again`
+            }))
         )
     })
     const client = yield* MicroappClient
@@ -226,7 +278,7 @@ export const writeCheckpointed = (
         format,
         length,
         finished,
-        scan: Checkpoint.toJson(checkpoint)
+        scan: Checkpoint.toJson(Checkpoint.withoutIds(checkpoint))
       })
     let last: Checkpoint.Checkpoint | undefined = resume
     yield* withProgress(scan.summary)(Effect.scoped(Effect.gen(function*() {

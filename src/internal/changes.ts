@@ -16,8 +16,15 @@ import type { RowDecoder } from "./http/decode.js"
 import { endpoints } from "./http/endpoints.js"
 import { where } from "./http/errors.js"
 import { faultOf } from "./http/plainData.js"
-import { CheckpointImpl as ScanCheckpointImpl, parseJsonText } from "./scan/checkpoint.js"
+import {
+  CheckpointImpl as ScanCheckpointImpl,
+  gatherIds,
+  parseJsonText,
+  withIds as scanWithIds,
+  withoutIds as scanWithoutIds
+} from "./scan/checkpoint.js"
 import * as IdSet from "./scan/IdSet.js"
+import { encodeSeen, HeldJson } from "./scan/state.js"
 
 export const Change = Data.taggedEnum<Changes.ChangeDefinition>()
 
@@ -120,8 +127,8 @@ class CheckpointImpl implements Changes.Checkpoint {
     readonly scan: ScanCheckpoint.Checkpoint,
     readonly phase: Phase,
     readonly counts: Counts,
-    /** The ids reported deleted so far. */
-    readonly deleted: IdSet.ExactContents
+    /** The ids reported deleted so far, or their count and digest when a sink holds them. */
+    readonly deleted: IdSet.ExactContents | IdSet.HeldContents
   ) {}
   get summary(): Changes.Summary {
     return summaryOf(this.scan.summary, this.phase, this.counts)
@@ -130,7 +137,7 @@ class CheckpointImpl implements Changes.Checkpoint {
 
 export const isCheckpoint = (u: unknown): u is Changes.Checkpoint => u instanceof CheckpointImpl
 
-const noneDeleted: IdSet.ExactContents = { _tag: "Exact", packed: () => "", others: () => [], size: 0 }
+const noneDeleted: IdSet.ExactContents = IdSet.exactContents("", [])
 
 /** What a set of deleted ids (exact, with a journal) holds now, as a value. */
 const contentsOf = (deleted: IdSet.IdSet): IdSet.ExactContents => {
@@ -146,7 +153,7 @@ const Json = Schema.Struct({
   version: Schema.Literal(1),
   phase: Schema.Literal("scan", "deletes", "done"),
   counts: Schema.Struct({ inserted: Count, updated: Count, unchanged: Count, deleted: Count }),
-  deleted: PackedIds,
+  deleted: Schema.Union(PackedIds, HeldJson),
   scan: ScanCheckpoint.Checkpoint,
   checksum: Schema.String
 })
@@ -163,7 +170,7 @@ export const toJson = (checkpoint: Changes.Checkpoint): string => {
     version: 1,
     phase: checkpoint.phase,
     counts: checkpoint.counts,
-    deleted: { packed: checkpoint.deleted.packed(), others: checkpoint.deleted.others() },
+    deleted: encodeSeen(checkpoint.deleted),
     scan: encodeScan(checkpoint.scan)
   }
   return JSON.stringify({ ...body, checksum: fingerprint(body) })
@@ -223,20 +230,65 @@ const decodeParsed = (json: unknown): Either.Either<CheckpointImpl, InvalidInput
   }
   return Either.flatMap(decodeJson({ checkpoint: json }), ({ checkpoint }) =>
     Either.flatMap(
-      Either.mapLeft(
-        IdSet.restore({ _tag: "Exact", ...constant(checkpoint.deleted), size: 0 }, { journal: true, capacity: 0 }),
-        (reason) => invalid("checkpoint.deleted", reason)
-      ),
+      "held" in checkpoint.deleted
+        ? Either.right<IdSet.ExactContents | IdSet.HeldContents>({
+          _tag: "Held",
+          size: checkpoint.deleted.held,
+          digest: checkpoint.deleted.digest
+        })
+        : Either.mapLeft(
+          Either.map(
+            IdSet.restore(IdSet.exactContents(checkpoint.deleted.packed, checkpoint.deleted.others), {
+              journal: true,
+              capacity: 0
+            }),
+            contentsOf
+          ),
+          (reason) => invalid("checkpoint.deleted", reason)
+        ),
       (deleted) => {
-        const problem = problemOf(checkpoint, deleted.size())
+        const problem = problemOf(checkpoint, deleted.size)
         return problem === undefined
-          ? Either.right(new CheckpointImpl(checkpoint.scan, checkpoint.phase, checkpoint.counts, contentsOf(deleted)))
+          ? Either.right(new CheckpointImpl(checkpoint.scan, checkpoint.phase, checkpoint.counts, deleted))
           : Either.left(problem)
       }
     ))
 }
 
-const constant = (ids: typeof PackedIds.Type) => ({ packed: () => ids.packed, others: () => ids.others })
+/** The checkpoint without the scan's ids and the deleted ones, their counts and digests kept: for a sink that holds them. */
+export const withoutIds = (checkpoint: Changes.Checkpoint): Changes.Checkpoint =>
+  checkpoint instanceof CheckpointImpl
+    ? new CheckpointImpl(
+      scanWithoutIds(checkpoint.scan),
+      checkpoint.phase,
+      checkpoint.counts,
+      checkpoint.deleted._tag === "Exact" ? IdSet.heldContents(checkpoint.deleted) : checkpoint.deleted
+    )
+    : checkpoint
+
+/** The checkpoint with the ids its sink gave back (the scan's, the deleted ones), each checked as `Checkpoint.withIds` checks them. */
+export const withIds = <E = never, R = never>(
+  checkpoint: Changes.Checkpoint,
+  ids: Changes.SinkIds<E, R>
+): Effect.Effect<Changes.Checkpoint, InvalidInput | E, R> =>
+  Effect.suspend(() => {
+    if (!(checkpoint instanceof CheckpointImpl)) {
+      return Effect.fail(invalid("checkpoint", "is not a checkpoint of a change pass (Changes.fromJson reads one)"))
+    }
+    const { deleted } = checkpoint
+    return Effect.zipWith(
+      scanWithIds(checkpoint.scan, ids.ids),
+      deleted._tag === "Held"
+        ? gatherIds(deleted, ids.deleted, "deleted")
+        : Effect.succeed(deleted),
+      (scan, deleted) => new CheckpointImpl(scan, checkpoint.phase, checkpoint.counts, deleted)
+    )
+  })
+
+/** Whether a checkpoint leaves ids to its sink, which `withIds` must give back before a pass resumes from it. */
+const holdsNoIds = (checkpoint: CheckpointImpl): boolean =>
+  checkpoint.deleted._tag === "Held" ||
+  (checkpoint.scan instanceof ScanCheckpointImpl && checkpoint.scan.state.seen._tag === "Held")
 
 export const fromJson = (text: string): Effect.Effect<Changes.Checkpoint, InvalidInput> =>
   Effect.suspend(() => parse(text))
@@ -276,6 +328,12 @@ export const makePass = <A>(scanOf: ScanOf<A>) =>
     }
     if (resume !== undefined && !(resume instanceof CheckpointImpl)) {
       return yield* invalid("resume", "is not a checkpoint of a change pass (Changes.fromJson reads one)")
+    }
+    if (resume !== undefined && holdsNoIds(resume)) {
+      return yield* invalid(
+        "resume",
+        "the checkpoint holds no ids, its sink does: resume from `Changes.withIds(checkpoint, { ids, deleted })`"
+      )
     }
     // a scan of another query refuses the checkpoint here, even when the pass has no scan left to run
     const scan = yield* scanOf({ ...scanOptions, resume: resume?.scan })

@@ -9,7 +9,17 @@ import * as Os from "node:os"
 import { fileURLToPath } from "node:url"
 import { type Finding, options, type Report } from "./common.js"
 
-const programs = ["throughput", "latency", "memory", "decode", "overload", "throttle", "checkpoint", "writes"] as const
+const programs = [
+  "throughput",
+  "latency",
+  "memory",
+  "decode",
+  "overload",
+  "throttle",
+  "checkpoint",
+  "export",
+  "writes"
+] as const
 
 interface Outcome {
   readonly name: string

@@ -25,8 +25,8 @@ export interface IdSet {
   readonly contents: () => Contents | undefined
 }
 
-/** What a set holds, for a checkpoint. */
-export type Contents = ExactContents | RecentContents
+/** What a set holds, for a checkpoint; `Held`: only how many ids and their digest, the ids being a sink's. */
+export type Contents = ExactContents | RecentContents | HeldContents
 
 /** Every id added: the packed ones in base64, and the others, each in the order added. */
 export interface ExactContents {
@@ -36,6 +36,15 @@ export interface ExactContents {
   /** The ids of other shapes. */
   readonly others: () => ReadonlyArray<string>
   readonly size: number
+  /** The digest of the ids (`digestOf`): 16 hex digits, whatever their order. */
+  readonly digest: () => string
+}
+
+/** Every id added, held by a sink: how many, and their digest, to check the ids it gives back. */
+export interface HeldContents {
+  readonly _tag: "Held"
+  readonly size: number
+  readonly digest: string
 }
 
 /** The ids of the window, oldest first. */
@@ -49,7 +58,15 @@ export const exactContents = (packed: string, others: ReadonlyArray<string>): Ex
   _tag: "Exact",
   packed: () => packed,
   others: () => others,
-  size: packed.length / 16 + others.length
+  size: packed.length / 16 + others.length,
+  digest: () => digestOfContents(packed, others)
+})
+
+/** The ids of exact contents, but their count and digest: what a checkpoint whose sink holds the ids keeps. */
+export const heldContents = (contents: ExactContents): HeldContents => ({
+  _tag: "Held",
+  size: contents.size,
+  digest: contents.digest()
 })
 
 export const recentContents = (ids: ReadonlyArray<string>): RecentContents => ({ _tag: "Recent", ids })
@@ -76,6 +93,50 @@ const mix = (a: number, b: number, c: number): number => {
   h ^= h >>> 13
   h = Math.imul(h, 0xc2b2ae35)
   return (h ^ (h >>> 16)) >>> 0
+}
+
+/**
+ * An order-independent digest of a set of ids: two 32-bit sums of two hashes of each id (of its
+ * three words when packed, of its UTF-16 code units otherwise). A check that a sink gave back the
+ * ids it committed, not a defence against one forging them.
+ */
+class Digest {
+  private low = 0
+  private high = 0
+
+  /** A packed id's words, with `hash` = mix(a, b, c), computed already for its slot. */
+  addPacked(a: number, b: number, c: number, hash: number): void {
+    this.low = (this.low + hash) >>> 0
+    this.high = (this.high + mix(c, a, b)) >>> 0
+  }
+
+  addOther(id: string): void {
+    let x = 0x811c9dc5, y = 0x9747b28c
+    for (let i = 0; i < id.length; i++) {
+      const code = id.charCodeAt(i)
+      x = Math.imul(x ^ code, 0x01000193)
+      y = Math.imul(y ^ code, 0x5bd1e995)
+    }
+    this.low = (this.low + mix(x, y, id.length)) >>> 0
+    this.high = (this.high + mix(y, id.length, x)) >>> 0
+  }
+
+  /** The digest now, as a value. */
+  value(): string {
+    return this.high.toString(16).padStart(8, "0") + this.low.toString(16).padStart(8, "0")
+  }
+}
+
+/** The digest of exact contents as a checkpoint holds them: base64 of the packed ids, and the others. */
+const digestOfContents = (packed: string, others: ReadonlyArray<string>): string => {
+  const digest = new Digest()
+  const bytes = decodeBase64(packed) ?? ""
+  for (let at = 0; at + 12 <= bytes.length; at += 12) {
+    const a = wordAt(bytes, at), b = wordAt(bytes, at + 4), c = wordAt(bytes, at + 8)
+    digest.addPacked(a, b, c, mix(a, b, c))
+  }
+  for (const id of others) digest.addOther(id)
+  return digest.value()
 }
 
 /**
@@ -218,14 +279,23 @@ const makeExact = (journaled: boolean, from = "") => {
   const segments: Array<Segment | undefined> = new Array(1 << segmentBits)
   const others = new Set<string>()
   const journal = journaled ? new Journal(from === "" ? [] : [from], from.length / 16) : undefined
+  // kept with the journal only: a checkpoint's contents are what need it
+  const digest = journaled ? new Digest() : undefined
   let zero = false
   let packed = 0
   const insert = (a: number, b: number, c: number): boolean => {
-    if (a === 0 && b === 0 && c === 0) return !zero && (zero = true)
     const hash = mix(a, b, c)
-    const index = hash & ((1 << segmentBits) - 1)
-    const segment = segments[index] ?? (segments[index] = new Segment())
-    return segment.add(a, b, c, hash >>> segmentBits) && ++packed > 0
+    if (a === 0 && b === 0 && c === 0) {
+      if (zero) return false
+      zero = true
+    } else {
+      const index = hash & ((1 << segmentBits) - 1)
+      const segment = segments[index] ?? (segments[index] = new Segment())
+      if (!segment.add(a, b, c, hash >>> segmentBits)) return false
+      packed++
+    }
+    digest?.addPacked(a, b, c, hash)
+    return true
   }
   /** Calls `packedId` with the id's three words, or `other` when it is not 24 lower-case hex digits. */
   const route = <A>(id: string, other: () => A, packedId: (a: number, b: number, c: number) => A): A => {
@@ -237,7 +307,11 @@ const makeExact = (journaled: boolean, from = "") => {
   const add = (id: string): boolean =>
     route(
       id,
-      () => others.size !== others.add(id).size,
+      () => {
+        if (others.size === others.add(id).size) return false
+        digest?.addOther(id)
+        return true
+      },
       (a, b, c) => {
         if (!insert(a, b, c)) return false
         journal?.add(a, b, c)
@@ -252,16 +326,18 @@ const makeExact = (journaled: boolean, from = "") => {
       return segment !== undefined && segment.taken(segment.find(a, b, c, hash >>> segmentBits))
     })
   const contents = (): ExactContents | undefined => {
-    if (journal === undefined) return undefined
+    if (journal === undefined || digest === undefined) return undefined
     const chunks = journal.chunks
     const count = journal.cut()
     const othersCount = others.size
+    const digestNow = digest.value()
     return {
       _tag: "Exact",
       packed: () => chunks.slice(0, count).join(""),
       // a Set iterates in the order added, and an exact set never removes an id
       others: () => firstOf(others, othersCount),
-      size: journal.packed + othersCount
+      size: journal.packed + othersCount,
+      digest: () => digestNow
     }
   }
   const set: IdSet = {
@@ -301,6 +377,9 @@ export const restore = (
   contents: Contents,
   options: { readonly journal: boolean; readonly capacity: number }
 ): Either.Either<IdSet, string> => {
+  if (contents._tag === "Held") {
+    return Either.left(`holds no ids but their count (${contents.size}): its sink holds them`)
+  }
   if (contents._tag === "Recent") {
     if (contents.ids.length > options.capacity) {
       return Either.left(`holds ${contents.ids.length} recent ids, more than the ${options.capacity} kept`)

@@ -2,7 +2,7 @@
  * Checkpoints: the scan's state after a page (`state.ts`) and the query it belongs to, as a value;
  * its JSON (version 1), checked field by field and by a checksum on the way in.
  */
-import { Effect, Either, ParseResult, Predicate, Schema, SchemaAST } from "effect"
+import { Effect, Either, ParseResult, Predicate, Schema, SchemaAST, Stream } from "effect"
 import type { Checkpoint, Query as QueryObject, TypeId as CheckpointTypeId } from "../../Checkpoint.js"
 import { InvalidInput } from "../../MicroappError.js"
 import * as Query from "../../Query.js"
@@ -151,7 +151,14 @@ const problemOf = (query: QueryJson, { counters, seen, state }: ScanState.ScanSt
       } rows emitted were not handed on, but only ${counters.invalidRows} were invalid`
     ]
   }
-  if (seen._tag === "Exact") {
+  if (seen._tag === "Held") {
+    if (query.dedupe !== "exact") {
+      return [["seen"], `is held by a sink, but the query's dedupe is "${query.dedupe}"`]
+    }
+    if (seen.size > counters.emitted) {
+      return [["seen", "held"], `counts ${seen.size} ids, more than the ${counters.emitted} rows emitted`]
+    }
+  } else if (seen._tag === "Exact") {
     if (query.dedupe !== "exact") {
       return [["seen"], `holds every id emitted, but the query's dedupe is "${query.dedupe}"`]
     }
@@ -359,6 +366,70 @@ const differences = (was: QueryJson, now: QueryJson): Array<string> => {
   )
 }
 
+/** The checkpoint without its ids, their count and digest kept: for a sink that holds them. Recent ids are kept. */
+export const withoutIds = (checkpoint: Checkpoint): Checkpoint =>
+  checkpoint instanceof CheckpointImpl && checkpoint.state.seen._tag === "Exact"
+    ? new CheckpointImpl(checkpoint.query, { ...checkpoint.state, seen: IdSet.heldContents(checkpoint.state.seen) })
+    : checkpoint
+
+const idsRefused = (input: string, reason: string) =>
+  invalidCheckpoint(input, `the sink's ids are not the checkpoint's: ${reason}`)
+
+/**
+ * The checkpoint with the ids its sink gave back, checked against the count and digest it kept;
+ * one that holds its ids is returned as it is, `ids` unread.
+ */
+export const withIds = <E = never, R = never>(
+  checkpoint: Checkpoint,
+  ids: Iterable<string> | Stream.Stream<string, E, R>
+): Effect.Effect<Checkpoint, InvalidInput | E, R> =>
+  Effect.suspend(() => {
+    if (!(checkpoint instanceof CheckpointImpl)) {
+      return Effect.fail(
+        invalidCheckpoint("checkpoint", "must be a Checkpoint: from a page of `pages`, or from `Checkpoint.fromJson`")
+      )
+    }
+    const { seen } = checkpoint.state
+    if (seen._tag !== "Held") return Effect.succeed(checkpoint)
+    return Effect.map(
+      gatherIds(seen, ids, "ids"),
+      (contents) => new CheckpointImpl(checkpoint.query, { ...checkpoint.state, seen: contents })
+    )
+  })
+
+/**
+ * The ids a sink gave back (`input` names them in a refusal) as a set's contents, refused unless
+ * they are, once each, the ids `held` counts; reading stops at the first one too many.
+ */
+export const gatherIds = <E, R>(
+  held: IdSet.HeldContents,
+  ids: Iterable<string> | Stream.Stream<string, E, R>,
+  input: string
+): Effect.Effect<IdSet.ExactContents, InvalidInput | E, R> => {
+  const set = IdSet.exact({ journal: true })
+  const refused = (reason: string) => Effect.fail(idsRefused(input, reason))
+  return Effect.flatMap(
+    Stream.runForEachChunk(Predicate.isIterable(ids) ? Stream.fromIterable(ids) : ids, (chunk) =>
+      Effect.suspend(() => {
+        for (const id of chunk) {
+          if (typeof id !== "string") return refused(`${typeof id} among them, not an id`)
+          if (!set.add(id)) return refused(`"${id}" comes twice`)
+        }
+        return set.size() > held.size ? refused(`more than the ${held.size} it counts`) : Effect.void
+      })),
+    () => {
+      const contents = set.contents()
+      if (contents?._tag !== "Exact") return Effect.dieMessage("scan: an exact set with a journal has contents")
+      if (contents.size !== held.size) {
+        return refused(`${contents.size} ids, but it counts ${held.size}`)
+      }
+      return contents.digest() === held.digest
+        ? Effect.succeed(contents)
+        : refused("as many ids as it counts, but not the same (their digest differs)")
+    }
+  )
+}
+
 /** The checkpoint `resume` names, checked against the query of the scan that resumes from it. */
 export const resumeFrom = (
   resume: Checkpoint | undefined,
@@ -369,6 +440,12 @@ export const resumeFrom = (
     return Either.left(
       invalidCheckpoint("resume", "must be a Checkpoint: from a page of `pages`, or from `Checkpoint.fromJson`")
     )
+  }
+  if (resume.state.seen._tag === "Held") {
+    return Either.left(invalidCheckpoint(
+      "resume",
+      "the checkpoint holds no ids, its sink does: resume from `Checkpoint.withIds(checkpoint, ids)` with the ids the sink committed"
+    ))
   }
   const differ = differences(resume.query, query)
   return differ.length === 0

@@ -89,33 +89,56 @@ export const noCounters: Counters = {
   resumed: 0
 }
 
-/** The ids emitted, on the wire: every one (`packed`: base64, 12 bytes an id; `others`), or the recent window. */
+/** 16 hex digits: the digest of a set of ids. */
+export const Digest = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{16}$/, { message: () => "must be 16 hex digits" }))
+
+/** Every id emitted, held by a sink: how many, and their digest. */
+export const HeldJson = Schema.Struct({ held: Count, digest: Digest })
+
+/**
+ * The ids emitted, on the wire: every one (`packed`: base64, 12 bytes an id; `others`), the
+ * recent window, or, when a sink holds them, their count and digest.
+ */
 const SeenJson = Schema.Union(
   Schema.Struct({ packed: Schema.String, others: Schema.Array(Schema.String) }),
-  Schema.Struct({ recent: Schema.Array(Schema.String) })
+  Schema.Struct({ recent: Schema.Array(Schema.String) }),
+  HeldJson
 )
 
 const Contents = Schema.declare(
-  (u): u is IdSet.Contents => Predicate.isTagged(u, "Exact") || Predicate.isTagged(u, "Recent"),
+  (u): u is IdSet.Contents =>
+    Predicate.isTagged(u, "Exact") || Predicate.isTagged(u, "Recent") || Predicate.isTagged(u, "Held"),
   { identifier: "IdSet.Contents" }
 )
 
 /** The wire form of an id set's contents; the packed ids are joined only here, when a checkpoint is written. */
-export const encodeSeen = (contents: IdSet.Contents): typeof SeenJson.Type =>
-  contents._tag === "Exact" ? { packed: contents.packed(), others: contents.others() } : { recent: contents.ids }
+export const encodeSeen = (contents: IdSet.Contents): typeof SeenJson.Type => {
+  switch (contents._tag) {
+    case "Exact":
+      return { packed: contents.packed(), others: contents.others() }
+    case "Recent":
+      return { recent: contents.ids }
+    case "Held":
+      return { held: contents.size, digest: contents.digest }
+  }
+}
 
 /** The ids a scan emitted. */
 export const Seen = Schema.transform(SeenJson, Contents, {
   strict: true,
   decode: (json) =>
-    "packed" in json ? IdSet.exactContents(json.packed, json.others) : IdSet.recentContents(json.recent),
+    "packed" in json
+      ? IdSet.exactContents(json.packed, json.others)
+      : "recent" in json
+      ? IdSet.recentContents(json.recent)
+      : { _tag: "Held" as const, size: json.held, digest: json.digest },
   encode: encodeSeen
 })
 
 /** What a scan needs to go on, but the ids it emitted: O(page), whatever the table's size. */
 export const Progress = Schema.Struct({ state: Cursor, counters: Counters })
 
-/** All a scan needs to go on: its progress and the ids it emitted. */
+/** All a scan needs to go on: its progress and the ids it emitted (or, held by a sink, their count and digest). */
 export const ScanState = Schema.Struct({ ...Progress.fields, seen: Seen })
 
 export interface ScanState extends Schema.Schema.Type<typeof ScanState> {}
