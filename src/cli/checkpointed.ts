@@ -33,6 +33,7 @@ import { type CommandFailed, UsageError } from "./exitCodes.js"
 import { holdLock } from "./lockFile.js"
 import {
   atomicFile,
+  checkCommitted,
   failedOn,
   type Format,
   formats,
@@ -131,27 +132,9 @@ const save = (ckpt: string, body: Body) =>
     return destination.write(`${text.slice(0, -1)},"checksum":"${checksumOf(text)}"}\n`)
   }, { mode: 0o600 })
 
-/**
- * A usage error unless `file` holds at least the `length` bytes CKPT records, the last of them
- * `end`, as the run that committed them wrote them.
- */
-const checkCommitted = (file: string, ckpt: string, length: number, end: string) =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const changed = (what: string) =>
-      new UsageError({ message: `${file} ${what}: it was changed since; remove ${ckpt} to start again` })
-    const info = yield* Effect.option(fs.stat(file))
-    if (Option.isNone(info)) return yield* changed(`is missing, but ${ckpt} records it`)
-    const size = Number(info.value.size)
-    if (size < length) return yield* changed(`holds ${size} bytes, but ${ckpt} records ${length}`)
-    if (length === 0) return
-    const last = yield* fs.stream(file, { offset: FileSystem.Size(length - 1), bytesToRead: FileSystem.Size(1) }).pipe(
-      Stream.decodeText(),
-      Stream.mkString,
-      Effect.mapError(failedOn(`cannot read ${file}`))
-    )
-    if (last !== end) return yield* changed(`does not end a row at byte ${length}, where ${ckpt} records its end`)
-  })
+/** A usage error unless `file` holds the `length` bytes CKPT records, the last of them `end`. */
+const checkCommittedTo = (file: string, ckpt: string, length: number, end: string) =>
+  checkCommitted(file, { length, end, record: ckpt, remedy: `remove ${ckpt} to start again` })
 
 /** The `_id` of a line of the file that grows (an NDJSON line, or a row of the JSON array); null when it has none. */
 const idOfLine = (line: string): Either.Either<string | null, string> => {
@@ -231,12 +214,12 @@ export const writeCheckpointed = (
       }
       if (state.finished) {
         // the spool CSV's length counts is gone: a CSV FILE need only be there
-        yield* checkCommitted(output, ckpt, format === "csv" ? 0 : state.length, "\n")
+        yield* checkCommittedTo(output, ckpt, format === "csv" ? 0 : state.length, "\n")
         yield* Effect.ignore(fs.remove(`${ckpt}.rows`, { force: true }))
         return Option.none()
       }
       // a JSON array's rows end in "}", the comma comes with the next page
-      yield* checkCommitted(growing, ckpt, state.length, format === "json" ? "}" : "\n")
+      yield* checkCommittedTo(growing, ckpt, state.length, format === "json" ? "}" : "\n")
     }
     const resume = yield* Option.match(stored, {
       onNone: () => Effect.succeed(undefined),

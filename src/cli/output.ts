@@ -135,7 +135,7 @@ export const checkCommitted = (
       Stream.mkString,
       Effect.mapError(failedOn(`cannot read ${file}`))
     )
-    if (last !== end) return yield* changed(`does not end a line at byte ${length}, where ${record} records its end`)
+    if (last !== end) return yield* changed(`does not end a row at byte ${length}, where ${record} records its end`)
   })
 
 /**
