@@ -96,6 +96,27 @@ describe("the README's examples", () => {
   })
 })
 
+describe("the README as a newcomer reads it", () => {
+  it("is at most 300 lines, starts with the two commands, and links every page of docs/", () => {
+    expect(readme.split("\n").length).toBeLessThanOrEqual(300)
+    expect(readme).toMatch(/^# effect-microapp\n\n```sh\nnpm install && npm start .*\nnpm test /)
+    const pages = fs.readdirSync(path.join(root, "docs")).filter((file) => file.endsWith(".md") && file !== "index.md")
+    expect(pages.length).toBeGreaterThanOrEqual(10)
+    for (const page of pages) expect(readme, page).toContain(`](docs/${page})`)
+  })
+
+  it("every install line names the Effect 3 version of each Effect package it installs", () => {
+    const lines = [readme, ...docs].flatMap((page) => page.split("\n").filter((line) => /^npm install /.test(line)))
+    expect(lines.length).toBeGreaterThanOrEqual(3)
+    for (const line of lines) {
+      const packages = line.replace(/#.*$/, "").split(/\s+/).slice(2).filter((word) => !word.startsWith("-"))
+      for (const name of packages.filter((word) => /^(effect(@|$)|@effect\/)/.test(word))) {
+        expect(name, line).toMatch(/@[~^]?\d/)
+      }
+    }
+  })
+})
+
 describe("the README's library examples, against the emulator", () => {
   it.layer(withEmulator({ demoRows: 600 }, { pageSize: 100 }))((it) => {
     it.effect("openRows hands every open project to the caller and returns the summary", () =>
