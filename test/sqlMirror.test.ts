@@ -242,6 +242,30 @@ for (const database of databases) {
           yield* expectEqualToMicroapp(table, large)
         }))
 
+      if (database.name === "sqlite") {
+        it.effect("a pass stopped in its deletes is resumed with the ids it deleted, each delete once", () =>
+          Effect.gen(function*() {
+            yield* reset
+            const server = yield* MicroappServer
+            const sql = yield* SqlClient.SqlClient
+            const table = "deleting"
+            yield* mirror(table)
+            yield* server.rows.setRows(numbers, [])
+            // the fourth page of deletes fails: three are committed, with the checkpoint after them
+            yield* sql`CREATE TRIGGER stop_deletes BEFORE INSERT ON ${sql(SqlMirror.deletesTableOf(table))}
+              WHEN (SELECT count(*) FROM ${sql(SqlMirror.deletesTableOf(table))}) >= ${
+              sql.literal(String(3 * pageSize))
+            }
+              BEGIN SELECT RAISE(ABORT, 'stopped'); END`
+            expect(yield* Effect.flip(mirror(table))).toMatchObject({ _tag: "SqlError" })
+            expect((yield* mirrored(table)).size).toBe(size - 3 * pageSize)
+            yield* sql`DROP TRIGGER stop_deletes`
+            expect(yield* mirror(table)).toMatchObject({ deleted: size, deletes: "reported" })
+            expect((yield* mirrored(table)).size).toBe(0)
+            expect(yield* sql`SELECT row_id FROM ${sql(SqlMirror.deletesTableOf(table))}`).toEqual([])
+          }))
+      }
+
       it.effect(
         "interrupted at random pages under drift and faults, resumed: no row that stood was deleted, each change once",
         () =>
