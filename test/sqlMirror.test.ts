@@ -5,7 +5,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Cause, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
+import { Cause, Deferred, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
 import { spawn } from "node:child_process"
 import { SqlDrivers } from "../src/cli/commands/mirror.js"
 import { Changes } from "../src/index.js"
@@ -18,6 +18,7 @@ import { databases } from "./sqlDatabases.js"
 import { numbersTable, withEmulator } from "./support.js"
 
 const numbers = "000000000000000000000c02"
+const large = "000000000000000000000c03"
 const size = 240
 const pageSize = 20
 
@@ -103,7 +104,13 @@ const changeTable = Effect.gen(function*() {
   return { updated, deleted, inserted }
 })
 
-const emulator = withEmulator({ tables: [numbersTable(numbers, size)] }, {
+/** 1,200 rows, their ids apart from `numbers`' (ids are unique across Microapps). */
+const largeTable = (() => {
+  const table = numbersTable(large, 1200)
+  return { ...table, rows: table.rows.map((row) => ({ ...row, _id: `2${row._id.slice(1)}` })) }
+})()
+
+const emulator = withEmulator({ tables: [numbersTable(numbers, size), largeTable] }, {
   retry: { initialDelay: "1 millis", maxDelay: "5 millis", maxAttempts: 10 }
 })
 
@@ -199,6 +206,65 @@ for (const database of databases) {
             expect(version.fingerprint).toBe(Changes.fingerprint(expected.get(version.row_id)))
           }
         }))
+
+      it.effect("a pass of 1,200 rows stopped midway stores a checkpoint of a few KB, its ids held by the table", () =>
+        Effect.gen(function*() {
+          const server = yield* MicroappServer
+          const table = "held"
+          const run = mirror(table, { microAppID: large, concurrency: 1 })
+          // the 32nd request hangs until the run is interrupted: the pass stops about midway, past 25 pages
+          const gate = yield* Deferred.make<void>()
+          let requests = 0
+          yield* server.log.onRequest((record) =>
+            record.path.endsWith("/microappdata") && ++requests > 31 ? Deferred.await(gate) : Effect.void
+          )
+          const running = yield* Effect.fork(run)
+          yield* eventually(commitsOf(table), (commits) => commits >= 26)
+          yield* Fiber.interrupt(running)
+          yield* server.log.clearHook
+          yield* Deferred.succeed(gate, undefined)
+
+          const sql = yield* SqlClient.SqlClient
+          const [stored] = yield* sql<{ pass: number; complete: number; checkpoint: string | null }>`
+            SELECT pass, complete, checkpoint FROM ${sql(SqlMirror.passesTable)} WHERE row_table = ${table}`
+          if (stored?.checkpoint == null) return expect.fail("no checkpoint stored")
+          expect(stored.complete).toBe(0)
+          const held = yield* Changes.fromJson(stored.checkpoint)
+          expect(held.summary.rows).toBeGreaterThanOrEqual(500)
+          expect(stored.checkpoint.length).toBeLessThan(4096)
+          // made whole with the ids the table holds, it is the O(rows) checkpoint stored before
+          const seen = yield* sql<{ row_id: string }>`
+            SELECT row_id FROM ${sql(table)} WHERE microapp_id = ${large} AND pass = ${stored.pass}`
+          const whole = yield* Changes.withIds(held, { ids: seen.map((row) => row.row_id), deleted: [] })
+          expect(Changes.toJson(whole).length).toBeGreaterThan(4096)
+
+          expect(yield* run).toMatchObject({ inserted: 1200, resumed: 1 })
+          yield* expectEqualToMicroapp(table, large)
+        }))
+
+      if (database.name === "sqlite") {
+        it.effect("a pass stopped in its deletes is resumed with the ids it deleted, each delete once", () =>
+          Effect.gen(function*() {
+            yield* reset
+            const server = yield* MicroappServer
+            const sql = yield* SqlClient.SqlClient
+            const table = "deleting"
+            yield* mirror(table)
+            yield* server.rows.setRows(numbers, [])
+            // the fourth page of deletes fails: three are committed, with the checkpoint after them
+            yield* sql`CREATE TRIGGER stop_deletes BEFORE INSERT ON ${sql(SqlMirror.deletesTableOf(table))}
+              WHEN (SELECT count(*) FROM ${sql(SqlMirror.deletesTableOf(table))}) >= ${
+              sql.literal(String(3 * pageSize))
+            }
+              BEGIN SELECT RAISE(ABORT, 'stopped'); END`
+            expect(yield* Effect.flip(mirror(table))).toMatchObject({ _tag: "SqlError" })
+            expect((yield* mirrored(table)).size).toBe(size - 3 * pageSize)
+            yield* sql`DROP TRIGGER stop_deletes`
+            expect(yield* mirror(table)).toMatchObject({ deleted: size, deletes: "reported" })
+            expect((yield* mirrored(table)).size).toBe(0)
+            expect(yield* sql`SELECT row_id FROM ${sql(SqlMirror.deletesTableOf(table))}`).toEqual([])
+          }))
+      }
 
       it.effect(
         "interrupted at random pages under drift and faults, resumed: no row that stood was deleted, each change once",

@@ -9,22 +9,26 @@
  *   `fingerprint` (`Changes.fingerprint` of the row) and `pass` (the pass that last saw the row).
  * - `microapp_passes`: one row per mirrored table and Microapp (`row_table`, `microapp_id`): the
  *   pass in progress or last completed (`pass`, `complete`), its checkpoint (`checkpoint`, JSON text,
- *   `Changes.toJson`), its counts (`inserted`, `updated`, `deleted`, `unchanged`, `exhaustive`) and
+ *   `Changes.toJson` of `Changes.withoutIds`: a count and a digest instead of the ids, which the
+ *   tables hold), its counts (`inserted`, `updated`, `deleted`, `unchanged`, `exhaustive`) and
  *   `commits`, which a second run at the same time trips over.
+ * - `<table>_pass_deletes`: the ids (`microapp_id`, `row_id`) the pass in progress has deleted,
+ *   emptied when a pass completes or a new one starts.
  * - with `history: true`, `<table>_history`: each version of a row (`microapp_id`, `row_id`, the
  *   `pass` that wrote it, `data`, `fingerprint`), valid from `valid_from` to `valid_to` (ISO-8601
  *   text, UTC; `NULL` while current); a delete closes the last version with `deleted` = 1 (SCD2, as
  *   dlt and dbt name it).
  *
  * Each page of changes, its history and the pass's checkpoint commit in one transaction; a run
- * killed at any moment is resumed by the next from the last checkpoint committed, and a run after a
+ * killed at any moment is resumed by the next from the last checkpoint committed, made whole with
+ * `Changes.withIds` from the rows the pass marked seen and the ids it deleted, and a run after a
  * complete pass starts a new one, whose baseline is the table itself: one query per page looks up
  * its rows' fingerprints, and the rows the pass did not mark seen are read back in pages at its
  * end, so a large table never sits in memory. A pass that is not exhaustive deletes nothing.
  *
  * @since 0.1.0
  */
-import { SqlClient, type SqlError } from "@effect/sql"
+import { SqlClient, type SqlError, type Statement } from "@effect/sql"
 import { Chunk, Clock, Effect, Option, Ref, Schema, Stream } from "effect"
 import * as Changes from "../Changes.js"
 import { MicroappClient } from "../MicroappClient.js"
@@ -87,6 +91,14 @@ export const passesTable = "microapp_passes"
  */
 export const historyTableOf = (table: string): string => `${table}_history`
 
+/**
+ * The table of the ids the pass in progress on `table` has deleted.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const deletesTableOf = (table: string): string => `${table}_pass_deletes`
+
 /** Rows a statement writes at most, under SQLite's 32,766 parameters at 8 a row. */
 const statementRows = 1000
 
@@ -94,6 +106,7 @@ const statementRows = 1000
 interface Tables {
   readonly rows: string
   readonly history: string | undefined
+  readonly deletes: string
 }
 
 const createTables = (sql: SqlClient.SqlClient, tables: Tables) =>
@@ -106,6 +119,8 @@ const createTables = (sql: SqlClient.SqlClient, tables: Tables) =>
       checkpoint TEXT, inserted INTEGER NOT NULL, updated INTEGER NOT NULL, deleted INTEGER NOT NULL,
       unchanged INTEGER NOT NULL, exhaustive INTEGER NOT NULL, commits INTEGER NOT NULL,
       PRIMARY KEY (row_table, microapp_id))`
+    yield* sql`CREATE TABLE IF NOT EXISTS ${sql(tables.deletes)} (
+      microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, PRIMARY KEY (microapp_id, row_id))`
     if (tables.history !== undefined) {
       yield* sql`CREATE TABLE IF NOT EXISTS ${sql(tables.history)} (
         microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, pass INTEGER NOT NULL, data TEXT NOT NULL,
@@ -141,7 +156,7 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
     (found) => Option.fromNullable(found[0])
   )
 
-  /** The pass's row set to `values`, unless another run wrote it since `commits`. */
+  /** The pass's row set to `values`, unless another run wrote it since `commits`; a new or complete pass's deletes forgotten. */
   const savePass = (commits: number, values: {
     readonly pass: number
     readonly checkpoint: Changes.Checkpoint | undefined
@@ -150,7 +165,7 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
     const row = {
       pass: values.pass,
       complete: values.checkpoint?.phase === "done" ? 1 : 0,
-      checkpoint: values.checkpoint === undefined ? null : Changes.toJson(values.checkpoint),
+      checkpoint: values.checkpoint === undefined ? null : Changes.toJson(Changes.withoutIds(values.checkpoint)),
       inserted: summary?.inserted ?? 0,
       updated: summary?.updated ?? 0,
       deleted: summary?.deleted ?? 0,
@@ -158,14 +173,15 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
       exhaustive: summary?.exhaustive === true ? 1 : 0,
       commits: commits + 1
     }
-    return Effect.flatMap(
-      sql<{ commits: number }>`UPDATE ${sql(passesTable)} SET ${sql.update(row)}
-        WHERE ${key} AND commits = ${commits} RETURNING commits`,
-      (updated) =>
-        updated.length === 1
-          ? Effect.succeed(row.commits)
-          : new ConcurrentRun({ table: tables.rows, microAppID })
-    )
+    return Effect.gen(function*() {
+      const updated = yield* sql<{ commits: number }>`UPDATE ${sql(passesTable)} SET ${sql.update(row)}
+        WHERE ${key} AND commits = ${commits} RETURNING commits`
+      if (updated.length !== 1) return yield* new ConcurrentRun({ table: tables.rows, microAppID })
+      if (values.checkpoint === undefined || row.complete === 1) {
+        yield* sql`DELETE FROM ${sql(tables.deletes)} WHERE microapp_id = ${microAppID}`
+      }
+      return row.commits
+    })
   }
 
   /** The first pass's row, when there is none yet. */
@@ -185,6 +201,33 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
     })
   } ON CONFLICT (row_table, microapp_id) DO NOTHING`
 
+  /** The rows (`select`, `row_id` among them) of `from` for this Microapp where `conditions` hold, in keyset pages over the primary key. */
+  const keyset = <A extends { readonly row_id: string }>(
+    select: string,
+    from: string,
+    conditions: ReadonlyArray<Statement.Fragment>
+  ) =>
+    // rows deleted behind the position move nothing
+    Stream.paginateChunkEffect("", (after) =>
+      Effect.map(
+        sql<A>`SELECT ${sql.literal(select)} FROM ${sql(from)}
+          WHERE ${sql.and([sql`microapp_id = ${microAppID}`, ...conditions, sql`row_id > ${after}`])}
+          ORDER BY row_id LIMIT ${statementRows}`,
+        (rows) => {
+          const last = rows.at(-1)
+          return [
+            Chunk.unsafeFromArray(rows),
+            rows.length < statementRows || last === undefined ? Option.none() : Option.some(last.row_id)
+          ] as const
+        }
+      ))
+
+  /** What pass `pass` has compared so far (the rows it marked seen) and deleted, for `Changes.withIds`. */
+  const sinkIds = (pass: number): Changes.SinkIds<SqlError.SqlError> => ({
+    ids: Stream.map(keyset<{ row_id: string }>("row_id", tables.rows, [sql`pass = ${pass}`]), (row) => row.row_id),
+    deleted: Stream.map(keyset<{ row_id: string }>("row_id", tables.deletes, []), (row) => row.row_id)
+  })
+
   /** The table as the previous pass left it, less what pass `pass` already deleted. */
   const baseline = (pass: number, lookedUp: Ref.Ref<ReadonlyArray<ReadonlyArray<string>>>): Changes.Baseline<
     SqlError.SqlError
@@ -202,21 +245,11 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
           ))
         return found
       }),
-    // keyset pages over the primary key: rows deleted behind the position move nothing
     unseen: () =>
-      Stream.paginateChunkEffect("", (after) =>
-        Effect.map(
-          sql<{ row_id: string; fingerprint: string }>`SELECT row_id, fingerprint FROM ${sql(tables.rows)}
-            WHERE microapp_id = ${microAppID} AND pass <> ${pass} AND row_id > ${after}
-            ORDER BY row_id LIMIT ${statementRows}`,
-          (rows) => {
-            const last = rows.at(-1)
-            return [
-              Chunk.unsafeFromArray(rows.map((row) => ({ id: row.row_id, fingerprint: row.fingerprint }))),
-              rows.length < statementRows || last === undefined ? Option.none() : Option.some(last.row_id)
-            ] as const
-          }
-        ))
+      Stream.map(
+        keyset<{ row_id: string; fingerprint: string }>("row_id, fingerprint", tables.rows, [sql`pass <> ${pass}`]),
+        (row) => ({ id: row.row_id, fingerprint: row.fingerprint })
+      )
   })
 
   /** One page of changes of pass `pass`, with `seen`, the ids of its rows: rows and history, not the checkpoint. */
@@ -248,6 +281,13 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
         deleted,
         (group) => sql`DELETE FROM ${sql(tables.rows)} WHERE microapp_id = ${microAppID} AND ${sql.in("row_id", group)}`
       )
+      yield* grouped(
+        deleted,
+        (group) =>
+          sql`INSERT INTO ${sql(tables.deletes)} ${
+            sql.insert(group.map((row_id) => ({ microapp_id: microAppID, row_id })))
+          }`
+      )
       if (tables.history === undefined) return
       const history = tables.history
       const close = (ids: ReadonlyArray<string>, isDelete: boolean) =>
@@ -265,7 +305,7 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
       )
     })
 
-  return { stored, savePass, createPass, baseline, writePage }
+  return { stored, savePass, createPass, sinkIds, baseline, writePage }
 }
 
 type Mirror = ReturnType<typeof mirrorOf>
@@ -299,11 +339,13 @@ const openPass = (
     if (complete === 1 || checkpoint === null) {
       return complete === 1 ? yield* fresh : { ...yield* open(pass, undefined), commits }
     }
-    const resume = yield* Changes.fromJson(checkpoint)
+    const resume = yield* Effect.flatMap(Changes.fromJson(checkpoint), (held) =>
+      Changes.withIds(held, mirror.sinkIds(pass)))
     return yield* open(pass, resume).pipe(
       Effect.map((opened) => ({ ...opened, commits })),
       Effect.catchIf((error) =>
-        error.input === "resume", () => fresh)
+        error.input === "resume", () =>
+        fresh)
     )
   })
 
@@ -324,7 +366,11 @@ export const run: (
 > = Effect.fn("SqlMirror.run")(function*(options: Options) {
   const { history = false, table = defaultTable, ...rows } = options
   const sql = yield* SqlClient.SqlClient
-  const tables: Tables = { rows: table, history: history ? historyTableOf(table) : undefined }
+  const tables: Tables = {
+    rows: table,
+    history: history ? historyTableOf(table) : undefined,
+    deletes: deletesTableOf(table)
+  }
   yield* createTables(sql, tables)
   const mirror = mirrorOf(sql, tables, rows.microAppID)
   const opened = yield* sql.withTransaction(openPass(mirror, rows))
