@@ -254,12 +254,12 @@ export const writeCheckpointed = (
         : fs.writeFile(growing, new Uint8Array(), format === "csv" ? { mode: 0o600 } : {}),
       failedOn(`cannot write ${growing}`)
     )
-    const saveAt = (finished: boolean, checkpoint: Checkpoint.Checkpoint) =>
+    const saveAt = (finished: boolean, checkpoint: Checkpoint.Checkpoint, committed: number) =>
       save(ckpt, {
         kind: "microapp rows --checkpoint",
         version,
         format,
-        length,
+        length: committed,
         finished,
         scan: Checkpoint.toJson(Checkpoint.withoutIds(checkpoint))
       })
@@ -273,12 +273,19 @@ export const writeCheckpointed = (
           yield* Effect.mapError(file.sync, failedOn(`cannot write ${growing}`))
           length += bytes.length
         })
-      yield* Stream.runForEach(scan.pages, (page) =>
-        Effect.gen(function*() {
-          yield* append(render(format, page.rows, length > 0))
-          last = page.checkpoint
-          yield* saveAt(false, page.checkpoint)
-        }))
+      yield* scan.pages.pipe(
+        Stream.mapEffect((page) =>
+          Effect.map(
+            append(render(format, page.rows, length > 0)),
+            () => ({ checkpoint: page.checkpoint, committed: length })
+          )
+        ),
+        // the next page goes to FILE (and its fsync) while CKPT names the one before: CKPT only names synced bytes
+        Stream.buffer({ capacity: 1 }),
+        Stream.runForEach(({ checkpoint, committed }) =>
+          Effect.zipRight(saveAt(false, checkpoint, committed), Effect.sync(() => (last = checkpoint)))
+        )
+      )
       if (format === "json") yield* append(length > 0 ? "\n]\n" : "[]\n")
     })))
     if (format === "csv") {
@@ -286,7 +293,7 @@ export const writeCheckpointed = (
       yield* atomicFile(output, (destination) => writeCsvFromSpool(growing, header, destination))
     }
     const summary = yield* scan.summary
-    if (last !== undefined) yield* saveAt(true, last)
+    if (last !== undefined) yield* saveAt(true, last, length)
     if (format === "csv") yield* Effect.ignore(fs.remove(growing))
     return Option.some(summary)
   }))
