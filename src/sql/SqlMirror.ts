@@ -12,19 +12,21 @@
  *   `Changes.toJson` of `Changes.withoutIds`: a count and a digest instead of the ids, which the
  *   tables hold), its counts (`inserted`, `updated`, `deleted`, `unchanged`, `exhaustive`) and
  *   `commits`, which a second run at the same time trips over.
- * - `<table>_pass_deletes`: the ids (`microapp_id`, `row_id`) the pass in progress has deleted,
- *   emptied when a pass completes or a new one starts.
+ * - `<table>_pass_deletes`: the ids (`microapp_id`, `row_id`) the pass in progress has found
+ *   deleted, removed from `table` when the pass completes and emptied then, or when a new pass starts.
  * - with `history: true`, `<table>_history`: each version of a row (`microapp_id`, `row_id`, the
  *   `pass` that wrote it, `data`, `fingerprint`), valid from `valid_from` to `valid_to` (ISO-8601
  *   text, UTC; `NULL` while current); a delete closes the last version with `deleted` = 1 (SCD2, as
  *   dlt and dbt name it).
  *
- * Each page of changes, its history and the pass's checkpoint commit in one transaction; a run
- * killed at any moment is resumed by the next from the last checkpoint committed, made whole with
- * `Changes.withIds` from the rows the pass marked seen and the ids it deleted, and a run after a
- * complete pass starts a new one, whose baseline is the table itself: one query per page looks up
- * its rows' fingerprints, and the rows the pass did not mark seen are read back in pages at its
- * end, so a large table never sits in memory. A pass that is not exhaustive deletes nothing.
+ * Each page of changes, its history and the pass's checkpoint commit in one transaction. The
+ * deletes an exhaustive pass finds are recorded page by page and applied, rows and history, in the
+ * transaction that completes the pass: the table never shows a pass's deletes without its end. A
+ * run killed at any moment is resumed by the next from the last checkpoint committed, made whole
+ * with `Changes.withIds` from the rows the pass marked seen and the deletes it recorded, and a run
+ * after a complete pass starts a new one, whose baseline is the table itself: one query per page
+ * looks up its rows' fingerprints, and the rows the pass did not mark seen are read back in pages
+ * at its end, so a large table never sits in memory. A pass that is not exhaustive deletes nothing.
  *
  * @since 0.1.0
  */
@@ -129,6 +131,9 @@ const createTables = (sql: SqlClient.SqlClient, tables: Tables) =>
     }
   })
 
+/** The clock's time as history records it: ISO-8601 text, UTC. */
+const isoNow = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis).toISOString())
+
 /** `f` on each group of at most `statementRows` of `items`, one after the other. */
 const grouped = <A, E>(items: ReadonlyArray<A>, f: (group: ReadonlyArray<A>) => Effect.Effect<unknown, E>) =>
   Effect.forEach(
@@ -150,6 +155,17 @@ interface StoredPass {
 /** Where the mirror of one Microapp into one table stands, and the writes of a pass. */
 const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) => {
   const key = sql.and([sql`row_table = ${tables.rows}`, sql`microapp_id = ${microAppID}`])
+  const recordedDeletes = sql`row_id IN (SELECT row_id FROM ${sql(tables.deletes)} WHERE microapp_id = ${microAppID})`
+
+  /** The deletes the pass recorded, applied to the rows and their history: the end of a complete pass. */
+  const applyDeletes = Effect.gen(function*() {
+    if (tables.history !== undefined) {
+      const now = yield* isoNow
+      yield* sql`UPDATE ${sql(tables.history)} SET valid_to = ${now}, deleted = 1
+        WHERE microapp_id = ${microAppID} AND valid_to IS NULL AND ${recordedDeletes}`
+    }
+    yield* sql`DELETE FROM ${sql(tables.rows)} WHERE microapp_id = ${microAppID} AND ${recordedDeletes}`
+  })
 
   const stored = Effect.map(
     sql<StoredPass>`SELECT pass, complete, checkpoint, commits FROM ${sql(passesTable)} WHERE ${key}`,
@@ -177,6 +193,8 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
       const updated = yield* sql<{ commits: number }>`UPDATE ${sql(passesTable)} SET ${sql.update(row)}
         WHERE ${key} AND commits = ${commits} RETURNING commits`
       if (updated.length !== 1) return yield* new ConcurrentRun({ table: tables.rows, microAppID })
+      if (row.complete === 1) yield* applyDeletes
+      // a pass abandoned for a new one leaves its deletes unapplied: only a complete pass may delete
       if (values.checkpoint === undefined || row.complete === 1) {
         yield* sql`DELETE FROM ${sql(tables.deletes)} WHERE microapp_id = ${microAppID}`
       }
@@ -228,7 +246,7 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
     deleted: Stream.map(keyset<{ row_id: string }>("row_id", tables.deletes, []), (row) => row.row_id)
   })
 
-  /** The table as the previous pass left it, less what pass `pass` already deleted. */
+  /** The table as the previous pass left it, less the deletes pass `pass` has recorded. */
   const baseline = (pass: number, lookedUp: Ref.Ref<ReadonlyArray<ReadonlyArray<string>>>): Changes.Baseline<
     SqlError.SqlError
   > => ({
@@ -247,15 +265,18 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
       }),
     unseen: () =>
       Stream.map(
-        keyset<{ row_id: string; fingerprint: string }>("row_id, fingerprint", tables.rows, [sql`pass <> ${pass}`]),
+        keyset<{ row_id: string; fingerprint: string }>("row_id, fingerprint", tables.rows, [
+          sql`pass <> ${pass}`,
+          sql`NOT ${recordedDeletes}`
+        ]),
         (row) => ({ id: row.row_id, fingerprint: row.fingerprint })
       )
   })
 
-  /** One page of changes of pass `pass`, with `seen`, the ids of its rows: rows and history, not the checkpoint. */
+  /** One page of changes of pass `pass`, with `seen`, the ids of its rows: rows, history and recorded deletes, not the checkpoint. */
   const writePage = (pass: number, seen: ReadonlyArray<string>, changes: ReadonlyArray<Changes.Change<Row>>) =>
     Effect.gen(function*() {
-      const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+      const now = yield* isoNow
       const written = changes.flatMap((change) =>
         change._tag === "Deleted"
           ? []
@@ -279,10 +300,6 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
           WHERE microapp_id = ${microAppID} AND pass <> ${pass} AND ${sql.in("row_id", group)}`)
       yield* grouped(
         deleted,
-        (group) => sql`DELETE FROM ${sql(tables.rows)} WHERE microapp_id = ${microAppID} AND ${sql.in("row_id", group)}`
-      )
-      yield* grouped(
-        deleted,
         (group) =>
           sql`INSERT INTO ${sql(tables.deletes)} ${
             sql.insert(group.map((row_id) => ({ microapp_id: microAppID, row_id })))
@@ -290,12 +307,11 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
       )
       if (tables.history === undefined) return
       const history = tables.history
-      const close = (ids: ReadonlyArray<string>, isDelete: boolean) =>
-        grouped(ids, (group) =>
-          sql`UPDATE ${sql(history)} SET valid_to = ${now}, deleted = ${isDelete ? 1 : 0}
-            WHERE microapp_id = ${microAppID} AND valid_to IS NULL AND ${sql.in("row_id", group)}`)
-      yield* close(written.map((row) => row.row_id), false)
-      yield* close(deleted, true)
+      yield* grouped(written, (group) =>
+        sql`UPDATE ${sql(history)} SET valid_to = ${now}
+          WHERE microapp_id = ${microAppID} AND valid_to IS NULL AND ${
+          sql.in("row_id", group.map((row) => row.row_id))
+        }`)
       yield* grouped(
         written,
         (group) =>
