@@ -90,6 +90,20 @@ describe("the contents of a set, for a checkpoint", () => {
     expect(contents.others()).toEqual(["not-an-object-id"])
   })
 
+  it("contents name the live set they were taken from, which grows past them; restored contents name the new set", () => {
+    const set = IdSet.exact({ journal: true })
+    set.add("64b7c0f1a2d3e4f5a6b7c8da")
+    set.add("not-packed")
+    const contents = set.contents()
+    if (contents?._tag !== "Exact") return expect.fail("no exact contents")
+    expect(contents.source).toBe(set)
+    set.add("64b7c0f1a2d3e4f5a6b7c8db")
+    expect([contents.size, contents.source?.size()]).toEqual([2, 3])
+    const restored = Either.getOrThrow(IdSet.restore(contents, { journal: true, capacity: 0 }))
+    expect(restored.contents()?._tag === "Exact" && restored.contents()).toMatchObject({ size: 2, source: restored })
+    expect(IdSet.exactContents(contents.packed(), contents.others()).source).toBeUndefined()
+  })
+
   it("an exact set without a journal has no contents to hand out", () => {
     expect(IdSet.exact().contents()).toBeUndefined()
   })

@@ -293,14 +293,20 @@ const holdsNoIds = (checkpoint: CheckpointImpl): boolean =>
 export const fromJson = (text: string): Effect.Effect<Changes.Checkpoint, InvalidInput> =>
   Effect.suspend(() => parse(text))
 
-/** The ids a complete scan emitted, from its checkpoint (under `dedupe: "exact"`, all of them). */
+/**
+ * The ids a complete scan emitted, from its checkpoint (under `dedupe: "exact"`, all of them): the
+ * scan's own set when it has added nothing since, else one made again.
+ */
 const seenOf = (checkpoint: ScanCheckpoint.Checkpoint): Effect.Effect<IdSet.IdSet> =>
   Effect.orDie(Effect.suspend(() => {
-    const restored = !(checkpoint instanceof ScanCheckpointImpl)
+    const seen = checkpoint instanceof ScanCheckpointImpl ? checkpoint.state.seen : undefined
+    const restored = seen === undefined
       ? Either.left("not a checkpoint of this library")
-      : checkpoint.state.seen._tag === "Exact"
-      ? IdSet.restore(checkpoint.state.seen, { journal: false, capacity: 0 })
-      : Either.left("the scan kept only recent ids")
+      : seen._tag !== "Exact"
+      ? Either.left("the scan kept only recent ids")
+      : seen.source?.size() === seen.size
+      ? Either.right(seen.source)
+      : IdSet.restore(seen, { journal: false, capacity: 0 })
     return Either.mapLeft(restored, (reason) => new Error(`the scan's ids cannot be read back: ${reason}`))
   }))
 

@@ -38,6 +38,8 @@ export interface ExactContents {
   readonly size: number
   /** The digest of the ids (`digestOf`): 16 hex digits, whatever their order. */
   readonly digest: () => string
+  /** The live set they were taken from, which holds them and every id added since. */
+  readonly source?: IdSet
 }
 
 /** Every id added, held by a sink: how many, and their digest, to check the ids it gives back. */
@@ -337,7 +339,8 @@ const makeExact = (journaled: boolean, from = "") => {
       // a Set iterates in the order added, and an exact set never removes an id
       others: () => firstOf(others, othersCount),
       size: journal.packed + othersCount,
-      digest: () => digestNow
+      digest: () => digestNow,
+      source: set
     }
   }
   const set: IdSet = {
