@@ -11,7 +11,7 @@ import * as path from "node:path"
 import { Changes } from "../src/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import { cli, eventually, flags, refused, startCli, temporaryDirectory, untilRequests } from "./cliSupport.js"
-import { bin, cleanEnv, drift, killedFiveTimes, modifiedAt, scanFaults } from "./processSupport.js"
+import { bin, cleanEnv, drift, drifted, killedFiveTimes, modifiedAt, scanFaults, touchedBy } from "./processSupport.js"
 
 const Event = Schema.Struct({
   op: Schema.Literal("r", "c", "u", "d"),
@@ -102,14 +102,25 @@ const changeTable = Effect.gen(function*() {
   return { updated, deleted, inserted }
 })
 
-/** A first pass into STATE, then the table changed: what a second pass must report. */
-const firstPassThenChanges = Effect.gen(function*() {
-  const server = yield* MicroappServer
-  const dir = yield* temporaryDirectory
-  const state = path.join(dir, "state")
-  yield* pass(state, path.join(dir, "first.ndjson"))
-  return { server, dir, state, changes: yield* changeTable }
-})
+/**
+ * A first pass into STATE (run to its end in process, unless `firstPass` runs it), then the table
+ * changed: what a second pass must report; the ids the first pass's drift touched, and the
+ * baseline it left.
+ */
+const firstPassThenChanges = (
+  firstPass: (state: string, output: string) => Effect.Effect<ReadonlySet<string>, unknown, MicroappServer> = (
+    state,
+    output
+  ) => Effect.as(pass(state, output), new Set())
+) =>
+  Effect.gen(function*() {
+    const server = yield* MicroappServer
+    const dir = yield* temporaryDirectory
+    const state = path.join(dir, "state")
+    const touched = yield* firstPass(state, path.join(dir, "first.ndjson"))
+    const baseline = stateOf(state).baseline
+    return { server, dir, state, touched, baseline, changes: yield* changeTable }
+  })
 
 const expectedOps = (
   changes: { updated: ReadonlyArray<string>; deleted: ReadonlyArray<string>; inserted: ReadonlyArray<string> }
@@ -148,7 +159,7 @@ describe("microapp changes", () => {
 
     it.scoped("the second pass: exactly the updates, inserts and deletes made between, each once; then nothing", () =>
       Effect.gen(function*() {
-        const { changes, dir, state } = yield* firstPassThenChanges
+        const { changes, dir, state } = yield* firstPassThenChanges()
         const second = path.join(dir, "second.ndjson")
         const run = yield* pass(state, second)
         expect(run.stderr).toMatch(closing("inserted 4, updated 3, deleted 3, unchanged 224"))
@@ -170,7 +181,7 @@ describe("microapp changes", () => {
 
     it.scoped("a second pass stopped by SIGINT twice, a torn line left behind each time: every change once", () =>
       Effect.gen(function*() {
-        const { changes, dir, server, state } = yield* firstPassThenChanges
+        const { changes, dir, server, state } = yield* firstPassThenChanges()
         const second = path.join(dir, "second.ndjson")
         yield* server.configure({ latency: Duration.millis(20) })
         for (const stopAfter of [4, 6]) {
@@ -264,44 +275,85 @@ describe("microapp changes", () => {
   })
 
   layer(MicroappServer.layer({ demoRows: 1200 }), { excludeTestServices: true })("the built bin", (it) => {
-    it.scoped.each(["faults and drift", "faults"])(
-      "a second pass killed with SIGKILL five times under %s: each event once, the changes of the rows that stood still",
-      (disturbances) =>
+    /**
+     * A pass of the built bin into FILE under faults and, unless `disturbances` is "faults", drift,
+     * killed with SIGKILL five times, then run to its end: its last run and the ids drift touched.
+     */
+    const killedPass = (state: string, output: string, disturbances: string) =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const touched = drifted()
+        yield* server.configure({ latency: Duration.millis(10), faults: scanFaults })
+        const drifting = yield* Effect.fork(
+          disturbances === "faults" ? Effect.never : drift(server, projectsMicroAppID, touched)
+        )
+        const last = yield* killedFiveTimes(
+          server,
+          () => spawn(process.execPath, [bin, ...changesArgs(server, state, output)], { env: cleanEnv, stdio: "pipe" }),
+          modifiedAt(state)
+        )
+        yield* Fiber.interrupt(drifting)
+        yield* server.configure({ latency: Duration.zero, faults: undefined })
+        expect(last.code, last.stderr).toBe(0)
+        expect(last.stderr).toMatch(/^done: inserted \d+, .*, resumed (once|\d+ times), /)
+        // without drift, the pass vouches for every row
+        if (disturbances === "faults") expect(last.stderr).toMatch(/, exhaustive\n$/)
+        else expect(touched.removed.size).toBeGreaterThan(0)
+        return { last, touched: touchedBy(touched) }
+      })
+
+    /** A first pass killed five times under faults and drift: each row that stood still once in FILE, as "r". */
+    const killedFirstPass = (state: string, output: string) =>
+      Effect.gen(function*() {
+        const { last, touched } = yield* killedPass(state, output, "faults and drift")
+        const events = eventsOf(output) // fails on a torn line
+        expect(new Set(events.map((event) => event.id)).size).toBe(events.length)
+        expect(last.stderr).toMatch(new RegExp(`^done: inserted ${events.length}, updated 0, deleted 0, unchanged 0, `))
+        expect(events.filter((event) => event.op !== "r")).toEqual([])
+        const read = new Map(events.map((event) => [event.id, event.after]))
+        for (const [id, row] of yield* rowsById) if (!touched.has(id)) expect(read.get(id), id).toEqual(row)
+        return touched
+      })
+
+    it.scoped.each<readonly [string, string]>([
+      ["run to its end", "faults and drift"],
+      ["run to its end", "faults"],
+      ["killed five times under faults and drift", "faults and drift"]
+    ])(
+      "a first pass %s, a second killed with SIGKILL five times under %s: each event once, the changes of the rows that stood still",
+      ([first, disturbances]) =>
         Effect.gen(function*() {
-          const { changes, dir, server, state } = yield* firstPassThenChanges
-          const before = new Set((yield* rowsById).keys())
-          const removed = new Set<string>()
-          yield* server.configure({ latency: Duration.millis(10), faults: scanFaults })
-          const drifting = yield* Effect.fork(
-            disturbances === "faults" ? Effect.never : drift(server, projectsMicroAppID, removed)
+          const { baseline, changes, dir, state, touched: touchedFirst } = yield* firstPassThenChanges(
+            first === "run to its end" ? undefined : killedFirstPass
           )
+          const table = yield* rowsById
           const output = path.join(dir, "second.ndjson")
-          const last = yield* killedFiveTimes(
-            server,
-            () =>
-              spawn(process.execPath, [bin, ...changesArgs(server, state, output)], { env: cleanEnv, stdio: "pipe" }),
-            modifiedAt(state)
-          )
-          yield* Fiber.interrupt(drifting)
-          yield* server.configure({ latency: Duration.zero, faults: undefined })
-          expect(last.code, last.stderr).toBe(0)
-          expect(last.stderr).toMatch(/^done: inserted \d+, .*, resumed (once|\d+ times), /)
+          const { last, touched } = yield* killedPass(state, output, disturbances)
           const exhaustive = last.stderr.endsWith(", exhaustive\n")
           const events = eventsOf(output) // fails on a torn line
           expect(new Set(events.map((event) => event.id)).size).toBe(events.length)
-          // the rows that stood still: there before the pass and not removed during it, or deleted before it
-          const stoodStill = (id: string) => before.has(id) && !removed.has(id) || changes.deleted.includes(id)
+          // the rows that stood still through both passes: the changes made between them
+          const stoodStill = (id: string) => !touchedFirst.has(id) && !touched.has(id)
+          const made = (ids: ReadonlyArray<string>) => ids.filter(stoodStill)
           expect(opsOf(events.filter((event) => stoodStill(event.id)))).toEqual(expectedOps({
-            ...changes,
+            updated: made(changes.updated),
+            inserted: made(changes.inserted),
             // a pass that is not exhaustive reports no delete
-            deleted: exhaustive ? changes.deleted : []
+            deleted: exhaustive ? made(changes.deleted) : []
           }))
+          // each row that stood still through the second pass: what changed from the first pass's baseline
+          const due = [...new Set([...baseline.keys(), ...table.keys()])].filter((id) => !touched.has(id)).flatMap(
+            (id) => {
+              const [was, row] = [baseline.get(id), table.get(id)]
+              if (was === undefined) return [`c:${id}`]
+              if (row === undefined) return exhaustive ? [`d:${id}`] : []
+              return was === Changes.fingerprint(row) ? [] : [`u:${id}`]
+            }
+          )
+          expect(opsOf(events.filter((event) => !touched.has(event.id)))).toEqual(due.sort())
           // the rows inserted during the pass, if seen, are inserts
-          expect(events.filter((event) => !before.has(event.id) && event.op !== "d").every((event) => event.op === "c"))
+          expect(events.filter((event) => !table.has(event.id) && event.op !== "d").every((event) => event.op === "c"))
             .toBe(true)
-          // without drift, the pass vouches for every row, and so reports the deletes
-          if (disturbances === "faults") expect(exhaustive).toBe(true)
-          else expect(removed.size).toBeGreaterThan(0)
 
           // the baseline folded over the runs: a third pass, with the table still, leaves STATE as the table is
           const third = path.join(dir, "third.ndjson")

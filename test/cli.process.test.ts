@@ -37,6 +37,7 @@ import {
   cleanEnv,
   cliWords,
   drift,
+  drifted,
   endOf,
   killedFiveTimes,
   modifiedAt,
@@ -233,9 +234,9 @@ describe("microapp (the built bin, one process at a time)", () => {
           const server = yield* MicroappServer
           const dir = yield* temporaryDirectory
           const original = (yield* server.rows.table(projectsMicroAppID)).map((row) => String(row._id))
-          const removed = new Set<string>()
+          const touched = drifted()
           yield* server.configure({ latency: Duration.millis(10), faults: scanFaults })
-          const drifting = yield* Effect.fork(drift(server, projectsMicroAppID, removed))
+          const drifting = yield* Effect.fork(drift(server, projectsMicroAppID, touched))
           const file = path.join(dir, "out.ndjson")
           const last = yield* killedFiveTimes(server, () =>
             start([
@@ -261,8 +262,8 @@ describe("microapp (the built bin, one process at a time)", () => {
           const ids = idsOf(fs.readFileSync(file, "utf8")) // fails on a torn line
           expect(new Set(ids).size).toBe(ids.length)
           const emitted = new Set(ids)
-          expect(original.filter((id) => !removed.has(id) && !emitted.has(id))).toEqual([])
-          expect(removed.size).toBeGreaterThan(0)
+          expect(original.filter((id) => !touched.removed.has(id) && !emitted.has(id))).toEqual([])
+          expect(touched.removed.size).toBeGreaterThan(0)
         }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ demoRows: 1200 }))),
       120_000
     )

@@ -16,7 +16,7 @@ import { mirror } from "../scratchpad/pipeline.js"
 import { sqliteSink } from "../scratchpad/sqliteSink.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import { eventually, untilRequests } from "./cliSupport.js"
-import { bundled, cleanEnv, drift, killedFiveTimes, modifiedAt, scanFaults } from "./processSupport.js"
+import { bundled, cleanEnv, drift, drifted, killedFiveTimes, modifiedAt, scanFaults } from "./processSupport.js"
 import { withEmulator } from "./support.js"
 
 const databaseIn = Effect.map(
@@ -59,9 +59,9 @@ describe("the SQLite mirror", () => {
         const server = yield* MicroappServer
         const database = yield* databaseIn
         const original = (yield* server.rows.table(projectsMicroAppID)).map((row) => String(row._id))
-        const removed = new Set<string>()
+        const touched = drifted()
         yield* server.configure({ latency: Duration.millis(10), faults: scanFaults })
-        const drifting = yield* Effect.fork(drift(server, projectsMicroAppID, removed))
+        const drifting = yield* Effect.fork(drift(server, projectsMicroAppID, touched))
         // each run opens the database anew, as a restarted process does
         const run = Effect.flatMap(sqliteSink(projectsMicroAppID), (sink) => mirror(projectsMicroAppID, sink)).pipe(
           Effect.provide(LibsqlClient.layer({ url: `file:${database}` }))
@@ -80,7 +80,7 @@ describe("the SQLite mirror", () => {
         const summary = yield* run
         yield* Fiber.interrupt(drifting)
         const { checkpoint, ids } = yield* stored(database)
-        expectEveryRowOnce(ids, original, removed)
+        expectEveryRowOnce(ids, original, touched.removed)
         expect(summary.rows).toBe(ids.length)
         expect(summary.complete).toBe(true)
         expect(committed.every((rows) => rows > 0 && rows < ids.length)).toBe(true)
@@ -101,9 +101,9 @@ describe("the SQLite mirror", () => {
         const server = yield* MicroappServer
         const database = yield* databaseIn
         const original = (yield* server.rows.table(projectsMicroAppID)).map((row) => String(row._id))
-        const removed = new Set<string>()
+        const touched = drifted()
         yield* server.configure({ latency: Duration.millis(10), faults: scanFaults })
-        const drifting = yield* Effect.fork(drift(server, projectsMicroAppID, removed))
+        const drifting = yield* Effect.fork(drift(server, projectsMicroAppID, touched))
         const last = yield* killedFiveTimes(server, () =>
           spawn(process.execPath, [program, database, projectsMicroAppID, "20"], {
             env: {
@@ -117,7 +117,7 @@ describe("the SQLite mirror", () => {
         yield* Fiber.interrupt(drifting)
         expect(last.code, last.stderr).toBe(0)
         const ids = yield* mirroredIds(database)
-        expectEveryRowOnce(ids, original, removed)
+        expectEveryRowOnce(ids, original, touched.removed)
         // a first pass: every row inserted; a pass that was not exhaustive deleted none it had
         expect(last.stdout).toMatch(
           new RegExp(

@@ -1,6 +1,6 @@
 /**
  * Child processes for the tests that need a real one (exit codes, signals, SIGKILL), and the
- * disturbances those tests run them under: faults, and rows inserted and deleted all along.
+ * disturbances those tests run them under: faults, and rows inserted, updated and deleted all along.
  */
 import { expect } from "@effect/vitest"
 import { Duration, Effect, Random, Schedule } from "effect"
@@ -110,18 +110,44 @@ export const scanFaults: FaultPlan = {
   kinds: ["http500", "http503", "drop", "malformedJson", "http408"]
 }
 
+/** The ids `drift` touched, by what it did to them. */
+export interface Drifted {
+  readonly inserted: Set<string>
+  readonly updated: Set<string>
+  readonly removed: Set<string>
+}
+
+export const drifted = (): Drifted => ({ inserted: new Set(), updated: new Set(), removed: new Set() })
+
+/** Every id `drift` touched: the rows that did not stand still. */
+export const touchedBy = (drifted: Drifted): ReadonlySet<string> =>
+  new Set([...drifted.inserted, ...drifted.updated, ...drifted.removed])
+
 /**
- * Every 250 ms, a row inserted at a random place of the table and, one time in two, a random row
- * deleted, until interrupted; the ids deleted are added to `removed`.
+ * Every 250 ms, a row inserted (at a random place of the table, or at its end: ahead of any scan in
+ * the natural order) and, each one time in two, a random row updated in place and a random row
+ * deleted, until interrupted; the ids touched are added to `drifted`.
  */
-export const drift = (server: MicroappServer.Service, microAppID: string, removed: Set<string>) =>
+export const drift = (
+  server: MicroappServer.Service,
+  microAppID: string,
+  drifted: Drifted,
+  inserts: "anywhere" | "atTheEnd" = "anywhere"
+) =>
   Effect.gen(function*() {
     const table = yield* server.rows.table(microAppID)
-    const index = yield* Random.nextIntBetween(0, table.length)
-    const victim = table[yield* Random.nextIntBetween(0, table.length)]
-    yield* server.rows.insertRow(microAppID, { Name: "inserted while scanning" }, { index })
+    const someId = Effect.map(Random.nextIntBetween(0, table.length), (i) => table[i]?._id)
+    const index = inserts === "anywhere" ? yield* Random.nextIntBetween(0, table.length) : undefined
+    const inserted = yield* server.rows.insertRow(microAppID, { Name: "inserted while scanning" }, { index })
+    drifted.inserted.add(String(inserted._id))
+    const changed = yield* someId
+    if (changed !== undefined && (yield* Random.nextBoolean)) {
+      drifted.updated.add(String(changed))
+      yield* server.rows.updateRow(String(changed), { Name: `updated while scanning ${drifted.updated.size}` })
+    }
+    const victim = yield* someId
     if (victim !== undefined && (yield* Random.nextBoolean)) {
-      removed.add(String(victim._id))
-      yield* server.rows.removeRow(String(victim._id))
+      drifted.removed.add(String(victim))
+      yield* server.rows.removeRow(String(victim))
     }
   }).pipe(Effect.repeat(Schedule.spaced(Duration.millis(250))), Effect.asVoid)

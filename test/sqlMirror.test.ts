@@ -13,7 +13,7 @@ import { SqlMirror } from "../src/sql/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import * as Prng from "../src/testing/Prng.js"
 import { cli, envOf, eventually, expectFailure, flags, untilRequests } from "./cliSupport.js"
-import { bin, cleanEnv, drift, killedFiveTimes, runToEnd, scanFaults } from "./processSupport.js"
+import { bin, cleanEnv, drift, drifted, killedFiveTimes, runToEnd, scanFaults } from "./processSupport.js"
 import { databases } from "./sqlDatabases.js"
 import { numbersTable, withEmulator } from "./support.js"
 
@@ -387,9 +387,8 @@ for (const database of databases) {
             const server = yield* MicroappServer
             const url = yield* database.url
             const microAppID = projectsMicroAppID
-            const removed = new Set<string>()
             yield* server.configure({ latency: Duration.millis(10), faults: scanFaults })
-            const drifting = yield* Effect.fork(drift(server, microAppID, removed))
+            const drifting = yield* Effect.fork(drift(server, microAppID, drifted()))
             const commits = Effect.provide(commitsOf(SqlMirror.defaultTable), database.client(url)).pipe(Effect.orDie)
             const run = () =>
               spawn(process.execPath, [bin, "mirror", microAppID, "--db", url, "--page-size", "20"], {
