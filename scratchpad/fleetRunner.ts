@@ -10,7 +10,7 @@
 import { ClusterWorkflowEngine } from "@effect/cluster"
 import { NodeClusterSocket, NodeHttpClient, NodeRuntime } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
-import { Config, Cron, Effect, Layer, Option } from "effect"
+import { Config, Cron, Effect, Layer, Logger, Option } from "effect"
 import { MicroappClient } from "../src/index.js"
 import { MicroappMirror, MirrorCron } from "../src/workflow/index.js"
 
@@ -41,6 +41,8 @@ const Mirrors = Layer.mergeAll(
 Layer.mergeAll(MicroappMirror.layer, Schedule).pipe(
   Layer.provide(Mirrors),
   Layer.provide(Engine),
+  // one JSON object a line, for the log collector
+  Layer.provide(Logger.json),
   Layer.launch,
   NodeRuntime.runMain
 )

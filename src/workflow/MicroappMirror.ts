@@ -19,7 +19,6 @@ import { SqlClient, SqlError } from "@effect/sql"
 import { Activity, Workflow } from "@effect/workflow"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import type * as Changes from "../Changes.js"
-import type { MicroappClient } from "../MicroappClient.js"
 import { MicroappError } from "../MicroappError.js"
 import * as Query from "../Query.js"
 import * as SqlMirror from "../sql/SqlMirror.js"
@@ -190,19 +189,10 @@ export const layer = MicroappMirror.toLayer(Effect.fnUntraced(function*(payload,
         Option.filter(yield* state, ({ complete, pass }) => complete && pass >= target.pass),
         ({ summary }) => summary
       )
-      const summary = Option.isSome(done) ? done.value : yield* onMirrorDatabase(SqlMirror.run(options))
-      yield* Effect.logInfo("MicroappMirror pass finished").pipe(
-        Effect.annotateLogs({ rows: summary.rows, ranAgain: Option.isSome(done) })
-      )
-      return summary
-    }).pipe(Effect.annotateLogs({ microAppID: options.microAppID, table: options.table ?? SqlMirror.defaultTable, executionId }))
+      return Option.isSome(done) ? done.value : yield* onMirrorDatabase(SqlMirror.run(options))
+    }).pipe(
+      Effect.onExit((exit) => Effect.logInfo(`MicroappMirror pass ended: ${exit._tag}`)),
+      Effect.annotateLogs({ microAppID: options.microAppID, table: options.table ?? SqlMirror.defaultTable, executionId })
+    )
   })
 }))
-
-/**
- * What a runner needs besides the workflow engine: the client and the mirrors' database.
- *
- * @since 0.1.0
- * @category models
- */
-export type Requirements = MicroappClient | MirrorDatabase
