@@ -20,16 +20,20 @@ const Engine = ClusterWorkflowEngine.layer.pipe(
 const program = Effect.gen(function*() {
   const slot = yield* Config.string("MIRROR_SLOT").pipe(Config.withDefault(DateTime.formatIso(yield* DateTime.now)))
   const pageSize = yield* Config.integer("MIRROR_PAGE_SIZE").pipe(Config.withDefault(1000))
-  yield* Effect.forEach(microApps, (microAppID) =>
-    MicroappMirror.MicroappMirror.execute({ microAppID, slot, pageSize }).pipe(
-      Effect.flatMap((summary) =>
-        Console.log(
-          `${microAppID}: inserted ${summary.inserted}, updated ${summary.updated}, deleted ${summary.deleted}, ` +
-            `unchanged ${summary.unchanged}, resumed ${summary.resumed}`
-        )
+  yield* Effect.forEach(
+    microApps,
+    (microAppID) =>
+      MicroappMirror.MicroappMirror.execute({ microAppID, slot, pageSize }).pipe(
+        Effect.flatMap((summary) =>
+          Console.log(
+            `${microAppID}: inserted ${summary.inserted}, updated ${summary.updated}, deleted ${summary.deleted}, ` +
+              `unchanged ${summary.unchanged}, resumed ${summary.resumed}`
+          )
+        ),
+        Effect.catchAll((error) => Console.error(`${microAppID}: ${error._tag}: ${error.message}`))
       ),
-      Effect.catchAll((error) => Console.error(`${microAppID}: ${error._tag}: ${error.message}`))
-    ), { concurrency: "unbounded", discard: true })
+    { concurrency: "unbounded", discard: true }
+  )
 })
 
 program.pipe(Effect.provide(Engine), NodeRuntime.runMain)

@@ -118,7 +118,10 @@ layer(emulator, { excludeTestServices: true })((it) => {
           // every runner registered before the mirrors are submitted, so that shards are spread
           yield* eventually(
             Effect.provide(
-              Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ n: string }>`SELECT count(*) AS n FROM cluster_runners`),
+              Effect.flatMap(
+                SqlClient.SqlClient,
+                (sql) => sql<{ n: string }>`SELECT count(*) AS n FROM cluster_runners`
+              ),
               postgresClient(clusterUrl)
             ).pipe(Effect.map(([row]) => Number(row?.n ?? 0)), Effect.orElseSucceed(() => 0)),
             (n) => n === 3
@@ -144,7 +147,9 @@ layer(emulator, { excludeTestServices: true })((it) => {
               sql<{ commits: number; complete: number }>`SELECT commits, complete FROM ${
                 sql(SqlMirror.passesTable)
               } WHERE microapp_id = ${microAppID}`)).pipe(
-                Effect.map(([row]) => row !== undefined && row.complete === 0 && row.commits >= 4),
+                Effect.map(([row]) =>
+                  row !== undefined && row.complete === 0 && row.commits >= 4
+                ),
                 Effect.orElseSucceed(() => false)
               )
           const victim = yield* eventually(
@@ -163,7 +168,10 @@ layer(emulator, { excludeTestServices: true })((it) => {
           if (killed === undefined) return expect.unreachable()
           killed.child.kill("SIGKILL")
           const killedAt = Date.now()
-          expect(yield* endOf(killed.child as ChildProcessWithoutNullStreams)).toEqual({ code: null, signal: "SIGKILL" })
+          expect(yield* endOf(killed.child as ChildProcessWithoutNullStreams)).toEqual({
+            code: null,
+            signal: "SIGKILL"
+          })
 
           const run = yield* Fiber.join(submitted)
           expect(run.code).toBe(0)
@@ -177,7 +185,8 @@ layer(emulator, { excludeTestServices: true })((it) => {
           expect(victimLine).toMatch(/resumed [1-9]/)
 
           const all = attempts()
-          const endOfAttempt = (attempt: Attempt) => attempt.end ?? (attempt.runner === victim.runner ? killedAt : Infinity)
+          const endOfAttempt = (attempt: Attempt) =>
+            attempt.end ?? (attempt.runner === victim.runner ? killedAt : Infinity)
           for (const microAppID of microApps) {
             const ofMicroapp = all.filter((attempt) => attempt.microAppID === microAppID).sort((a, b) =>
               a.start - b.start
@@ -204,7 +213,9 @@ layer(emulator, { excludeTestServices: true })((it) => {
           for (const microAppID of microApps) {
             const expected = new Map((yield* server.rows.table(microAppID)).map((row) => [String(row["_id"]), row]))
             const stored = yield* onMirror(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-              sql<{ row_id: string; data: string }>`SELECT row_id, data FROM microapp_rows WHERE microapp_id = ${microAppID}`))
+              sql<
+                { row_id: string; data: string }
+              >`SELECT row_id, data FROM microapp_rows WHERE microapp_id = ${microAppID}`))
             expect(stored.map((row) => row.row_id).sort(), microAppID).toEqual([...expected.keys()].sort())
             for (const row of stored) expect(JSON.parse(row.data), row.row_id).toEqual(expected.get(row.row_id))
           }

@@ -192,7 +192,11 @@ export const layer = MicroappMirror.toLayer(Effect.fnUntraced(function*(payload,
       return Option.isSome(done) ? done.value : yield* onMirrorDatabase(SqlMirror.run(options))
     }).pipe(
       Effect.onExit((exit) => Effect.logInfo(`MicroappMirror pass ended: ${exit._tag}`)),
-      Effect.annotateLogs({ microAppID: options.microAppID, table: options.table ?? SqlMirror.defaultTable, executionId })
+      Effect.annotateLogs({
+        microAppID: options.microAppID,
+        table: options.table ?? SqlMirror.defaultTable,
+        executionId
+      })
     )
   })
 }))

@@ -7,7 +7,7 @@
  */
 import { ClusterCron, type Sharding } from "@effect/cluster"
 import type { WorkflowEngine } from "@effect/workflow"
-import { type Cron, DateTime, Duration, Effect, HashMap, Layer, Option } from "effect"
+import { type Cron, DateTime, type Duration, Effect, HashMap, Layer, Option } from "effect"
 import * as SqlMirror from "../sql/SqlMirror.js"
 import { MicroappMirror, type Payload } from "./MicroappMirror.js"
 
