@@ -18,7 +18,7 @@ import { fileURLToPath } from "node:url"
 import { MicroappClient } from "../../src/index.js"
 import { SqlMirror } from "../../src/sql/index.js"
 import { demoCredentials } from "../../src/testing/index.js"
-import { finish, formatInt, mb, options, peakRss, type Report, startServer } from "./common.js"
+import { failed, finish, formatInt, mb, options, peakRss, replyToParent, type Report, startServer } from "./common.js"
 
 const self = fileURLToPath(import.meta.url)
 const microAppID = "64d000000000000000000001"
@@ -132,16 +132,7 @@ const main = async (): Promise<Report> => {
 
 const opts = options()
 if (opts.text("mode") === "passes") {
-  passes(opts.text("base-url") ?? "", opts.number("k", 1, 1), opts.number("page-size", 1000, 100)).then(
-    (run) => process.send?.(run, () => process.exit(0)),
-    (error: unknown) => {
-      console.error(error)
-      process.exit(1)
-    }
-  )
+  replyToParent(passes(opts.text("base-url") ?? "", opts.number("k", 1, 1), opts.number("page-size", 1000, 100)))
 } else {
-  main().then(finish, (error: unknown) => {
-    console.error(error)
-    process.exit(1)
-  })
+  main().then(finish, failed)
 }
