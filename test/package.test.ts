@@ -124,6 +124,13 @@ describe("the package", () => {
     expect(external.filter((specifier) => !allowed.test(specifier))).toEqual([])
   })
 
+  it("./workflow imports effect, @effect/platform, @effect/sql, @effect/cluster and @effect/workflow only", () => {
+    const external = [...externalImports(packageJson.exports["./workflow"].default)]
+    expect(external).toEqual(expect.arrayContaining(["@effect/cluster", "@effect/workflow"]))
+    const allowed = /^(effect|@effect\/(platform|sql|cluster|workflow))(\/|$)/
+    expect(external.filter((specifier) => !allowed.test(specifier))).toEqual([])
+  })
+
   it("the bin loads the database drivers only when a command needs one, from node_modules", () => {
     const source = fs.readFileSync(path.join(root, packageJson.bin.microapp), "utf8")
     expect(source).toContain("import(\"@effect/sql-libsql\")")
@@ -156,15 +163,21 @@ describe("the package", () => {
   it("a user of the client installs effect and @effect/platform, nothing of the CLI's or the emulator's", () => {
     expect(packageJson.dependencies ?? {}).toEqual({})
     expect(Object.keys(packageJson.peerDependencies).sort()).toEqual([
+      "@effect/cluster",
       "@effect/platform",
       "@effect/platform-node",
       "@effect/sql",
+      "@effect/workflow",
       "effect"
     ])
     expect(packageJson.peerDependencies["@effect/sql"]).toBe("~0.52.1")
+    expect(packageJson.peerDependencies["@effect/cluster"]).toBe("~0.60.2")
+    expect(packageJson.peerDependencies["@effect/workflow"]).toBe("~0.19.1")
     expect(packageJson.peerDependenciesMeta).toEqual({
+      "@effect/cluster": { optional: true },
       "@effect/platform-node": { optional: true },
-      "@effect/sql": { optional: true }
+      "@effect/sql": { optional: true },
+      "@effect/workflow": { optional: true }
     })
   })
 

@@ -366,6 +366,44 @@ const openPass = (
   })
 
 /**
+ * Where the mirror of a Microapp into a table stands: the pass in progress or last completed,
+ * whether it is complete, and its summary so far (none before its first commit).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface PassState {
+  readonly pass: number
+  readonly complete: boolean
+  readonly summary: Option.Option<Changes.Summary>
+}
+
+/**
+ * The state of the mirror of `microAppID` into `table` (default `microapp_rows`); none before its
+ * first run. Creates the tables when missing, as `run` does.
+ *
+ * @since 0.1.0
+ * @category running
+ */
+export const passState: (
+  options: { readonly microAppID: string; readonly table?: string | undefined }
+) => Effect.Effect<Option.Option<PassState>, InvalidInput | SqlError.SqlError, SqlClient.SqlClient> = Effect.fn(
+  "SqlMirror.passState"
+)(function*(options: { readonly microAppID: string; readonly table?: string | undefined }) {
+  const table = options.table ?? defaultTable
+  const sql = yield* SqlClient.SqlClient
+  const tables: Tables = { rows: table, history: undefined, deletes: deletesTableOf(table) }
+  yield* createTables(sql, tables)
+  const stored = yield* mirrorOf(sql, tables, options.microAppID).stored
+  if (Option.isNone(stored)) return Option.none()
+  const { checkpoint, complete, pass } = stored.value
+  const summary = checkpoint === null
+    ? Option.none<Changes.Summary>()
+    : Option.some((yield* Changes.fromJson(checkpoint)).summary)
+  return Option.some({ pass, complete: complete === 1, summary })
+})
+
+/**
  * One pass: resumes the pass in progress, or starts a new one after a complete pass, and runs it
  * to its end. Its summary counts the whole pass, across the runs that resumed it; a first pass
  * counts every row as inserted.

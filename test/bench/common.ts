@@ -53,6 +53,17 @@ export const finish = (report: Report): void => {
   }
 }
 
+/** A program's failure: printed, and a non-zero exit. */
+export const failed = (error: unknown): void => {
+  console.error(error)
+  process.exit(1)
+}
+
+/** A child process's result, to its parent over IPC. */
+export const replyToParent = (result: Promise<unknown>): void => {
+  result.then((value) => process.send?.(value, () => process.exit(0)), failed)
+}
+
 /** A server process and its address. */
 export interface Server {
   readonly baseUrl: string

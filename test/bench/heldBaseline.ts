@@ -13,7 +13,18 @@ import { type ChildProcess, fork } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { Changes, MicroappClient } from "../../src/index.js"
 import { demoCredentials } from "../../src/testing/index.js"
-import { finish, formatInt, formatRatio, mb, options, peakRss, type Report, startServer } from "./common.js"
+import {
+  failed,
+  finish,
+  formatInt,
+  formatRatio,
+  mb,
+  options,
+  peakRss,
+  replyToParent,
+  type Report,
+  startServer
+} from "./common.js"
 import { serialisedRows } from "./table.js"
 
 const self = fileURLToPath(import.meta.url)
@@ -198,16 +209,7 @@ const rows = opts.number("rows", 1_000_000, 5_000)
 if (mode === "holder") {
   holder(rows)
 } else if (mode === "pass-sink" || mode === "pass-heap") {
-  pass(rows, opts.text("base-url") ?? "", mode === "pass-sink").then(
-    (run) => process.send?.(run, () => process.exit(0)),
-    (error: unknown) => {
-      console.error(error)
-      process.exit(1)
-    }
-  )
+  replyToParent(pass(rows, opts.text("base-url") ?? "", mode === "pass-sink"))
 } else {
-  main().then(finish, (error: unknown) => {
-    console.error(error)
-    process.exit(1)
-  })
+  main().then(finish, failed)
 }

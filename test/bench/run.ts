@@ -18,7 +18,8 @@ const programs = [
   "throttle",
   "checkpoint",
   "export",
-  "writes"
+  "writes",
+  "fleet"
 ] as const
 
 interface Outcome {

@@ -1,0 +1,48 @@
+/**
+ * A runner of the mirror fleet: one of any number of processes sharing one PostgreSQL, each
+ * running the `MicroappMirror` executions of its shards, taking over a dead runner's shards.
+ * `CLUSTER_DATABASE_URL` (the cluster's storage), `MIRROR_DATABASE_URL` (the mirrors; default the
+ * same), `HOST` and `PORT` (where the other runners reach this one; default localhost:34431),
+ * `MICROAPP_BASE_URL`, `MICROAPP_AUTH_TOKEN`, `MICROAPP_USER_ID` (the service), and, to mirror on a
+ * schedule, `MIRROR_CRON` (`"0 * * * *"`) with `MIRROR_MICROAPPS` (ids, comma-separated).
+ * ShardingConfig's settings come from the environment too: `SHARD_LOCK_EXPIRATION="10 seconds"`.
+ */
+import { ClusterWorkflowEngine } from "@effect/cluster"
+import { NodeClusterSocket, NodeHttpClient, NodeRuntime } from "@effect/platform-node"
+import { PgClient } from "@effect/sql-pg"
+import { Config, Cron, Effect, Layer, Logger, Option } from "effect"
+import { MicroappClient } from "../src/index.js"
+import { MicroappMirror, MirrorCron } from "../src/workflow/index.js"
+
+const clusterDatabase = Config.redacted("CLUSTER_DATABASE_URL")
+
+const Engine = ClusterWorkflowEngine.layer.pipe(
+  Layer.provideMerge(NodeClusterSocket.layer({ storage: "sql" })),
+  Layer.provide(PgClient.layerConfig({ url: clusterDatabase }))
+)
+
+const Schedule = Layer.unwrapEffect(Effect.gen(function*() {
+  const cron = yield* Config.option(Config.string("MIRROR_CRON"))
+  const microApps = yield* Config.array(Config.string(), "MIRROR_MICROAPPS").pipe(Config.withDefault([]))
+  return Option.match(cron, {
+    onNone: () => Layer.empty,
+    onSome: (expression) =>
+      MirrorCron.layer({ cron: Cron.unsafeParse(expression), mirrors: microApps.map((microAppID) => ({ microAppID })) })
+  })
+}))
+
+const Mirrors = Layer.mergeAll(
+  MicroappMirror.MirrorDatabase.layer(
+    PgClient.layerConfig({ url: Config.redacted("MIRROR_DATABASE_URL").pipe(Config.orElse(() => clusterDatabase)) })
+  ),
+  MicroappClient.layerConfig().pipe(Layer.provide(NodeHttpClient.layerUndici))
+)
+
+Layer.mergeAll(MicroappMirror.layer, Schedule).pipe(
+  Layer.provide(Mirrors),
+  Layer.provide(Engine),
+  // one JSON object a line, for the log collector
+  Layer.provide(Logger.json),
+  Layer.launch,
+  NodeRuntime.runMain
+)

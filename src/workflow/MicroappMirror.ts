@@ -1,0 +1,202 @@
+/**
+ * The mirror pass of `effect-microapp/sql` (`SqlMirror.run`) as a durable workflow of
+ * `@effect/workflow`: run on `@effect/cluster`, one execution per Microapp, table and run slot (a
+ * scheduled time, say), resumed on another runner when its runner dies.
+ *
+ * An execution has two activities: `start` records which pass the run must see complete (the one
+ * in progress, or the next), and `pass` runs `SqlMirror.run` to that pass's end. A runner killed
+ * in the middle of `pass` has it run again on another (at-least-once), and `SqlMirror.run` goes on
+ * from the pass's last commit. One killed after the pass completed, before the cluster stored the
+ * activity's result, has it run again too: it finds the pass complete and returns the summary the
+ * database holds, instead of starting a pass of its own.
+ *
+ * The mirror's database is the `MirrorDatabase` service, apart from the cluster's storage (which is
+ * what `SqlClient` is on a runner); both may be one PostgreSQL.
+ *
+ * @since 0.1.0
+ */
+import { SqlClient, SqlError } from "@effect/sql"
+import { Activity, Workflow } from "@effect/workflow"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import type * as Changes from "../Changes.js"
+import { MicroappError } from "../MicroappError.js"
+import * as Query from "../Query.js"
+import * as SqlMirror from "../sql/SqlMirror.js"
+
+/**
+ * The database the mirrors are kept in, a `SqlClient` of its own: on a runner, `SqlClient` is the
+ * cluster's storage.
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export class MirrorDatabase extends Context.Tag("effect-microapp/workflow/MirrorDatabase")<
+  MirrorDatabase,
+  SqlClient.SqlClient
+>() {
+  /**
+   * The mirrors' database from a layer of `SqlClient` (`PgClient.layer(...)`, say), kept apart from
+   * any other `SqlClient` of the runner.
+   *
+   * @since 0.1.0
+   */
+  static readonly layer = <E, R>(client: Layer.Layer<SqlClient.SqlClient, E, R>): Layer.Layer<MirrorDatabase, E, R> =>
+    Layer.effect(MirrorDatabase, SqlClient.SqlClient).pipe(Layer.provide(client))
+}
+
+/**
+ * The summary of a pass (`Changes.Summary`) as a Schema: what an execution returns.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Summary: Schema.Schema<Changes.Summary> = Schema.Struct({
+  pages: Schema.Number,
+  rows: Schema.Number,
+  duplicatesDropped: Schema.Number,
+  realignments: Schema.Number,
+  appearedBehind: Schema.Number,
+  caughtBehind: Schema.Number,
+  vanishedBehind: Schema.Number,
+  pagesDiscarded: Schema.Number,
+  serverCap: Schema.UndefinedOr(Schema.Number),
+  retries: Schema.Number,
+  inconsistencies: Schema.Number,
+  invalidRows: Schema.Number,
+  concurrencyReached: Schema.Number,
+  concurrency: Schema.Number,
+  complete: Schema.Boolean,
+  exhaustive: Schema.Boolean,
+  resumed: Schema.Number,
+  elapsedMillis: Schema.Number,
+  inserted: Schema.Number,
+  updated: Schema.Number,
+  deleted: Schema.Number,
+  unchanged: Schema.Number,
+  deletes: Schema.Literal("pending", "reported", "skipped")
+})
+
+/**
+ * The mirror's database failed (`SqlError`, whose cause does not cross the wire): its message.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class MirrorDatabaseError extends Schema.TaggedError<MirrorDatabaseError>()("MirrorDatabaseError", {
+  message: Schema.String
+}) {
+  /**
+   * @since 0.1.0
+   */
+  static readonly fromSqlError = (error: SqlError.SqlError): MirrorDatabaseError =>
+    new MirrorDatabaseError({ message: error.message })
+}
+
+/**
+ * What an execution fails with: the client's errors, `SqlMirror.ConcurrentRun`, or the mirror
+ * database's.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const MirrorError = Schema.Union(MicroappError, SqlMirror.ConcurrentRun, MirrorDatabaseError)
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type MirrorError = typeof MirrorError.Type
+
+/**
+ * An execution's payload: the `rows` selection and scan options of `SqlMirror.Options`, where to
+ * keep the mirror (`table`, `history`), and `slot`, which names the run (the scheduled time as
+ * ISO-8601 text, say). Executions with the same Microapp, table and slot are one.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Payload = Schema.Struct({
+  ...Query.Selection.fields,
+  pageSize: Schema.optional(Schema.Number),
+  concurrency: Schema.optional(Schema.Union(Schema.Number, Schema.Literal("auto"))),
+  maxConcurrency: Schema.optional(Schema.Number),
+  prefetch: Schema.optional(Schema.Number),
+  overlap: Schema.optional(Schema.Number),
+  onInconsistent: Schema.optional(Schema.Literal("fail", "continue")),
+  table: Schema.optional(Schema.String),
+  history: Schema.optional(Schema.Boolean),
+  slot: Schema.String
+})
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Payload = typeof Payload.Type
+
+/**
+ * The workflow: `MicroappMirror.execute(payload)` runs (or joins) the execution of `payload` and
+ * returns its pass's summary.
+ *
+ * @since 0.1.0
+ * @category workflows
+ */
+export const MicroappMirror = Workflow.make({
+  name: "MicroappMirror",
+  payload: Payload,
+  success: Summary,
+  error: MirrorError,
+  idempotencyKey: ({ microAppID, slot, table = SqlMirror.defaultTable }) => `${table}/${microAppID}/${slot}`
+})
+
+const isSqlError = (error: unknown): error is SqlError.SqlError => error instanceof SqlError.SqlError
+
+/** The pass a run must see complete: the one in progress, or the one after the last complete. */
+const Target = Schema.Struct({ pass: Schema.Number })
+
+/**
+ * The workflow's implementation, for a runner: each execution in the cluster runs on one runner at
+ * a time and goes on on another when its runner dies.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = MicroappMirror.toLayer(Effect.fnUntraced(function*(payload, executionId) {
+  const { slot: _slot, ...options } = payload
+  const database = yield* MirrorDatabase
+  const onMirrorDatabase = <A, E, R>(effect: Effect.Effect<A, E | SqlError.SqlError, R>) =>
+    effect.pipe(
+      Effect.provideService(SqlClient.SqlClient, database),
+      Effect.mapError((error) => isSqlError(error) ? MirrorDatabaseError.fromSqlError(error) : error)
+    )
+  const state = onMirrorDatabase(SqlMirror.passState(options))
+  const target = yield* Activity.make({
+    name: "start",
+    success: Target,
+    error: MirrorError,
+    execute: Effect.map(state, (found) => ({
+      pass: Option.match(found, { onNone: () => 1, onSome: ({ complete, pass }) => complete ? pass + 1 : pass })
+    }))
+  })
+  return yield* Activity.make({
+    name: "pass",
+    success: Summary,
+    error: MirrorError,
+    execute: Effect.gen(function*() {
+      yield* Effect.logInfo("MicroappMirror pass started")
+      // an attempt that died after the pass completed, before its result was stored, left it whole
+      const done = Option.flatMap(
+        Option.filter(yield* state, ({ complete, pass }) => complete && pass >= target.pass),
+        ({ summary }) => summary
+      )
+      return Option.isSome(done) ? done.value : yield* onMirrorDatabase(SqlMirror.run(options))
+    }).pipe(
+      Effect.onExit((exit) => Effect.logInfo(`MicroappMirror pass ended: ${exit._tag}`)),
+      Effect.annotateLogs({
+        microAppID: options.microAppID,
+        table: options.table ?? SqlMirror.defaultTable,
+        executionId
+      })
+    )
+  })
+}))
