@@ -13,7 +13,7 @@ import * as net from "node:net"
 import { SqlMirror } from "../src/sql/index.js"
 import { MicroappServer } from "../src/testing/index.js"
 import { eventually } from "./cliSupport.js"
-import { bundled, cleanEnv, drift, endOf, outputOf, runToEnd } from "./processSupport.js"
+import { bundled, cleanEnv, drift, drifted, endOf, outputOf, runToEnd } from "./processSupport.js"
 import { freshPostgresUrl, postgresClient } from "./sqlDatabases.js"
 import { numbersTable } from "./support.js"
 
@@ -127,8 +127,8 @@ layer(emulator, { excludeTestServices: true })((it) => {
             (n) => n === 3
           )
 
-          const removed = new Set<string>()
-          const drifting = yield* Effect.fork(Effect.all(microApps.map((id) => drift(server, id, removed)), {
+          const touched = drifted()
+          const drifting = yield* Effect.fork(Effect.all(microApps.map((id) => drift(server, id, touched)), {
             concurrency: "unbounded"
           }))
 
@@ -220,7 +220,7 @@ layer(emulator, { excludeTestServices: true })((it) => {
             expect(stored.map((row) => row.row_id).sort(), microAppID).toEqual([...expected.keys()].sort())
             for (const row of stored) expect(JSON.parse(row.data), row.row_id).toEqual(expected.get(row.row_id))
           }
-          expect([...removed].length).toBeGreaterThan(0)
+          expect(touched.removed.size).toBeGreaterThan(0)
         }).pipe(Effect.orDie)
     )
   })
