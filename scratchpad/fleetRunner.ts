@@ -44,5 +44,5 @@ Layer.mergeAll(MicroappMirror.layer, Schedule).pipe(
   // one JSON object a line, for the log collector
   Layer.provide(Logger.json),
   Layer.launch,
-  NodeRuntime.runMain
+  NodeRuntime.runMain({ disablePrettyLogger: true })
 )
