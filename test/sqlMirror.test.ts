@@ -120,8 +120,17 @@ for (const database of databases) {
       it.effect("a first pass inserts every row; the table equals the Microapp", () =>
         Effect.gen(function*() {
           yield* reset
+          expect(yield* SqlMirror.passState({ microAppID: numbers, table: "first" })).toEqual(Option.none())
           const summary = yield* mirror("first")
           expect(summary).toMatchObject({ inserted: size, updated: 0, deleted: 0, unchanged: 0, exhaustive: true })
+          expect(yield* SqlMirror.passState({ microAppID: numbers, table: "first" })).toEqual(
+            // the summary of the last commit: the run's, but for the milliseconds it took after it
+            Option.some({
+              pass: 1,
+              complete: true,
+              summary: Option.some({ ...summary, elapsedMillis: expect.any(Number) })
+            })
+          )
           yield* expectEqualToMicroapp("first")
           // nothing changed: a second pass changes nothing
           expect(yield* mirror("first")).toMatchObject({ inserted: 0, updated: 0, deleted: 0, unchanged: size })
