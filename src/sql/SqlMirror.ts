@@ -113,6 +113,8 @@ interface Tables {
 
 const createTables = (sql: SqlClient.SqlClient, tables: Tables) =>
   Effect.gen(function*() {
+    // a reader of the file then never stops a commit: in SQLite's default mode it would fail it
+    yield* sql.onDialectOrElse({ sqlite: () => sql`PRAGMA journal_mode = WAL`, orElse: () => Effect.void })
     yield* sql`CREATE TABLE IF NOT EXISTS ${sql(tables.rows)} (
       microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, data TEXT NOT NULL, fingerprint TEXT NOT NULL,
       pass INTEGER NOT NULL, PRIMARY KEY (microapp_id, row_id))`
@@ -257,8 +259,8 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
         const found = new Map<string, string>()
         yield* grouped(ids, (group) =>
           Effect.map(
-            sql<{ row_id: string; fingerprint: string }>`SELECT row_id, fingerprint FROM ${sql(tables.rows)}
-              WHERE microapp_id = ${microAppID} AND ${sql.in("row_id", group)}`,
+            sql<{ row_id: string; fingerprint: string }>`SELECT row_id, fingerprint
+              FROM ${sql(tables.rows)} WHERE microapp_id = ${microAppID} AND ${sql.in("row_id", group)}`,
             (rows) => rows.forEach((row) => found.set(row.row_id, row.fingerprint))
           ))
         return found
@@ -446,12 +448,15 @@ export const run: (
     })
 
   yield* Stream.runForEach(opened.changes.pages, (page) =>
-    sql.withTransaction(Effect.gen(function*() {
-      yield* mirror.writePage(opened.pass, yield* seenOn(page), page.changes)
-      yield* Ref.set(
-        commits,
-        yield* mirror.savePass(yield* Ref.get(commits), { pass: opened.pass, checkpoint: page.checkpoint })
-      )
-    })))
+    Effect.gen(function*() {
+      const seen = yield* seenOn(page)
+      const before = yield* Ref.get(commits)
+      // the commit count moves only with a transaction that committed
+      const after = yield* sql.withTransaction(Effect.zipRight(
+        mirror.writePage(opened.pass, seen, page.changes),
+        mirror.savePass(before, { pass: opened.pass, checkpoint: page.checkpoint })
+      ))
+      yield* Ref.set(commits, after)
+    }))
   return yield* opened.changes.summary
 })
