@@ -11,7 +11,7 @@ import { CheckpointImpl, fromJson, toJson } from "../../src/internal/scan/checkp
 import * as Engine from "../../src/internal/scan/engine.js"
 import { MicroappClient } from "../../src/MicroappClient.js"
 import { MicroappServer } from "../../src/testing/MicroappServer.js"
-import { finish, formatInt, median, options, type Report, rotate } from "./common.js"
+import { failed, finish, formatInt, median, options, type Report, rotate } from "./common.js"
 import { rowId } from "./table.js"
 
 /** Milliseconds to read `count` rows through `rows` and through `pages`, in turns, over HTTP. */
@@ -161,7 +161,4 @@ const main = async (): Promise<Report> => {
   }
 }
 
-main().then(finish, (error: unknown) => {
-  console.error(error)
-  process.exit(1)
-})
+main().then(finish, failed)

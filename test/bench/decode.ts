@@ -7,7 +7,7 @@ import { isDeepStrictEqual } from "node:util"
 import { makeRowDecoder } from "../../src/internal/http/decode.js"
 import { Row } from "../../src/Row.js"
 import { makeProjectRows } from "../../src/testing/DemoData.js"
-import { finish, formatRatio, median, options, type Report, rotate } from "./common.js"
+import { failed, finish, formatRatio, median, options, type Report, rotate } from "./common.js"
 
 interface Method {
   readonly label: string
@@ -112,6 +112,5 @@ const main = (): Report => {
 try {
   finish(main())
 } catch (error) {
-  console.error(error)
-  process.exit(1)
+  failed(error)
 }

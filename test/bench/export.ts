@@ -9,7 +9,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { finish, formatInt, formatRatio, median, options, type Report, rotate, startServer } from "./common.js"
+import { failed, finish, formatInt, formatRatio, median, options, type Report, rotate, startServer } from "./common.js"
 
 const bin = fileURLToPath(new URL("../../src/cli/bin.js", import.meta.url))
 
@@ -96,7 +96,4 @@ const main = async (): Promise<Report> => {
   }
 }
 
-main().then(finish, (error: unknown) => {
-  console.error(error)
-  process.exit(1)
-})
+main().then(finish, failed)

@@ -5,6 +5,7 @@
  * here they do it in real time, on whatever machine runs this.
  */
 import {
+  failed,
   finish,
   formatInt,
   formatRatio,
@@ -102,7 +103,4 @@ const main = async (): Promise<Report> => {
   }
 }
 
-main().then(finish, (error: unknown) => {
-  console.error(error)
-  process.exit(1)
-})
+main().then(finish, failed)

@@ -6,6 +6,7 @@
  * what counts is the difference.
  */
 import {
+  failed,
   type Finding,
   finish,
   formatInt,
@@ -154,7 +155,4 @@ const main = async (): Promise<Report> => {
   return { title: "memory", findings, details }
 }
 
-main().then(finish, (error: unknown) => {
-  console.error(error)
-  process.exit(1)
-})
+main().then(finish, failed)

@@ -4,7 +4,7 @@
  * at once again with `rateLimit.maxInFlight` set by hand to what the server allows. Each run has a
  * fresh client, as a service starting up has. Every scan must be exact and none may fail.
  */
-import { finish, formatInt, formatRatio, median, options, type Report, rotate, startServer } from "./common.js"
+import { failed, finish, formatInt, formatRatio, median, options, type Report, rotate, startServer } from "./common.js"
 import { runScans, type ScansRun } from "./scans.js"
 
 const microAppID = "64b7c0f1a2d3e4f5a6b7c8db"
@@ -87,7 +87,4 @@ const main = async (): Promise<Report> => {
   }
 }
 
-main().then(finish, (error: unknown) => {
-  console.error(error)
-  process.exit(1)
-})
+main().then(finish, failed)

@@ -5,7 +5,7 @@
  * is read both at `concurrency: "auto"` (the default) and at that fixed concurrency. Each run has a
  * fresh client; every scan must be exact and none may fail.
  */
-import { finish, formatInt, formatRatio, median, options, type Report, rotate, startServer } from "./common.js"
+import { failed, finish, formatInt, formatRatio, median, options, type Report, rotate, startServer } from "./common.js"
 import { runScans, type ScansRun } from "./scans.js"
 
 const microAppID = "64b7c0f1a2d3e4f5a6b7c8db"
@@ -95,7 +95,4 @@ const main = async (): Promise<Report> => {
   }
 }
 
-main().then(finish, (error: unknown) => {
-  console.error(error)
-  process.exit(1)
-})
+main().then(finish, failed)

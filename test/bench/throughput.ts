@@ -4,6 +4,7 @@
  * rounds against one server process.
  */
 import {
+  failed,
   finish,
   formatInt,
   formatRatio,
@@ -130,7 +131,4 @@ const main = async (): Promise<Report> => {
   return { title: "throughput", findings, details }
 }
 
-main().then(finish, (error: unknown) => {
-  console.error(error)
-  process.exit(1)
-})
+main().then(finish, failed)

@@ -7,7 +7,18 @@
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Effect, Layer, ManagedRuntime, Redacted, Stream } from "effect"
 import { MicroappClient } from "../../src/index.js"
-import { finish, formatInt, formatRatio, gcTimer, median, options, type Report, rotate, startServer } from "./common.js"
+import {
+  failed,
+  finish,
+  formatInt,
+  formatRatio,
+  gcTimer,
+  median,
+  options,
+  type Report,
+  rotate,
+  startServer
+} from "./common.js"
 import { rowId } from "./table.js"
 
 const credentials = { authToken: "bench-token", userId: "bench-user" }
@@ -128,7 +139,4 @@ const main = async (): Promise<Report> => {
   }
 }
 
-main().then(finish, (error: unknown) => {
-  console.error(error)
-  process.exit(1)
-})
+main().then(finish, failed)
