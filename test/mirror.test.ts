@@ -16,7 +16,7 @@ import { mirror } from "../scratchpad/pipeline.js"
 import { sqliteSink } from "../scratchpad/sqliteSink.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import { eventually, untilRequests } from "./cliSupport.js"
-import { bundled, cleanEnv, drift, drifted, killedFiveTimes, modifiedAt, scanFaults } from "./processSupport.js"
+import { bundled, cleanEnv, committedTo, drift, drifted, killedFiveTimes, scanFaults } from "./processSupport.js"
 import { withEmulator } from "./support.js"
 
 const databaseIn = Effect.map(
@@ -113,7 +113,7 @@ describe("the SQLite mirror", () => {
               MICROAPP_USER_ID: server.credentials.userId
             },
             stdio: "pipe"
-          }), modifiedAt(database))
+          }), committedTo(database))
         yield* Fiber.interrupt(drifting)
         expect(last.code, last.stderr).toBe(0)
         const ids = yield* mirroredIds(database)

@@ -103,6 +103,10 @@ export const killedFiveTimes = (
 export const modifiedAt = (file: string): Effect.Effect<number> =>
   Effect.sync(() => fs.existsSync(file) ? fs.statSync(file).mtimeMs : 0)
 
+/** When a SQLite database in WAL mode last committed (ms): its file or its write-ahead log, whichever changed last. */
+export const committedTo = (database: string): Effect.Effect<number> =>
+  Effect.zipWith(modifiedAt(database), modifiedAt(`${database}-wal`), Math.max)
+
 /** Faults a scan survives with its retries: 8% of requests fail in one of five ways. */
 export const scanFaults: FaultPlan = {
   seed: 7,
