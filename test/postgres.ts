@@ -10,10 +10,10 @@
 import { spawn, spawnSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import type { TestProject } from "vitest/node"
+import { freePort } from "./support/ports.js"
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -21,17 +21,6 @@ declare module "vitest" {
     readonly postgresUrl: string
   }
 }
-
-/** A port nobody listens on now; the server binds it a moment later. */
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const probe = net.createServer()
-    probe.once("error", reject)
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address()
-      probe.close(() => typeof address === "object" && address !== null ? resolve(address.port) : reject(address))
-    })
-  })
 
 /**
  * Once process `owner` is gone, stops the server in `dir` if one still runs (a postmaster.pid left in
