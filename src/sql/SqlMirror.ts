@@ -5,7 +5,8 @@
  *
  * Tables (created when missing; `table` defaults to `microapp_rows`):
  *
- * - `table`: `microapp_id`, `row_id` (the primary key, together), `data` (the row as JSON text),
+ * - `table`: `microapp_id`, `row_id` (the primary key, together), `data` (the row: `jsonb` on
+ *   PostgreSQL, migrated in place from the JSON text of earlier versions; JSON text elsewhere),
  *   `fingerprint` (`Changes.fingerprint` of the row) and `pass` (the pass that last saw the row).
  * - `microapp_passes`: one row per mirrored table and Microapp (`row_table`, `microapp_id`): the
  *   pass in progress or last completed (`pass`, `complete`), its checkpoint (`checkpoint`, JSON text,
@@ -111,13 +112,37 @@ interface Tables {
   readonly deletes: string
 }
 
+/** The type of `data`: `jsonb` on PostgreSQL, parsed once when written; JSON text elsewhere. */
+const dataType = (sql: SqlClient.SqlClient) =>
+  sql.literal(sql.onDialectOrElse({ pg: () => "JSONB", orElse: () => "TEXT" }))
+
+/**
+ * `data` of `table` made `jsonb` in place when an earlier version left it text (PostgreSQL only).
+ * Two runs at once both converting is harmless: the second converts jsonb to itself.
+ */
+const migrateData = (sql: SqlClient.SqlClient, table: string) =>
+  sql.onDialectOrElse({
+    pg: () =>
+      Effect.gen(function*() {
+        const columns = yield* sql<{ data_type: string }>`SELECT data_type FROM information_schema.columns
+          WHERE table_schema = current_schema() AND table_name = ${table} AND column_name = 'data'`
+        if (columns[0]?.data_type !== "text") return
+        yield* sql`ALTER TABLE ${sql(table)} ALTER COLUMN data TYPE JSONB USING data::jsonb`
+      }),
+    orElse: () => Effect.void
+  })
+
+/** A row as `data` takes it, in rows and history alike: JSON text, which PostgreSQL parses into jsonb. */
+const dataOf = (row: Row): string => JSON.stringify(row)
+
 const createTables = (sql: SqlClient.SqlClient, tables: Tables) =>
   Effect.gen(function*() {
     // a reader of the file then never stops a commit: in SQLite's default mode it would fail it
     yield* sql.onDialectOrElse({ sqlite: () => sql`PRAGMA journal_mode = WAL`, orElse: () => Effect.void })
     yield* sql`CREATE TABLE IF NOT EXISTS ${sql(tables.rows)} (
-      microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, data TEXT NOT NULL, fingerprint TEXT NOT NULL,
+      microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, data ${dataType(sql)} NOT NULL, fingerprint TEXT NOT NULL,
       pass INTEGER NOT NULL, PRIMARY KEY (microapp_id, row_id))`
+    yield* migrateData(sql, tables.rows)
     yield* sql`CREATE TABLE IF NOT EXISTS ${sql(passesTable)} (
       row_table TEXT NOT NULL, microapp_id TEXT NOT NULL, pass INTEGER NOT NULL, complete INTEGER NOT NULL,
       checkpoint TEXT, inserted INTEGER NOT NULL, updated INTEGER NOT NULL, deleted INTEGER NOT NULL,
@@ -127,9 +152,10 @@ const createTables = (sql: SqlClient.SqlClient, tables: Tables) =>
       microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, PRIMARY KEY (microapp_id, row_id))`
     if (tables.history !== undefined) {
       yield* sql`CREATE TABLE IF NOT EXISTS ${sql(tables.history)} (
-        microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, pass INTEGER NOT NULL, data TEXT NOT NULL,
+        microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, pass INTEGER NOT NULL, data ${dataType(sql)} NOT NULL,
         fingerprint TEXT NOT NULL, valid_from TEXT NOT NULL, valid_to TEXT, deleted INTEGER NOT NULL,
         PRIMARY KEY (microapp_id, row_id, pass))`
+      yield* migrateData(sql, tables.history)
     }
   })
 
@@ -285,7 +311,7 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
           : [{
             microapp_id: microAppID,
             row_id: change.id,
-            data: JSON.stringify(change.row),
+            data: dataOf(change.row),
             fingerprint: change.fingerprint,
             pass
           }]
