@@ -1,14 +1,17 @@
 /**
  * The SQL mirror's `data` column and typed views, on SQLite and a real PostgreSQL: `data` is jsonb
  * on PostgreSQL, a table an earlier version wrote with JSON text is migrated in place by the first
- * run and compares unchanged.
+ * run and compares unchanged; a view with a typed column per field, from a definition or inferred
+ * and widened, and `microapp mirror --view`.
  */
 import { SqlClient } from "@effect/sql"
-import { describe, expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { Changes } from "../src/index.js"
 import { SqlMirror } from "../src/sql/index.js"
-import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
+import { columnNames } from "../src/sql/typedView.js"
+import { MicroappServer, Projects, projectsMicroAppID } from "../src/testing/index.js"
+import { cli, flags } from "./cliSupport.js"
 import { databases, storedData } from "./sqlDatabases.js"
 import { withEmulator } from "./support.js"
 
@@ -73,6 +76,64 @@ const dataType = (table: string) =>
         )
     }))
 
+/** Each column of `view` and its type, as the database reports it (SQLite: the type of its values in the first row). */
+const columnTypes = (view: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.onDialectOrElse({
+      pg: () =>
+        Effect.map(
+          sql<{ column_name: string; data_type: string }>`SELECT column_name, data_type
+            FROM information_schema.columns WHERE table_name = ${view} ORDER BY ordinal_position`,
+          (rows) => Object.fromEntries(rows.map((row) => [row.column_name, row.data_type]))
+        ),
+      orElse: () =>
+        Effect.gen(function*() {
+          const names = (yield* sql<{ name: string }>`SELECT name FROM pragma_table_info(${view})`).map((row) =>
+            row.name
+          )
+          const types = names.map((name) => `typeof("${name}") AS "${name}"`).join(", ")
+          const [row] = yield* sql<Record<string, string>>`SELECT ${sql.literal(types)} FROM ${sql(view)}
+            WHERE owner IS NOT NULL AND tags IS NOT NULL AND budget IS NOT NULL AND due IS NOT NULL LIMIT 1`
+          return row ?? {}
+        })
+    }))
+
+const statusCounts = (view: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(
+      sql<{ status: string | null; n: number | string }>`SELECT status, count(*) AS n FROM ${
+        sql(view)
+      } GROUP BY status`,
+      (rows) => Object.fromEntries(rows.map((row) => [String(row.status), Number(row.n)]))
+    ))
+
+const expectedStatusCounts = Effect.map(
+  Effect.flatMap(MicroappServer, (server) => server.rows.table(projectsMicroAppID)),
+  (rows) => {
+    const counts: Record<string, number> = {}
+    for (const row of rows) {
+      const status = String(row["Status"] ?? null)
+      counts[status] = (counts[status] ?? 0) + 1
+    }
+    return counts
+  }
+)
+
+describe("view columns", () => {
+  it("snake_case labels; a name taken by a bookkeeping column or an earlier field gets _2, _3", () => {
+    expect(columnNames(["Due date", "due_date", "DueDate", "Pass", "_id", "Ünïcode", "1st", "!!"])).toEqual([
+      "due_date",
+      "due_date_2",
+      "due_date_3",
+      "pass_2",
+      "id",
+      "unicode",
+      "f_1st",
+      "field"
+    ])
+  })
+})
+
 for (const database of databases) {
   describe(database.name, () => {
     layer(Layer.merge(database.layer(), emulator), { excludeTestServices: true })((it) => {
@@ -101,6 +162,94 @@ for (const database of databases) {
           for (const row of stored) expect(storedData(row.data), row.row_id).toEqual(now.get(row.row_id))
           const again = yield* SqlMirror.run({ microAppID: projectsMicroAppID, table: "earlier" })
           expect(again).toMatchObject({ inserted: 0, updated: 0, deleted: 0, unchanged: demoRows })
+        }))
+
+      it.effect("a view typed from a definition: a column per field with the field's type, _id and bookkeeping", () =>
+        Effect.gen(function*() {
+          yield* SqlMirror.run({
+            microAppID: projectsMicroAppID,
+            table: "typed",
+            view: "typed_view",
+            definition: Projects
+          })
+          const types = yield* columnTypes("typed_view")
+          expect(types).toEqual(
+            database.name === "postgres"
+              ? {
+                _id: "text",
+                name: "text",
+                status: "text",
+                budget: "double precision",
+                priority: "bigint",
+                approved: "boolean",
+                due: "timestamp with time zone",
+                owner: "jsonb",
+                site: "jsonb",
+                tags: "jsonb",
+                microapp_id: "text",
+                pass: "integer",
+                fingerprint: "text"
+              }
+              : expect.objectContaining({
+                _id: "text",
+                status: "text",
+                budget: "real",
+                priority: "integer",
+                approved: "integer",
+                due: "text",
+                owner: "text",
+                tags: "text",
+                pass: "integer"
+              })
+          )
+          expect(yield* statusCounts("typed_view")).toEqual(yield* expectedStatusCounts)
+          const sql = yield* SqlClient.SqlClient
+          const [first] = yield* sql<{ _id: string; due: unknown; tags: unknown }>`SELECT _id, due, tags
+            FROM ${sql("typed_view")} WHERE due IS NOT NULL AND tags IS NOT NULL ORDER BY _id LIMIT 1`
+          const server = yield* MicroappServer
+          const row = (yield* server.rows.table(projectsMicroAppID)).find((row) => row["_id"] === first?._id)
+          expect(first?.due instanceof Date ? first.due.toISOString().slice(0, 10) : first?.due).toBe(row?.["Due"])
+          expect(storedData(first?.tags)).toEqual(row?.["Tags"])
+        }))
+
+      it.effect("an inferred view: typed from the rows read, replaced when a later pass widens a field", () =>
+        Effect.gen(function*() {
+          const run = SqlMirror.run({ microAppID: projectsMicroAppID, table: "inferred", view: "inferred_view" })
+          yield* run
+          const types = yield* columnTypes("inferred_view")
+          expect(types["status"]).toBe("text")
+          expect(types["due"]).toBe(database.name === "postgres" ? "timestamp with time zone" : "text")
+          expect(types["approved"]).toBe(database.name === "postgres" ? "boolean" : "integer")
+          expect(yield* statusCounts("inferred_view")).toEqual(yield* expectedStatusCounts)
+          const server = yield* MicroappServer
+          const [row] = yield* server.rows.table(projectsMicroAppID)
+          yield* server.rows.updateRow(String(row?.["_id"]), { Approved: "not yet" })
+          const second = yield* run
+          expect(second.updated).toBe(1)
+          // a boolean and a text disagree: the column widens to JSON
+          expect((yield* columnTypes("inferred_view"))["approved"]).toBe(
+            database.name === "postgres" ? "jsonb" : "text"
+          )
+          expect(yield* statusCounts("inferred_view")).toEqual(yield* expectedStatusCounts)
+        }))
+
+      it.scoped("microapp mirror --view NAME keeps the view", () =>
+        Effect.gen(function*() {
+          const server = yield* MicroappServer
+          const url = yield* database.url
+          const run = yield* cli([
+            "mirror",
+            projectsMicroAppID,
+            "--db",
+            url,
+            "--view",
+            "cli_view",
+            "--quiet",
+            ...flags(server)
+          ])
+          expect(run.code, run.stderr).toBe(0)
+          const counts = yield* Effect.provide(statusCounts("cli_view"), database.client(url))
+          expect(counts).toEqual(yield* expectedStatusCounts)
         }))
     })
   })

@@ -34,9 +34,12 @@
 import { SqlClient, type SqlError, type Statement } from "@effect/sql"
 import { Chunk, Clock, Effect, Option, Ref, Schema, Stream } from "effect"
 import * as Changes from "../Changes.js"
+import * as Infer from "../internal/infer.js"
+import type { AnyMicroapp } from "../Microapp.js"
 import { MicroappClient } from "../MicroappClient.js"
 import type { InvalidInput, ScanError } from "../MicroappError.js"
 import type { Row } from "../Row.js"
+import * as TypedView from "./typedView.js"
 
 /**
  * What to mirror (the `rows` selection: `microAppID`, `filters`, `sort`, `pageSize`,
@@ -52,6 +55,16 @@ export interface Options extends Omit<MicroappClient.RowsOptions, "resume" | "de
   readonly table?: string | undefined
   /** Keeps every version of every row in `<table>_history`; default false. */
   readonly history?: boolean | undefined
+  /**
+   * Keeps a view of this name with a column per field (see the module's documentation); none by
+   * default.
+   */
+  readonly view?: string | undefined
+  /**
+   * The typed Microapp whose fields type the view's columns; without it, they are inferred from the
+   * rows the passes read, widening when values disagree.
+   */
+  readonly definition?: AnyMicroapp | undefined
 }
 
 /**
@@ -360,7 +373,7 @@ type Mirror = ReturnType<typeof mirrorOf>
  */
 const openPass = (
   mirror: Mirror,
-  rows: Omit<Options, "table" | "history">
+  rows: Omit<Options, "table" | "history" | "view" | "definition">
 ) =>
   Effect.gen(function*() {
     const client = yield* MicroappClient
@@ -391,6 +404,38 @@ const openPass = (
         error.input === "resume", () =>
         fresh)
     )
+  })
+
+/**
+ * The typed view made or brought up to date with `definition`'s fields, or those it was last made
+ * from; and, without a definition, what widens it by the rows of a page, in the page's transaction.
+ */
+const openView = (
+  sql: SqlClient.SqlClient,
+  view: { readonly name: string; readonly table: string; readonly microAppID: string },
+  definition: AnyMicroapp | undefined
+) =>
+  Effect.gen(function*() {
+    const keeper = TypedView.keeper(sql, view)
+    yield* keeper.create
+    const stored = yield* keeper.stored
+    const initial = definition === undefined
+      ? Option.getOrElse(stored, (): ReadonlyArray<TypedView.ViewField> => [])
+      : TypedView.viewFields(Infer.fieldsOf(definition))
+    yield* sql.withTransaction(keeper.keep(stored, initial))
+    if (definition !== undefined) return undefined
+    const current = yield* Ref.make(initial)
+    return (changes: ReadonlyArray<Changes.Change<Row>>) =>
+      Effect.gen(function*() {
+        const before = yield* Ref.get(current)
+        const after = TypedView.widenedBy(
+          before,
+          changes.flatMap((change) => change._tag === "Deleted" ? [] : [change.row])
+        )
+        yield* keeper.keep(Option.some(before), after)
+        // set before the commit: a page rolled back fails the run, and the next run starts from the table
+        yield* Ref.set(current, after)
+      })
   })
 
 /**
@@ -446,7 +491,7 @@ export const run: (
   InvalidInput | ScanError | SqlError.SqlError | ConcurrentRun,
   MicroappClient | SqlClient.SqlClient
 > = Effect.fn("SqlMirror.run")(function*(options: Options) {
-  const { history = false, table = defaultTable, ...rows } = options
+  const { definition, history = false, table = defaultTable, view, ...rows } = options
   const sql = yield* SqlClient.SqlClient
   const tables: Tables = {
     rows: table,
@@ -455,6 +500,9 @@ export const run: (
   }
   yield* createTables(sql, tables)
   const mirror = mirrorOf(sql, tables, rows.microAppID)
+  const keepView = view === undefined
+    ? undefined
+    : yield* openView(sql, { name: view, table, microAppID: rows.microAppID }, definition)
   const opened = yield* sql.withTransaction(openPass(mirror, rows))
   const commits = yield* Ref.make(opened.commits)
   const rowsSoFar = yield* Ref.make(opened.resume?.summary.rows ?? 0)
@@ -478,9 +526,12 @@ export const run: (
       const seen = yield* seenOn(page)
       const before = yield* Ref.get(commits)
       // the commit count moves only with a transaction that committed
-      const after = yield* sql.withTransaction(Effect.zipRight(
-        mirror.writePage(opened.pass, seen, page.changes),
-        mirror.savePass(before, { pass: opened.pass, checkpoint: page.checkpoint })
+      const after = yield* sql.withTransaction(Effect.zipLeft(
+        Effect.zipRight(
+          mirror.writePage(opened.pass, seen, page.changes),
+          mirror.savePass(before, { pass: opened.pass, checkpoint: page.checkpoint })
+        ),
+        keepView === undefined ? Effect.void : keepView(page.changes)
       ))
       yield* Ref.set(commits, after)
     }))
