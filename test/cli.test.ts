@@ -197,7 +197,7 @@ describe("microapp (in process)", () => {
         const none = yield* cli([])
         expectFailure(none, 2, [])
         expect(none.stderr).toBe(
-          "error: a command is required: rows, changes, mirror, row, update, login, serve or demo (see --help)\n"
+          "error: a command is required: rows, changes, mirror, describe, row, update, login, serve or demo (see --help)\n"
         )
       }))
   })

@@ -12,7 +12,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import { SqlMirror } from "../src/sql/index.js"
 import { MicroappServer } from "../src/testing/index.js"
 import { bundled, cleanEnv, drift, drifted, endOf, outputOf, runToEnd } from "./processSupport.js"
-import { freshPostgresUrl, postgresClient } from "./sqlDatabases.js"
+import { freshPostgresUrl, postgresClient, storedData } from "./sqlDatabases.js"
 import { numbersTable } from "./support.js"
 import { eventually } from "./support/eventually.js"
 import { freePort } from "./support/ports.js"
@@ -206,10 +206,10 @@ layer(emulator, { excludeTestServices: true })((it) => {
             const expected = new Map((yield* server.rows.table(microAppID)).map((row) => [String(row["_id"]), row]))
             const stored = yield* onMirror(Effect.flatMap(SqlClient.SqlClient, (sql) =>
               sql<
-                { row_id: string; data: string }
+                { row_id: string; data: unknown }
               >`SELECT row_id, data FROM microapp_rows WHERE microapp_id = ${microAppID}`))
             expect(stored.map((row) => row.row_id).sort(), microAppID).toEqual([...expected.keys()].sort())
-            for (const row of stored) expect(JSON.parse(row.data), row.row_id).toEqual(expected.get(row.row_id))
+            for (const row of stored) expect(storedData(row.data), row.row_id).toEqual(expected.get(row.row_id))
           }
           expect(touched.removed.size).toBeGreaterThan(0)
         }).pipe(Effect.orDie)
