@@ -12,7 +12,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import { SqlMirror } from "../src/sql/index.js"
 import { MicroappServer } from "../src/testing/index.js"
 import { bundled, cleanEnv, drift, drifted, endOf, outputOf, runToEnd } from "./processSupport.js"
-import { freshPostgresUrl, postgresClient, storedData } from "./sqlDatabases.js"
+import { freshPostgresUrl, postgresClient, registeredRunners, storedData } from "./sqlDatabases.js"
 import { numbersTable } from "./support.js"
 import { eventually } from "./support/eventually.js"
 import { freePort } from "./support/ports.js"
@@ -107,16 +107,7 @@ layer(emulator, { excludeTestServices: true })((it) => {
           const attempts = () => runners.flatMap((runner, i) => attemptsOf(i, runner.output.stdout))
 
           // every runner registered before the mirrors are submitted, so that shards are spread
-          yield* eventually(
-            Effect.provide(
-              Effect.flatMap(
-                SqlClient.SqlClient,
-                (sql) => sql<{ n: string }>`SELECT count(*) AS n FROM cluster_runners`
-              ),
-              postgresClient(clusterUrl)
-            ).pipe(Effect.map(([row]) => Number(row?.n ?? 0)), Effect.orElseSucceed(() => 0)),
-            (n) => n === 3
-          )
+          yield* eventually(registeredRunners(clusterUrl), (n) => n === 3)
 
           const touched = drifted()
           const drifting = yield* Effect.fork(Effect.all(microApps.map((id) => drift(server, id, touched)), {
