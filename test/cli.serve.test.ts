@@ -49,7 +49,10 @@ describe("serve: disturbances", () => {
         [["--throttle", "0"], "error: --throttle must be a whole number >= 1\n"],
         [["--churn", "0"], "error: --churn must be a number of changes a second above 0 and at most 10000\n"],
         [["--churn", "20000"], "error: --churn must be a number of changes a second above 0 and at most 10000\n"],
-        [["--seed", "-1"], "error: --seed must be a whole number >= 0\n"]
+        [["--seed", "-1"], "error: --seed must be a whole number >= 0\n"],
+        [["--rows", "2000000000"], "error: --rows must be a whole number from 0 to 1000000\n"],
+        [["--rows", "99999999999"], "error: --rows must be a whole number from 0 to 1000000\n"],
+        [["--rows", "-1"], "error: --rows must be a whole number from 0 to 1000000\n"]
       ]
       for (const [args, line] of cases) {
         const run = yield* cli(["serve", "--port", "0", ...args])
