@@ -9,9 +9,9 @@ import { Effect } from "effect"
 import { spawn } from "node:child_process"
 import { SqlMirror } from "../src/sql/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
-import { eventually } from "./cliSupport.js"
 import { bundled, cleanEnv, freePort, outputOf, runToEnd } from "./processSupport.js"
 import { freshPostgresUrl, postgresClient, registeredRunners } from "./sqlDatabases.js"
+import { eventually } from "./support/eventually.js"
 
 const missing = "64b7c0f1a2d3e4f5a6b7c000"
 
