@@ -394,6 +394,31 @@ describe("SqlMirror on a SQLite file another connection reads", () => {
 
 describe("microapp mirror", () => {
   layer(emulator, { excludeTestServices: true })((it) => {
+    it.effect("a microapp installed elsewhere (globally) finds the driver installed beside the project it runs in", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const global = fs.mkdtempSync(path.join(os.tmpdir(), "microapp-global-"))
+        const project = fs.mkdtempSync(path.join(os.tmpdir(), "microapp-project-"))
+        yield* Effect.addFinalizer(() =>
+          Effect.sync(() => {
+            fs.rmSync(global, { recursive: true, force: true })
+            fs.rmSync(project, { recursive: true, force: true })
+          })
+        )
+        const globalBin = path.join(global, "bin.js")
+        fs.copyFileSync(bin, globalBin)
+        fs.symlinkSync(path.resolve("node_modules"), path.join(project, "node_modules"), "dir")
+        const run = yield* runToEnd(() =>
+          spawn(process.execPath, [globalBin, "mirror", numbers, "--db", "file:m.db", "--quiet"], {
+            cwd: project,
+            env: { ...cleanEnv, ...envOf(server) },
+            stdio: "pipe"
+          })
+        )
+        expect([run.code, run.stderr]).toEqual([0, ""])
+        expect(fs.existsSync(path.join(project, "m.db"))).toBe(true)
+      }).pipe(Effect.scoped))
+
     it.effect("a bad database URL, a reserved, empty or invalid table, a missing directory: exit 2 naming it", () =>
       Effect.gen(function*() {
         const server = yield* MicroappServer

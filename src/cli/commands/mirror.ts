@@ -11,7 +11,9 @@ import type { SqlClient } from "@effect/sql"
 import type * as SqlLibsql from "@effect/sql-libsql"
 import type * as SqlPg from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { createRequire } from "node:module"
 import * as nodePath from "node:path"
+import { pathToFileURL } from "node:url"
 import * as SqlMirror from "../../sql/SqlMirror.js"
 import { CommandFailed, UsageError } from "../exitCodes.js"
 import { changesSummaryLine } from "../progress.js"
@@ -26,10 +28,26 @@ import { clientLayer, connection, described, selection, selectionOf } from "./op
  */
 export class SqlDrivers extends Context.Reference<SqlDrivers>()("effect-microapp/cli/SqlDrivers", {
   defaultValue: () => ({
-    libsql: (): Promise<typeof SqlLibsql> => import("@effect/sql-libsql"),
-    pg: (): Promise<typeof SqlPg> => import("@effect/sql-pg")
+    libsql: (): Promise<typeof SqlLibsql> =>
+      import("@effect/sql-libsql").catch((error: unknown) => fromWorkingDirectory("@effect/sql-libsql", error)),
+    pg: (): Promise<typeof SqlPg> =>
+      import("@effect/sql-pg").catch((error: unknown) => fromWorkingDirectory("@effect/sql-pg", error))
   })
 }) {}
+
+/**
+ * `name` as installed beside the project the command runs in: a global install finds no driver
+ * beside itself, and the install line it prints puts one in the working directory's node_modules.
+ */
+const fromWorkingDirectory = <A>(name: string, notBesideBin: unknown): Promise<A> => {
+  let resolved: string
+  try {
+    resolved = createRequire(nodePath.join(process.cwd(), "noop.js")).resolve(name)
+  } catch {
+    return Promise.reject(notBesideBin)
+  }
+  return import(pathToFileURL(resolved).href) as Promise<A>
+}
 
 /** What a user installs to have a driver, in the versions of this package's Effect line. */
 const installLines = {
