@@ -37,7 +37,7 @@ import * as Changes from "../Changes.js"
 import * as Infer from "../internal/infer.js"
 import type { AnyMicroapp } from "../Microapp.js"
 import { MicroappClient } from "../MicroappClient.js"
-import type { InvalidInput, ScanError } from "../MicroappError.js"
+import { InvalidInput, type ScanError } from "../MicroappError.js"
 import type { Row } from "../Row.js"
 import * as TypedView from "./typedView.js"
 
@@ -451,6 +451,27 @@ export interface PassState {
   readonly summary: Option.Option<Changes.Summary>
 }
 
+/** Longest table name: PostgreSQL keeps 63 bytes of a name, and `_pass_deletes` is added to it. */
+const maxTableName = 63 - "_pass_deletes".length
+
+/**
+ * The table of `options` (default `microapp_rows`), refused with `InvalidInput` before any
+ * statement when the database would refuse it, reserve it (`sqlite_*`, `pg_*`), or quote it into
+ * a name no one asked for: a letter or `_`, then letters, digits or `_`, at most 50 characters.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export const tableOf = (options: { readonly table?: string | undefined }): Effect.Effect<string, InvalidInput> => {
+  const table = options.table ?? defaultTable
+  const reason = /^(?:sqlite_|pg_)/i.test(table)
+    ? `'${table}' is reserved: names beginning sqlite_ or pg_ belong to the database`
+    : /^[A-Za-z_][A-Za-z0-9_]*$/.test(table) && table.length <= maxTableName
+    ? undefined
+    : `'${table}' must be a letter or _ then letters, digits or _, at most ${maxTableName} characters`
+  return reason === undefined ? Effect.succeed(table) : Effect.fail(new InvalidInput({ input: "table", reason }))
+}
+
 /**
  * The state of the mirror of `microAppID` into `table` (default `microapp_rows`); none before its
  * first run. Creates the tables when missing, as `run` does.
@@ -463,7 +484,7 @@ export const passState: (
 ) => Effect.Effect<Option.Option<PassState>, InvalidInput | SqlError.SqlError, SqlClient.SqlClient> = Effect.fn(
   "SqlMirror.passState"
 )(function*(options: { readonly microAppID: string; readonly table?: string | undefined }) {
-  const table = options.table ?? defaultTable
+  const table = yield* tableOf(options)
   const sql = yield* SqlClient.SqlClient
   const tables: Tables = { rows: table, history: undefined, deletes: deletesTableOf(table) }
   yield* createTables(sql, tables)
@@ -491,7 +512,8 @@ export const run: (
   InvalidInput | ScanError | SqlError.SqlError | ConcurrentRun,
   MicroappClient | SqlClient.SqlClient
 > = Effect.fn("SqlMirror.run")(function*(options: Options) {
-  const { definition, history = false, table = defaultTable, view, ...rows } = options
+  const { definition, history = false, table: _, view, ...rows } = options
+  const table = yield* tableOf(options)
   const sql = yield* SqlClient.SqlClient
   const tables: Tables = {
     rows: table,
