@@ -17,7 +17,8 @@ import { MicroappMirror, MirrorCron } from "../src/workflow/index.js"
 const clusterDatabase = Config.redacted("CLUSTER_DATABASE_URL")
 
 const Engine = ClusterWorkflowEngine.layer.pipe(
-  Layer.provideMerge(NodeClusterSocket.layer({ storage: "sql" })),
+  // runners started at once on an empty database create the cluster's tables in turn
+  Layer.provideMerge(MicroappMirror.startingOneAtATime(NodeClusterSocket.layer({ storage: "sql" }))),
   Layer.provide(PgClient.layerConfig({ url: clusterDatabase }))
 )
 

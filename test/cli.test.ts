@@ -12,7 +12,6 @@ import {
   cli,
   cutShort,
   envOf,
-  eventually,
   expectFailure,
   expectOneRowEarly,
   expectServing,
@@ -27,6 +26,7 @@ import {
   startCli,
   temporaryDirectory
 } from "./cliSupport.js"
+import { eventually } from "./support/eventually.js"
 
 const cell = (value: unknown): string =>
   value === undefined || value === null ? "" : typeof value === "object" ? JSON.stringify(value) : String(value)

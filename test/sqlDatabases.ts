@@ -73,3 +73,10 @@ export const databases: ReadonlyArray<Database> = [
   { name: "sqlite", layer: freshSqlite, url: freshSqliteUrl, client: (url) => LibsqlClient.layer({ url }) },
   { name: "postgres", layer: freshPostgres, url: freshPostgresUrl, client: postgresClient }
 ]
+
+/** How many runners of `@effect/cluster` the database at `url` has registered; 0 before its tables exist. */
+export const registeredRunners = (url: string): Effect.Effect<number> =>
+  Effect.provide(
+    Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ n: string }>`SELECT count(*) AS n FROM cluster_runners`),
+    postgresClient(url)
+  ).pipe(Effect.map(([row]) => Number(row?.n ?? 0)), Effect.orElseSucceed(() => 0))

@@ -10,7 +10,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import { SqlMirror } from "../../src/sql/index.js"
 import { MicroappServer, projectsMicroAppID } from "../../src/testing/index.js"
-import { startPostgres } from "../embeddedPostgres.js"
+import { startPostgres } from "../postgres.js"
 import { failed, finish, formatInt, median, options, type Report } from "./common.js"
 
 const queries = {
