@@ -191,7 +191,7 @@ describe("microapp (in process)", () => {
         const help = yield* cli(["--help"])
         expect(help.code).toBe(0)
         expect(help.stderr).toBe("")
-        for (const command of ["rows", "row", "update", "login", "serve", "demo"]) {
+        for (const command of ["rows", "row", "update", "login", "serve", "demo", "describe"]) {
           expect(help.stdout).toMatch(new RegExp(`^  - ${command} `, "m"))
         }
         const none = yield* cli([])

@@ -12,6 +12,8 @@ import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+// the module augmented below, in programs that import only this file (the benchmarks)
+import type {} from "vitest"
 import type { TestProject } from "vitest/node"
 import { freePort } from "./support/ports.js"
 

@@ -6,7 +6,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, FastCheck as FC, Layer } from "effect"
 import { Changes } from "../src/index.js"
 import { SqlMirror } from "../src/sql/index.js"
 import { columnNames } from "../src/sql/typedView.js"
@@ -120,6 +120,18 @@ const expectedStatusCounts = Effect.map(
 )
 
 describe("view columns", () => {
+  it("any labels: distinct names of lower-case letters, digits and _, none a bookkeeping column, at most 63 bytes", () => {
+    FC.assert(FC.property(FC.array(FC.string({ unit: "grapheme", maxLength: 80 }), { maxLength: 30 }), (labels) => {
+      const names = columnNames(labels)
+      expect(new Set(names).size).toBe(labels.length)
+      for (const name of names) {
+        expect(name).toMatch(/^[a-z_][a-z0-9_]*$/)
+        expect(["_id", "microapp_id", "pass", "fingerprint"]).not.toContain(name)
+        expect(Buffer.byteLength(name)).toBeLessThanOrEqual(63)
+      }
+    }))
+  })
+
   it("snake_case labels; a name taken by a bookkeeping column or an earlier field gets _2, _3", () => {
     expect(columnNames(["Due date", "due_date", "DueDate", "Pass", "_id", "Ünïcode", "1st", "!!"])).toEqual([
       "due_date",

@@ -182,7 +182,7 @@ const itemSchema: Record<ItemKind, string> = {
 const fieldExpression = (field: InferredField): string => {
   const id = JSON.stringify(fieldIDPlaceholder(field.label))
   const made = field.choices !== undefined
-    ? `Microapp.choice(${id}, ${JSON.stringify(field.choices)})`
+    ? `Microapp.choice(${id}, [${field.choices.map((value) => JSON.stringify(value)).join(", ")}])`
     : field.kind === "list"
     ? `Microapp.list(${id}, ${itemSchema[field.item ?? "json"]})`
     : field.kind === "json"

@@ -15,6 +15,10 @@
  *   `commits`, which a second run at the same time trips over.
  * - `<table>_pass_deletes`: the ids (`microapp_id`, `row_id`) the pass in progress has found
  *   deleted, removed from `table` when the pass completes and emptied then, or when a new pass starts.
+ * - with `view`, the view of that name: `_id`, a typed column per field (named from its label in
+ *   snake_case) and the bookkeeping columns, typed from `definition` or from the rows read, and
+ *   `microapp_views`: what each view was last made from (`view_name`, `row_table`, `microapp_id`,
+ *   `fields`). Made again, in a page's transaction, when a field's values widen its type.
  * - with `history: true`, `<table>_history`: each version of a row (`microapp_id`, `row_id`, the
  *   `pass` that wrote it, `data`, `fingerprint`), valid from `valid_from` to `valid_to` (ISO-8601
  *   text, UTC; `NULL` while current); a delete closes the last version with `deleted` = 1 (SCD2, as
