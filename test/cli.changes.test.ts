@@ -10,8 +10,9 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { Changes } from "../src/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
-import { cli, eventually, flags, refused, startCli, temporaryDirectory, untilRequests } from "./cliSupport.js"
+import { cli, flags, refused, startCli, temporaryDirectory, untilRequests } from "./cliSupport.js"
 import { bin, cleanEnv, drift, drifted, killedFiveTimes, modifiedAt, scanFaults, touchedBy } from "./processSupport.js"
+import { eventually } from "./support/eventually.js"
 
 const Marker = Schema.Literal("first", "true", "last", "false")
 

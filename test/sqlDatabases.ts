@@ -43,6 +43,9 @@ export const freshPostgresUrl: Effect.Effect<string, SqlError.SqlError, Scope.Sc
   return url.href
 })
 
+/** A mirror's `data` as a value: PostgreSQL's driver hands jsonb parsed, SQLite the JSON text. */
+export const storedData = (data: unknown): unknown => typeof data === "string" ? JSON.parse(data) : data
+
 /** A new SQLite database file in a temp dir, removed when the layer is released. */
 export const freshSqlite = (): Layer.Layer<LibsqlClient.LibsqlClient | SqlClient.SqlClient> =>
   Layer.unwrapScoped(Effect.map(freshSqliteUrl, (url) => LibsqlClient.layer({ url })))

@@ -18,9 +18,9 @@ import { Cron, DateTime, Effect, HashMap, Layer, Logger, LogLevel, Option } from
 import { SqlMirror } from "../src/sql/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import { MicroappMirror, MirrorCron } from "../src/workflow/index.js"
-import { eventually } from "./cliSupport.js"
 import { freshSqlite } from "./sqlDatabases.js"
 import { withEmulator } from "./support.js"
+import { eventually } from "./support/eventually.js"
 
 const table = "cron_rows"
 

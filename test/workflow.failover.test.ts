@@ -11,10 +11,11 @@ import { Effect, Fiber, Option, Schema } from "effect"
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import { SqlMirror } from "../src/sql/index.js"
 import { MicroappServer } from "../src/testing/index.js"
-import { eventually } from "./cliSupport.js"
-import { bundled, cleanEnv, drift, drifted, endOf, freePort, outputOf, runToEnd } from "./processSupport.js"
-import { freshPostgresUrl, postgresClient, registeredRunners } from "./sqlDatabases.js"
+import { bundled, cleanEnv, drift, drifted, endOf, outputOf, runToEnd } from "./processSupport.js"
+import { freshPostgresUrl, postgresClient, registeredRunners, storedData } from "./sqlDatabases.js"
 import { numbersTable } from "./support.js"
+import { eventually } from "./support/eventually.js"
+import { freePort } from "./support/ports.js"
 
 const rowsEach = 600
 const pageSize = 10
@@ -95,7 +96,7 @@ layer(emulator, { excludeTestServices: true })((it) => {
 
           const runners = yield* Effect.forEach([0, 1, 2], () =>
             Effect.gen(function*() {
-              const port = yield* freePort
+              const port = yield* Effect.promise(freePort)
               const child = spawn(process.execPath, [runnerFile], {
                 env: { ...env, HOST: "127.0.0.1", PORT: String(port) },
                 stdio: "pipe"
@@ -196,10 +197,10 @@ layer(emulator, { excludeTestServices: true })((it) => {
             const expected = new Map((yield* server.rows.table(microAppID)).map((row) => [String(row["_id"]), row]))
             const stored = yield* onMirror(Effect.flatMap(SqlClient.SqlClient, (sql) =>
               sql<
-                { row_id: string; data: string }
+                { row_id: string; data: unknown }
               >`SELECT row_id, data FROM microapp_rows WHERE microapp_id = ${microAppID}`))
             expect(stored.map((row) => row.row_id).sort(), microAppID).toEqual([...expected.keys()].sort())
-            for (const row of stored) expect(JSON.parse(row.data), row.row_id).toEqual(expected.get(row.row_id))
+            for (const row of stored) expect(storedData(row.data), row.row_id).toEqual(expected.get(row.row_id))
           }
           expect(touched.removed.size).toBeGreaterThan(0)
         }).pipe(Effect.orDie)

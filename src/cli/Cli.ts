@@ -1,5 +1,5 @@
 /**
- * The `microapp` command line: `rows`, `changes`, `mirror`, `row`, `update`, `login`, `serve`, `demo` (one module each
+ * The `microapp` command line: `rows`, `changes`, `mirror`, `describe`, `row`, `update`, `login`, `serve`, `demo` (one module each
  * in `commands/`). Its commands, flags and exit codes (see `exitCodes.ts`) are part of the
  * package's public contract.
  *
@@ -10,6 +10,7 @@ import { Cause, Config, type Console, Effect, Logger, LogLevel, Option } from "e
 import { format } from "node:util"
 import { changes } from "./commands/changes.js"
 import { demo } from "./commands/demo.js"
+import { describe } from "./commands/describe.js"
 import { login } from "./commands/login.js"
 import { mirror } from "./commands/mirror.js"
 import { microappCommand } from "./commands/options.js"
@@ -34,7 +35,7 @@ export type Environment = Stdio | Signals | CliApp.CliApp.Environment
 const microapp = microappCommand.pipe(
   Command.withHandler(() =>
     new UsageError({
-      message: "a command is required: rows, changes, mirror, row, update, login, serve or demo (see --help)"
+      message: "a command is required: rows, changes, mirror, describe, row, update, login, serve or demo (see --help)"
     })
   ),
   Command.withDescription(
@@ -44,7 +45,7 @@ const microapp = microappCommand.pipe(
       "5 the service or the network failed (after retries) or refused the request, 130 interrupted, " +
       "141 standard output closed by its reader."
   ),
-  Command.withSubcommands([rows, changes, mirror, row, update, login, serve, demo])
+  Command.withSubcommands([rows, changes, mirror, describe, row, update, login, serve, demo])
 )
 
 /** What @effect/cli's own options do, under every help. */
