@@ -9,9 +9,10 @@ import { Effect } from "effect"
 import { spawn } from "node:child_process"
 import { SqlMirror } from "../src/sql/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
-import { eventually } from "./cliSupport.js"
-import { bundled, cleanEnv, freePort, outputOf, runToEnd } from "./processSupport.js"
+import { bundled, cleanEnv, outputOf, runToEnd } from "./processSupport.js"
 import { freshPostgresUrl, postgresClient, registeredRunners } from "./sqlDatabases.js"
+import { eventually } from "./support/eventually.js"
+import { freePort } from "./support/ports.js"
 
 const missing = "64b7c0f1a2d3e4f5a6b7c000"
 
@@ -34,7 +35,7 @@ layer(MicroappServer.layer({ demoRows: 50 }), { excludeTestServices: true })((it
             MICROAPP_AUTH_TOKEN: server.credentials.authToken,
             MICROAPP_USER_ID: server.credentials.userId
           }
-          const ports = yield* Effect.all([freePort, freePort, freePort])
+          const ports = yield* Effect.all([1, 2, 3].map(() => Effect.promise(freePort)))
           // in one synchronous step: the three create the cluster's tables at the same moment
           const runners = ports.map((port) =>
             spawn(process.execPath, [runnerFile], { env: { ...env, HOST: "127.0.0.1", PORT: String(port) } })
