@@ -7,7 +7,6 @@ import { Duration, Effect, Random, Schedule } from "effect"
 import { buildSync } from "esbuild"
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as path from "node:path"
 import { shellQuote } from "../src/cli/shell.js"
 import type { FaultPlan, MicroappServer } from "../src/testing/index.js"
@@ -157,12 +156,3 @@ export const drift = (
       yield* server.rows.removeRow(String(victim))
     }
   }).pipe(Effect.repeat(Schedule.spaced(Duration.millis(250))), Effect.asVoid)
-
-/** A port nobody listens on now. */
-export const freePort = Effect.async<number>((resume) => {
-  const probe = net.createServer()
-  probe.listen(0, "127.0.0.1", () => {
-    const address = probe.address()
-    probe.close(() => resume(Effect.succeed(typeof address === "object" && address !== null ? address.port : 0)))
-  })
-})

@@ -40,7 +40,7 @@ const inMemoryCluster = Sharding.layer.pipe(
   Layer.provideMerge(Runners.layerNoop),
   Layer.provideMerge(MessageStorage.layerMemory),
   Layer.provide([RunnerStorage.layerMemory, RunnerHealth.layerNoop]),
-  Layer.provide(ShardingConfig.layer({ entityMessagePollInterval: "200 millis" }))
+  Layer.provide(ShardingConfig.layer({ entityMessagePollInterval: "200 millis", ...MirrorCron.shardingConfig(true) }))
 )
 
 const cluster = MirrorCron.layer({
