@@ -47,16 +47,17 @@ const exec = (command: string, args: ReadonlyArray<string>, options: { cwd: stri
     )
   )
 
-/** The package as `npm pack` makes it: the modules built by tsc, the bin bundled by the suite's setup. */
+/**
+ * The package as `npm pack` makes it, from the dist/ the suite's setup built (modules and bin): what
+ * runs here is JavaScript; tsc's declarations are package.test.ts's, and a second tsc build was
+ * nearly half of this file's CPU.
+ */
 const pack = Effect.gen(function*() {
   const stage = fs.mkdtempSync(path.join(os.tmpdir(), "effect-microapp-stage-"))
   for (const file of ["package.json", "README.md", "LICENSE"]) {
     fs.copyFileSync(path.join(root, file), path.join(stage, file))
   }
-  const tsc = path.join(root, "node_modules", "typescript", "bin", "tsc")
-  yield* exec(process.execPath, [tsc, "-p", "tsconfig.build.json", "--outDir", path.join(stage, "dist")], { cwd: root })
-  fs.mkdirSync(path.join(stage, "dist", "cli"), { recursive: true })
-  fs.copyFileSync(path.join(root, "dist", "cli", "bin.js"), path.join(stage, "dist", "cli", "bin.js"))
+  fs.cpSync(path.join(root, "dist"), path.join(stage, "dist"), { recursive: true })
   const packed = yield* exec("npm", ["pack", "--ignore-scripts", "--json"], { cwd: stage })
   return path.join(stage, JSON.parse(packed.stdout)[0].filename as string)
 })
