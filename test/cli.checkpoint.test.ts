@@ -10,7 +10,6 @@ import * as path from "node:path"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import {
   cli,
-  eventually,
   halfDone,
   idsOf,
   refused,
@@ -20,6 +19,7 @@ import {
   temporaryDirectory,
   untilRequests
 } from "./cliSupport.js"
+import { eventually } from "./support/eventually.js"
 
 const formats = ["ndjson", "json", "csv"] as const
 

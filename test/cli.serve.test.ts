@@ -8,7 +8,8 @@ import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { projectsMicroAppID } from "../src/testing/index.js"
-import { cli, eventually, startCli } from "./cliSupport.js"
+import { cli, startCli } from "./cliSupport.js"
+import { eventually } from "./support/eventually.js"
 
 /** POSTs a query of the Projects as the demo user: the status and the text of the answer. */
 const queryProjects = (url: string, body: Record<string, unknown> = {}) =>

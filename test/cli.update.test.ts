@@ -12,7 +12,6 @@ import {
   cli,
   countUpdates,
   envOf,
-  eventually,
   expectFailure,
   expectStoppedBySigint,
   expectUpdatesCutShort,
@@ -30,6 +29,7 @@ import {
   updateRequests
 } from "./cliSupport.js"
 import { onTestClock, taskID, tasksMicroAppID, tasksTable } from "./support.js"
+import { eventually } from "./support/eventually.js"
 
 describe("microapp update --from (in process)", () => {
   const appliedCounts = Effect.flatMap(MicroappServer, (server) => server.rows.appliedUpdates)

@@ -17,10 +17,11 @@ import { Changes } from "../src/index.js"
 import { SqlMirror } from "../src/sql/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import * as Prng from "../src/testing/Prng.js"
-import { cli, envOf, eventually, expectFailure, flags, untilRequests } from "./cliSupport.js"
+import { cli, envOf, expectFailure, flags, untilRequests } from "./cliSupport.js"
 import { bin, cleanEnv, drift, drifted, killedFiveTimes, runToEnd, scanFaults } from "./processSupport.js"
-import { databases, freshSqliteUrl } from "./sqlDatabases.js"
+import { databases, freshSqliteUrl, storedData } from "./sqlDatabases.js"
 import { numbersTable, withEmulator } from "./support.js"
+import { eventually } from "./support/eventually.js"
 
 const numbers = "000000000000000000000c02"
 const large = "000000000000000000000c03"
@@ -29,7 +30,7 @@ const pageSize = 20
 
 interface Stored {
   readonly row_id: string
-  readonly data: string
+  readonly data: unknown
 }
 
 interface Version {
@@ -55,7 +56,7 @@ const mirrored = (table: string, microAppID = numbers) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     Effect.map(
       sql<Stored>`SELECT row_id, data FROM ${sql(table)} WHERE microapp_id = ${microAppID}`,
-      (rows) => new Map(rows.map((row) => [row.row_id, JSON.parse(row.data) as unknown]))
+      (rows) => new Map(rows.map((row) => [row.row_id, storedData(row.data)]))
     ))
 
 /** The passes table's commit count for `table`; 0 before the first run made it. */

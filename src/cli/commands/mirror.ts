@@ -1,5 +1,5 @@
 /**
- * `microapp mirror APP --db URL`: one pass of `SqlMirror.run` into the database at URL (`file:PATH`
+ * `microapp mirror APP --db URL [--view NAME]`: one pass of `SqlMirror.run` into the database at URL (`file:PATH`
  * for SQLite, `postgres://...` for PostgreSQL), resumable after a kill. The driver is loaded by this
  * command only, from the user's node_modules: the bin does not carry it.
  *
@@ -123,6 +123,14 @@ export const mirror = Command.make(
     history: Options.boolean("history").pipe(
       described("Also keep every version of every row, with valid_from and valid_to, in TABLE_history")
     ),
+    view: Options.text("view").pipe(
+      Options.withPseudoName("NAME"),
+      Options.optional,
+      described(
+        "Also keep a view NAME with a typed column per field (named from its label in snake_case), " +
+          "the types inferred from the rows read and widened when values disagree"
+      )
+    ),
     quiet: Options.boolean("quiet").pipe(described("No summary on stderr")),
     ...selection,
     ...connection
@@ -133,6 +141,7 @@ export const mirror = Command.make(
         microAppID: args.microAppID,
         table: args.table,
         history: args.history,
+        view: Option.getOrUndefined(args.view),
         ...yield* selectionOf(args)
       }).pipe(
         Effect.catchTags({
