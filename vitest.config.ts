@@ -1,16 +1,47 @@
+import * as fs from "node:fs"
 import { availableParallelism } from "node:os"
+import * as path from "node:path"
 import { defineConfig } from "vitest/config"
+
+/**
+ * What makes a test file an integration test: it runs a child process (the built bin, a bundled
+ * program, npm), reads dist/, or uses the run's PostgreSQL. Read from its source, so that a new file
+ * lands in the right project without a list to keep; a unit file that needs one of them fails loudly
+ * (no dist/, no `postgresUrl`), never silently.
+ */
+const needsServices =
+  /\bprocessSupport\b|node:child_process|\bdist\/|\b(?:databases|freshPostgres\w*|postgresClient|startPostgres)\b/
+
+const testFiles = fs.readdirSync(path.join(import.meta.dirname, "test"))
+  .filter((file) => file.endsWith(".test.ts"))
+  .map((file) => `test/${file}`)
+const integration = testFiles.filter((file) =>
+  needsServices.test(fs.readFileSync(path.join(import.meta.dirname, file), "utf8"))
+)
+const unit = testFiles.filter((file) => !integration.includes(file))
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    globalSetup: ["test/globalSetup.ts", "test/postgres.ts"],
     // one file per core: no test depends on how fast it runs (time is the test clock's), and each
     // file has emulators of its own on ephemeral ports
     maxWorkers: Math.max(2, availableParallelism()),
     minWorkers: 1,
     // a hang detector, not a measure: the property tests take 10-20 s on a busy two-core machine
     testTimeout: 120_000,
-    hookTimeout: 60_000
+    hookTimeout: 60_000,
+    // a loaded machine delays a worker's last reports and its exit: that must not fail a run that passed
+    teardownTimeout: 60_000,
+    setupFiles: ["test/support/quietLogs.ts"],
+    projects: [
+      { extends: true, test: { name: "unit", include: unit } },
+      {
+        extends: true,
+        test: {
+          name: "integration",
+          include: integration,
+          globalSetup: ["test/globalSetup.ts", "test/postgres.ts"]
+        }
+      }
+    ]
   }
 })

@@ -13,7 +13,7 @@ import { MicroappMirror } from "../src/workflow/index.js"
 const microApps = process.argv.slice(2)
 
 const Engine = ClusterWorkflowEngine.layer.pipe(
-  Layer.provideMerge(NodeClusterSocket.layer({ storage: "sql", clientOnly: true })),
+  Layer.provideMerge(MicroappMirror.startingOneAtATime(NodeClusterSocket.layer({ storage: "sql", clientOnly: true }))),
   Layer.provide(PgClient.layerConfig({ url: Config.redacted("CLUSTER_DATABASE_URL") }))
 )
 

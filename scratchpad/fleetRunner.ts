@@ -16,13 +16,21 @@ import { MicroappMirror, MirrorCron } from "../src/workflow/index.js"
 
 const clusterDatabase = Config.redacted("CLUSTER_DATABASE_URL")
 
-const Engine = ClusterWorkflowEngine.layer.pipe(
-  Layer.provideMerge(NodeClusterSocket.layer({ storage: "sql" })),
-  Layer.provide(PgClient.layerConfig({ url: clusterDatabase }))
-)
+const schedule = Config.option(Config.string("MIRROR_CRON"))
+
+// a runner with a schedule takes the shards of its cron jobs: their ticks run where it is
+const Engine = Layer.unwrapEffect(Effect.map(schedule, (cron) =>
+  ClusterWorkflowEngine.layer.pipe(
+    // runners started at once on an empty database create the cluster's tables in turn
+    Layer.provideMerge(MicroappMirror.startingOneAtATime(NodeClusterSocket.layer({
+      storage: "sql",
+      shardingConfig: MirrorCron.shardingConfig(Option.isSome(cron))
+    }))),
+    Layer.provide(PgClient.layerConfig({ url: clusterDatabase }))
+  )))
 
 const Schedule = Layer.unwrapEffect(Effect.gen(function*() {
-  const cron = yield* Config.option(Config.string("MIRROR_CRON"))
+  const cron = yield* schedule
   const microApps = yield* Config.array(Config.string(), "MIRROR_MICROAPPS").pipe(Config.withDefault([]))
   return Option.match(cron, {
     onNone: () => Layer.empty,

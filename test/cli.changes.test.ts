@@ -10,19 +10,47 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { Changes } from "../src/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
-import { cli, eventually, flags, refused, startCli, temporaryDirectory, untilRequests } from "./cliSupport.js"
+import { cli, flags, refused, startCli, temporaryDirectory, untilRequests } from "./cliSupport.js"
 import { bin, cleanEnv, drift, drifted, killedFiveTimes, modifiedAt, scanFaults, touchedBy } from "./processSupport.js"
+import { eventually } from "./support/eventually.js"
 
+const Marker = Schema.Literal("first", "true", "last", "false")
+
+/** Debezium's envelope, whole: `source` as Debezium's connectors write it, with the Microapp. */
 const Event = Schema.Struct({
-  op: Schema.Literal("r", "c", "u", "d"),
-  id: Schema.String,
-  before: Schema.Null,
+  before: Schema.NullOr(Schema.Struct({ _id: Schema.String })),
   after: Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
-  source: Schema.Struct({ microAppID: Schema.String }),
-  ts_ms: Schema.Number
+  op: Schema.Literal("r", "c", "u", "d"),
+  ts_ms: Schema.Number,
+  id: Schema.String,
+  source: Schema.Struct({
+    version: Schema.String,
+    connector: Schema.Literal("microapp"),
+    name: Schema.Literal("microapp"),
+    ts_ms: Schema.Number,
+    microAppID: Schema.String,
+    snapshot: Marker
+  })
 })
 type Event = typeof Event.Type
 const decodeEvent = Schema.decodeUnknownSync(Schema.parseJson(Event), { onExcessProperty: "error" })
+
+const { version } = JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
+  version: string
+}
+
+/** Each event's fields but its row's, as the op says: a delete's `before` its key, `source` of this Microapp. */
+const expectEnvelopes = (events: ReadonlyArray<Event>) => {
+  for (const event of events) {
+    expect(event.before).toEqual(event.op === "d" ? { _id: event.id } : null)
+    expect(event.after === null).toBe(event.op === "d")
+    expect(event.source).toMatchObject({ version, microAppID: projectsMicroAppID, ts_ms: event.ts_ms })
+  }
+}
+
+/** A snapshot's markers, as Debezium writes them: its first row "first", its last "last", "true" between. */
+const snapshotMarkers = (count: number) =>
+  Array.from({ length: count }, (_, i) => i === 0 ? "first" : i === count - 1 ? "last" : "true")
 
 /** FILE's events, each line checked against the envelope (a torn line fails). */
 const eventsOf = (file: string): Array<Event> => {
@@ -146,10 +174,9 @@ describe("microapp changes", () => {
         const table = yield* rowsById
         expect(events.map((event) => event.id)).toEqual(Array.from(table.keys()))
         expect(events.every((event) => event.op === "r")).toBe(true)
-        for (const event of events) {
-          expect(event.after).toEqual(table.get(event.id))
-          expect(event.source).toEqual({ microAppID: projectsMicroAppID })
-        }
+        for (const event of events) expect(event.after).toEqual(table.get(event.id))
+        expectEnvelopes(events)
+        expect(events.map((event) => event.source.snapshot)).toEqual(snapshotMarkers(230))
         const { baseline, header } = stateOf(state)
         expect(header.pass).toBeNull()
         expect(baseline).toEqual(new Map(Array.from(table, ([id, row]) => [id, Changes.fingerprint(row)])))
@@ -167,6 +194,8 @@ describe("microapp changes", () => {
         expect(opsOf(events)).toEqual(expectedOps(changes))
         const table = yield* rowsById
         for (const event of events) expect(event.after).toEqual(event.op === "d" ? null : table.get(event.id))
+        expectEnvelopes(events)
+        expect(events.every((event) => event.source.snapshot === "false")).toBe(true)
         // deletes come last
         expect(events.slice(-3).map((event) => event.op)).toEqual(["d", "d", "d"])
         expect(stateOf(state).baseline).toEqual(
@@ -197,6 +226,36 @@ describe("microapp changes", () => {
         const run = yield* pass(state, second)
         expect(run.stderr).toMatch(/, resumed (once|\d+ times), exhaustive\n$/)
         expect(opsOf(eventsOf(second))).toEqual(expectedOps(changes))
+        expect(eventsOf(second).every((event) => event.source.snapshot === "false")).toBe(true)
+      }))
+
+    it.scoped("--key: each line a key {\"_id\"}, one TAB, the event; a TAB or line break in a value stays escaped", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        yield* server.rows.insertRow(projectsMicroAppID, { Name: "a\tTAB and a\nline break" })
+        const dir = yield* temporaryDirectory
+        const state = path.join(dir, "state")
+        /** FILE's lines as [key, event]: a line with a raw TAB in its key or value fails. */
+        const keyed = (file: string) =>
+          fs.readFileSync(file, "utf8").trimEnd().split("\n").map((line) => {
+            const parts = line.split("\t")
+            expect(parts).toHaveLength(2)
+            const [key = "", value = ""] = parts
+            const event = decodeEvent(value)
+            expect(JSON.parse(key)).toEqual({ _id: event.id })
+            return event
+          })
+        const first = path.join(dir, "first.ndjson")
+        yield* pass(state, first, ["--key"])
+        const snapshot = keyed(first)
+        expect(snapshot.map((event) => event.source.snapshot)).toEqual(snapshotMarkers(snapshot.length))
+        expect(snapshot.map((event) => event.after?.["Name"])).toContain("a\tTAB and a\nline break")
+        const changes = yield* changeTable
+        const second = path.join(dir, "second.ndjson")
+        yield* pass(state, second, ["--key"])
+        const events = keyed(second)
+        expect(opsOf(events)).toEqual(expectedOps(changes))
+        expectEnvelopes(events)
       }))
   })
 
@@ -249,6 +308,16 @@ describe("microapp changes", () => {
         const events = eventsOf(output)
         expect(events.map((event) => event.id)).toEqual(Array.from((yield* rowsById).keys()))
         expect(events.every((event) => event.op === "r")).toBe(true)
+        expect(events.map((event) => event.source.snapshot)).toEqual(snapshotMarkers(230))
+      }))
+
+    it.scoped("a pass in progress goes on as it began, with or without --key", () =>
+      Effect.gen(function*() {
+        const { output, saved, server, state } = yield* halfDone
+        yield* refused(changesArgs(server, state, output, ["--key"]), output, /writes no keys: go on without --key/)
+        expect(fs.readFileSync(state, "utf8")).toBe(saved)
+        yield* pass(state, output)
+        expect(eventsOf(output).map((event) => event.source.snapshot)).toEqual(snapshotMarkers(230))
       }))
 
     it.scoped("a STATE damaged, of another Microapp or filter, or of another query; a FILE cut short", () =>
@@ -310,6 +379,8 @@ describe("microapp changes", () => {
         expect(new Set(events.map((event) => event.id)).size).toBe(events.length)
         expect(last.stderr).toMatch(new RegExp(`^done: inserted ${events.length}, updated 0, deleted 0, unchanged 0, `))
         expect(events.filter((event) => event.op !== "r")).toEqual([])
+        // the markers hold across the kills: the last is marked once the pass ends
+        expect(events.map((event) => event.source.snapshot)).toEqual(snapshotMarkers(events.length))
         const read = new Map(events.map((event) => [event.id, event.after]))
         for (const [id, row] of yield* rowsById) if (!touched.has(id)) expect(read.get(id), id).toEqual(row)
         return touched

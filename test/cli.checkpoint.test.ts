@@ -10,7 +10,6 @@ import * as path from "node:path"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import {
   cli,
-  eventually,
   halfDone,
   idsOf,
   refused,
@@ -20,6 +19,7 @@ import {
   temporaryDirectory,
   untilRequests
 } from "./cliSupport.js"
+import { eventually } from "./support/eventually.js"
 
 const formats = ["ndjson", "json", "csv"] as const
 
@@ -213,7 +213,9 @@ describe("microapp rows --checkpoint (in process)", () => {
             /out\.ckpt: /
           ],
           [signed({ ...state, format: "csv" }), /was written by --format csv, not ndjson/],
-          [signed({ ...state, length: 1e9 }), /holds \d+ bytes, but .*records 1000000000/]
+          [signed({ ...state, length: 1e9 }), /holds \d+ bytes, but .*records 1000000000/],
+          // finished over a scan its own checkpoint says is incomplete, and a FILE short of it
+          [signed({ ...state, finished: true }), /out\.ckpt: says FILE is complete, but its scan is not/]
         ]
         for (const [text, reason] of cases) {
           fs.writeFileSync(ckpt, text)

@@ -13,7 +13,6 @@ import { checkpointFileLimit } from "../src/cli/checkpointed.js"
 import { MicroappServer } from "../src/testing/index.js"
 import {
   cli,
-  eventually,
   halfDone,
   idsOf,
   referenceRows,
@@ -25,6 +24,7 @@ import {
   temporaryDirectory
 } from "./cliSupport.js"
 import { cleanEnv, endOf, runToEnd } from "./processSupport.js"
+import { eventually } from "./support/eventually.js"
 
 type CkptFields = Record<string, unknown>
 

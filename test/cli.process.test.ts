@@ -15,7 +15,6 @@ import {
   cli as inProcess,
   countUpdates,
   envOf,
-  eventually,
   expectFailure,
   expectOneRowEarly,
   expectServing,
@@ -47,6 +46,7 @@ import {
   shell
 } from "./processSupport.js"
 import { tasksTable } from "./support.js"
+import { eventually } from "./support/eventually.js"
 
 // test/globalSetup.ts builds dist/ once before the suites, so a clean clone needs no prior build
 beforeAll(() => {

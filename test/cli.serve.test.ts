@@ -5,7 +5,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { projectsMicroAppID } from "../src/testing/index.js"
-import { cli, eventually, startCli } from "./cliSupport.js"
+import { cli, startCli } from "./cliSupport.js"
+import { eventually } from "./support/eventually.js"
 
 /** POSTs a query of the Projects as the demo user: the status and the text of the answer. */
 const queryProjects = (url: string, body: Record<string, unknown> = {}) =>
@@ -48,7 +49,10 @@ describe("serve: disturbances", () => {
         [["--throttle", "0"], "error: --throttle must be a whole number >= 1\n"],
         [["--churn", "0"], "error: --churn must be a number of changes a second above 0 and at most 10000\n"],
         [["--churn", "20000"], "error: --churn must be a number of changes a second above 0 and at most 10000\n"],
-        [["--seed", "-1"], "error: --seed must be a whole number >= 0\n"]
+        [["--seed", "-1"], "error: --seed must be a whole number >= 0\n"],
+        [["--rows", "2000000000"], "error: --rows must be a whole number from 0 to 1000000\n"],
+        [["--rows", "99999999999"], "error: --rows must be a whole number from 0 to 1000000\n"],
+        [["--rows", "-1"], "error: --rows must be a whole number from 0 to 1000000\n"]
       ]
       for (const [args, line] of cases) {
         const run = yield* cli(["serve", "--port", "0", ...args])

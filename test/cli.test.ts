@@ -12,7 +12,6 @@ import {
   cli,
   cutShort,
   envOf,
-  eventually,
   expectFailure,
   expectOneRowEarly,
   expectServing,
@@ -27,6 +26,7 @@ import {
   startCli,
   temporaryDirectory
 } from "./cliSupport.js"
+import { eventually } from "./support/eventually.js"
 
 const cell = (value: unknown): string =>
   value === undefined || value === null ? "" : typeof value === "object" ? JSON.stringify(value) : String(value)
@@ -191,13 +191,13 @@ describe("microapp (in process)", () => {
         const help = yield* cli(["--help"])
         expect(help.code).toBe(0)
         expect(help.stderr).toBe("")
-        for (const command of ["rows", "row", "update", "login", "serve", "demo"]) {
+        for (const command of ["rows", "row", "update", "login", "serve", "demo", "describe"]) {
           expect(help.stdout).toMatch(new RegExp(`^  - ${command} `, "m"))
         }
         const none = yield* cli([])
         expectFailure(none, 2, [])
         expect(none.stderr).toBe(
-          "error: a command is required: rows, changes, mirror, row, update, login, serve or demo (see --help)\n"
+          "error: a command is required: rows, changes, mirror, describe, row, update, login, serve or demo (see --help)\n"
         )
       }))
   })

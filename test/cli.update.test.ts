@@ -12,7 +12,6 @@ import {
   cli,
   countUpdates,
   envOf,
-  eventually,
   expectFailure,
   expectStoppedBySigint,
   expectUpdatesCutShort,
@@ -30,6 +29,7 @@ import {
   updateRequests
 } from "./cliSupport.js"
 import { onTestClock, taskID, tasksMicroAppID, tasksTable } from "./support.js"
+import { eventually } from "./support/eventually.js"
 
 describe("microapp update --from (in process)", () => {
   const appliedCounts = Effect.flatMap(MicroappServer, (server) => server.rows.appliedUpdates)
@@ -187,7 +187,8 @@ describe("microapp update --from (in process)", () => {
         JSON.stringify({ rowID: taskID(0), rowData: "Title" }),
         JSON.stringify({ rowID: taskID(0), rowData: { Title: "x" }, ignoreActionRule: true }),
         JSON.stringify({ rowID: taskID(0), rowData: {} }),
-        JSON.stringify({ rowID: "", rowData: { Title: "x" } })
+        JSON.stringify({ rowID: "", rowData: { Title: "x" } }),
+        `{"rowID": "${taskID(0)}", "rowData": {"__proto__": {"Title": "x"}}}`
       ].join("\n")
       const run = yield* cli(["update", "--from", "-", ...flags(server)], { stdin: input })
       expect(run.code, run.stderr).toBe(2)
@@ -199,7 +200,8 @@ describe("microapp update --from (in process)", () => {
         [4, "invalid", taskID(0)],
         [5, "invalid", taskID(0)],
         [6, "invalid", taskID(0)],
-        [7, "invalid", ""]
+        [7, "invalid", ""],
+        [8, "invalid", taskID(0)]
       ])
       expect(outcomes.map((outcome) => outcome.error?.replace(/ \(InvalidInput, POST \/api\/updatemicroapprow\)$/, "")))
         .toEqual([
@@ -210,7 +212,8 @@ describe("microapp update --from (in process)", () => {
           "invalid ignoreActionRule: is unexpected, expected: " +
           "\"rowID\" | \"rowData\" | \"embeddingRowID\" | \"userID\" | \"ignoreActionRules\"",
           "invalid rowData: must name at least one field",
-          "invalid rowID: must be a non-empty string"
+          "invalid rowID: must be a non-empty string",
+          "invalid rowData.__proto__: a key named \"__proto__\" cannot be kept: an assignment of it sets a prototype"
         ])
       expect(yield* server.log.requests).toEqual([])
       for (
@@ -220,7 +223,8 @@ describe("microapp update --from (in process)", () => {
             ["update", "--report", "r.ndjson", taskID(0), "--data", "{}"],
             "--report, --concurrency and --quiet go with --from"
           ],
-          [["update"], "update needs a rowID, or --from FILE"]
+          [["update"], "update needs a rowID, or --from FILE"],
+          [["update", taskID(0), "--data", "{\"__proto__\": {\"Title\": \"x\"}}"], "__proto__"]
         ] as const
       ) {
         const usage = yield* cli([...args, ...flags(server)])

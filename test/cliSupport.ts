@@ -7,7 +7,7 @@ import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
 import * as Terminal from "@effect/platform/Terminal"
 import { expect } from "@effect/vitest"
-import { ConfigProvider, Duration, Effect, Fiber, Layer, Mailbox, Option, Schedule, Schema, Stream } from "effect"
+import { ConfigProvider, Duration, Effect, Fiber, Layer, Mailbox, Option, Schema, Stream } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -17,6 +17,7 @@ import { ReaderClosed } from "../src/cli/exitCodes.js"
 import { type Destination, type Signal, Signals, Stdio } from "../src/cli/stdio.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import { taskID } from "./support.js"
+import { eventually } from "./support/eventually.js"
 
 export const root = fileURLToPath(new URL("..", import.meta.url))
 
@@ -157,16 +158,6 @@ export const openStdin = Effect.map(Mailbox.make<Uint8Array, Error>(), (mailbox)
   write: (text: string) => mailbox.offer(encoder.encode(text)),
   end: mailbox.end
 }))
-
-/**
- * Waits, checking every 20 ms, until `check` holds of what `poll` gives; fails after 60 s, a hang
- * detector: a child process on a loaded two-core machine can take ten seconds just to start.
- */
-export const eventually = <A, E, R>(poll: Effect.Effect<A, E, R>, check: (value: A) => boolean) =>
-  poll.pipe(
-    Effect.filterOrFail(check, () => new Error("still not there after 60 s")),
-    Effect.retry(Schedule.spaced(Duration.millis(20)).pipe(Schedule.upTo(Duration.seconds(60))))
-  )
 
 /** Waits until the emulator has seen `n` requests. */
 export const untilRequests = (server: MicroappServer.Service, n: number) =>

@@ -101,6 +101,28 @@ describe("the emulator bounds each input of a request", () => {
       expect(huge.status).toBe(200)
     }).pipe(withServer()))
 
+  it.live("a body nested deeper than 32 levels, anywhere, is answered 400 without echoing it", () =>
+    Effect.gen(function*() {
+      const routes = [
+        "/api/microappdata",
+        "/api/microappdata/row",
+        "/api/updatemicroapprow",
+        "/api/insertmicroapprow",
+        "/api/removemicroapprow",
+        "/api/login"
+      ]
+      for (const route of routes) {
+        for (const depth of [2_000, 5_000]) {
+          for (const body of [nested(depth), `{"rowID":${nested(depth)},"microAppID":${nested(depth)}}`]) {
+            const answer = yield* post(route, body)
+            expectRefused(answer, "nested deeper than 32 levels")
+            expect(answer.text.length, `${route} ${depth}`).toBeLessThan(400)
+          }
+        }
+      }
+      yield* stillServing
+    }).pipe(withServer()))
+
   it.live("an update or insert with more than 256 keys, or a value nested deeper than 32, is answered 400", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer

@@ -15,9 +15,10 @@ import * as path from "node:path"
 import { mirror } from "../scratchpad/pipeline.js"
 import { sqliteSink } from "../scratchpad/sqliteSink.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
-import { eventually, untilRequests } from "./cliSupport.js"
+import { untilRequests } from "./cliSupport.js"
 import { bundled, cleanEnv, committedTo, drift, drifted, killedFiveTimes, scanFaults } from "./processSupport.js"
 import { withEmulator } from "./support.js"
+import { eventually } from "./support/eventually.js"
 
 const databaseIn = Effect.map(
   Effect.acquireRelease(

@@ -10,7 +10,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { shellQuote } from "../src/cli/shell.js"
 import type { FaultPlan, MicroappServer } from "../src/testing/index.js"
-import { eventually, root, type Run, untilRequests } from "./cliSupport.js"
+import { root, type Run, untilRequests } from "./cliSupport.js"
+import { eventually } from "./support/eventually.js"
 
 /** The built command line, as `npm run build:bin` writes it. */
 export const bin = path.join(root, "dist", "cli", "bin.js")

@@ -43,6 +43,9 @@ export const freshPostgresUrl: Effect.Effect<string, SqlError.SqlError, Scope.Sc
   return url.href
 })
 
+/** A mirror's `data` as a value: PostgreSQL's driver hands jsonb parsed, SQLite the JSON text. */
+export const storedData = (data: unknown): unknown => typeof data === "string" ? JSON.parse(data) : data
+
 /** A new SQLite database file in a temp dir, removed when the layer is released. */
 export const freshSqlite = (): Layer.Layer<LibsqlClient.LibsqlClient | SqlClient.SqlClient> =>
   Layer.unwrapScoped(Effect.map(freshSqliteUrl, (url) => LibsqlClient.layer({ url })))
@@ -70,3 +73,10 @@ export const databases: ReadonlyArray<Database> = [
   { name: "sqlite", layer: freshSqlite, url: freshSqliteUrl, client: (url) => LibsqlClient.layer({ url }) },
   { name: "postgres", layer: freshPostgres, url: freshPostgresUrl, client: postgresClient }
 ]
+
+/** How many runners of `@effect/cluster` the database at `url` has registered; 0 before its tables exist. */
+export const registeredRunners = (url: string): Effect.Effect<number> =>
+  Effect.provide(
+    Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ n: string }>`SELECT count(*) AS n FROM cluster_runners`),
+    postgresClient(url)
+  ).pipe(Effect.map(([row]) => Number(row?.n ?? 0)), Effect.orElseSucceed(() => 0))

@@ -14,7 +14,7 @@ import { SqlMirror } from "../src/sql/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import { envOf } from "./cliSupport.js"
 import { bin, cleanEnv, drift, drifted, killedFiveTimes, runToEnd, scanFaults, touchedBy } from "./processSupport.js"
-import { databases } from "./sqlDatabases.js"
+import { databases, storedData } from "./sqlDatabases.js"
 
 const microAppID = projectsMicroAppID
 const table = "killed_rows"
@@ -28,10 +28,10 @@ interface Mirrored {
 /** The mirror's table by id. */
 const mirrored = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   Effect.map(
-    sql<{ row_id: string; data: string; pass: number }>`SELECT row_id, data, pass FROM ${sql(table)}
+    sql<{ row_id: string; data: unknown; pass: number }>`SELECT row_id, data, pass FROM ${sql(table)}
       WHERE microapp_id = ${microAppID}`,
     (rows) =>
-      new Map(rows.map((row): [string, Mirrored] => [row.row_id, { data: JSON.parse(row.data), pass: row.pass }]))
+      new Map(rows.map((row): [string, Mirrored] => [row.row_id, { data: storedData(row.data), pass: row.pass }]))
   ))
 
 /** The passes table's row for the table: the pass and the commit count; none before the first run made it. */

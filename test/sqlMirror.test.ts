@@ -9,15 +9,19 @@ import { describe, expect, layer } from "@effect/vitest"
 import { createClient } from "@libsql/client"
 import { Cause, Deferred, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
 import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { SqlDrivers } from "../src/cli/commands/mirror.js"
 import { Changes } from "../src/index.js"
 import { SqlMirror } from "../src/sql/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import * as Prng from "../src/testing/Prng.js"
-import { cli, envOf, eventually, expectFailure, flags, untilRequests } from "./cliSupport.js"
+import { cli, envOf, expectFailure, flags, untilRequests } from "./cliSupport.js"
 import { bin, cleanEnv, drift, drifted, killedFiveTimes, runToEnd, scanFaults } from "./processSupport.js"
-import { databases, freshSqliteUrl } from "./sqlDatabases.js"
+import { databases, freshSqliteUrl, storedData } from "./sqlDatabases.js"
 import { numbersTable, withEmulator } from "./support.js"
+import { eventually } from "./support/eventually.js"
 
 const numbers = "000000000000000000000c02"
 const large = "000000000000000000000c03"
@@ -26,7 +30,7 @@ const pageSize = 20
 
 interface Stored {
   readonly row_id: string
-  readonly data: string
+  readonly data: unknown
 }
 
 interface Version {
@@ -52,7 +56,7 @@ const mirrored = (table: string, microAppID = numbers) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     Effect.map(
       sql<Stored>`SELECT row_id, data FROM ${sql(table)} WHERE microapp_id = ${microAppID}`,
-      (rows) => new Map(rows.map((row) => [row.row_id, JSON.parse(row.data) as unknown]))
+      (rows) => new Map(rows.map((row) => [row.row_id, storedData(row.data)]))
     ))
 
 /** The passes table's commit count for `table`; 0 before the first run made it. */
@@ -391,6 +395,54 @@ describe("SqlMirror on a SQLite file another connection reads", () => {
 
 describe("microapp mirror", () => {
   layer(emulator, { excludeTestServices: true })((it) => {
+    it.effect("a microapp installed elsewhere (globally) finds the driver installed beside the project it runs in", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const global = fs.mkdtempSync(path.join(os.tmpdir(), "microapp-global-"))
+        const project = fs.mkdtempSync(path.join(os.tmpdir(), "microapp-project-"))
+        yield* Effect.addFinalizer(() =>
+          Effect.sync(() => {
+            fs.rmSync(global, { recursive: true, force: true })
+            fs.rmSync(project, { recursive: true, force: true })
+          })
+        )
+        const globalBin = path.join(global, "bin.js")
+        fs.copyFileSync(bin, globalBin)
+        fs.symlinkSync(path.resolve("node_modules"), path.join(project, "node_modules"), "dir")
+        const run = yield* runToEnd(() =>
+          spawn(process.execPath, [globalBin, "mirror", numbers, "--db", "file:m.db", "--quiet"], {
+            cwd: project,
+            env: { ...cleanEnv, ...envOf(server) },
+            stdio: "pipe"
+          })
+        )
+        expect([run.code, run.stderr]).toEqual([0, ""])
+        expect(fs.existsSync(path.join(project, "m.db"))).toBe(true)
+      }).pipe(Effect.scoped))
+
+    it.effect("a bad database URL, a reserved, empty or invalid table, a missing directory: exit 2 naming it", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const connection = flags(server)
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "microapp-mirror-args-"))
+        const db = `file:${path.join(dir, "m.db")}`
+        const cases: ReadonlyArray<readonly [ReadonlyArray<string>, string]> = [
+          [["--db", "file:"], "--db must be file:PATH"],
+          [["--db", db, "--table", "sqlite_master"], "invalid table: 'sqlite_master' is reserved"],
+          [["--db", db, "--table", "pg_class"], "invalid table: 'pg_class' is reserved"],
+          [["--db", db, "--table", ""], "invalid table: '' must be"],
+          [["--db", db, "--table", "a b"], "invalid table: 'a b' must be"],
+          [["--db", `file:${path.join(dir, "missing", "m.db")}`], "no such directory"]
+        ]
+        for (const [args, message] of cases) {
+          const run = yield* cli(["mirror", numbers, ...args, ...connection])
+          expectFailure(run, 2, [])
+          expect(run.stderr, args.join(" ")).toContain(message)
+        }
+        expect(fs.readdirSync(dir)).toEqual([])
+        fs.rmSync(dir, { recursive: true, force: true })
+      }))
+
     it.effect("a missing driver: exit 2 with the line that installs it; a bad URL: exit 2, the password never printed", () =>
       Effect.gen(function*() {
         const server = yield* MicroappServer

@@ -54,6 +54,26 @@ describe("request shaping and auth", () => {
     })
     expect(checkCredentials(credentials, endpoints.update)).toBeUndefined()
   })
+
+  it("every control character (C0, DEL, C1) inside a token or user id is refused, a space between others is not", () => {
+    const controls = [
+      ...Array.from({ length: 0x20 }, (_, code) => code),
+      0x7f,
+      ...Array.from({ length: 0x20 }, (_, code) => 0x80 + code)
+    ].map((code) => String.fromCharCode(code))
+    for (const control of controls) {
+      const token = `abc${control}def`
+      expect(
+        checkCredentials({ ...credentials, authToken: Redacted.make(token) }, endpoints.update),
+        JSON.stringify(token)
+      )
+        .toMatchObject({ _tag: "InvalidInput", input: "authToken" })
+      expect(checkCredentials({ ...credentials, userId: token }, endpoints.update), JSON.stringify(token))
+        .toMatchObject({ _tag: "InvalidInput", input: "userId" })
+    }
+    expect(checkCredentials({ ...credentials, authToken: Redacted.make("abc def") }, endpoints.update))
+      .toBeUndefined()
+  })
 })
 
 describe("redirect refusal", () => {

@@ -18,9 +18,9 @@ import { Cron, DateTime, Effect, HashMap, Layer, Logger, LogLevel, Option } from
 import { SqlMirror } from "../src/sql/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import { MicroappMirror, MirrorCron } from "../src/workflow/index.js"
-import { eventually } from "./cliSupport.js"
 import { freshSqlite } from "./sqlDatabases.js"
 import { withEmulator } from "./support.js"
+import { eventually } from "./support/eventually.js"
 
 const table = "cron_rows"
 
@@ -40,7 +40,7 @@ const inMemoryCluster = Sharding.layer.pipe(
   Layer.provideMerge(Runners.layerNoop),
   Layer.provideMerge(MessageStorage.layerMemory),
   Layer.provide([RunnerStorage.layerMemory, RunnerHealth.layerNoop]),
-  Layer.provide(ShardingConfig.layer({ entityMessagePollInterval: "200 millis" }))
+  Layer.provide(ShardingConfig.layer({ entityMessagePollInterval: "200 millis", ...MirrorCron.shardingConfig(true) }))
 )
 
 const cluster = MirrorCron.layer({

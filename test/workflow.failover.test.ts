@@ -9,13 +9,13 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Fiber, Option, Schema } from "effect"
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
-import * as net from "node:net"
 import { SqlMirror } from "../src/sql/index.js"
 import { MicroappServer } from "../src/testing/index.js"
-import { eventually } from "./cliSupport.js"
 import { bundled, cleanEnv, drift, drifted, endOf, outputOf, runToEnd } from "./processSupport.js"
-import { freshPostgresUrl, postgresClient } from "./sqlDatabases.js"
+import { freshPostgresUrl, postgresClient, registeredRunners, storedData } from "./sqlDatabases.js"
 import { numbersTable } from "./support.js"
+import { eventually } from "./support/eventually.js"
+import { freePort } from "./support/ports.js"
 
 const rowsEach = 600
 const pageSize = 10
@@ -33,15 +33,6 @@ const sharding = {
   SHARD_LOCK_REFRESH_INTERVAL: "2 seconds",
   ENTITY_MESSAGE_POLL_INTERVAL: "1 second"
 }
-
-/** A port nobody listens on now. */
-const freePort = Effect.async<number>((resume) => {
-  const probe = net.createServer()
-  probe.listen(0, "127.0.0.1", () => {
-    const address = probe.address()
-    probe.close(() => resume(Effect.succeed(typeof address === "object" && address !== null ? address.port : 0)))
-  })
-})
 
 interface Attempt {
   readonly microAppID: string
@@ -105,7 +96,7 @@ layer(emulator, { excludeTestServices: true })((it) => {
 
           const runners = yield* Effect.forEach([0, 1, 2], () =>
             Effect.gen(function*() {
-              const port = yield* freePort
+              const port = yield* Effect.promise(freePort)
               const child = spawn(process.execPath, [runnerFile], {
                 env: { ...env, HOST: "127.0.0.1", PORT: String(port) },
                 stdio: "pipe"
@@ -116,16 +107,7 @@ layer(emulator, { excludeTestServices: true })((it) => {
           const attempts = () => runners.flatMap((runner, i) => attemptsOf(i, runner.output.stdout))
 
           // every runner registered before the mirrors are submitted, so that shards are spread
-          yield* eventually(
-            Effect.provide(
-              Effect.flatMap(
-                SqlClient.SqlClient,
-                (sql) => sql<{ n: string }>`SELECT count(*) AS n FROM cluster_runners`
-              ),
-              postgresClient(clusterUrl)
-            ).pipe(Effect.map(([row]) => Number(row?.n ?? 0)), Effect.orElseSucceed(() => 0)),
-            (n) => n === 3
-          )
+          yield* eventually(registeredRunners(clusterUrl), (n) => n === 3)
 
           const touched = drifted()
           const drifting = yield* Effect.fork(Effect.all(microApps.map((id) => drift(server, id, touched)), {
@@ -215,10 +197,10 @@ layer(emulator, { excludeTestServices: true })((it) => {
             const expected = new Map((yield* server.rows.table(microAppID)).map((row) => [String(row["_id"]), row]))
             const stored = yield* onMirror(Effect.flatMap(SqlClient.SqlClient, (sql) =>
               sql<
-                { row_id: string; data: string }
+                { row_id: string; data: unknown }
               >`SELECT row_id, data FROM microapp_rows WHERE microapp_id = ${microAppID}`))
             expect(stored.map((row) => row.row_id).sort(), microAppID).toEqual([...expected.keys()].sort())
-            for (const row of stored) expect(JSON.parse(row.data), row.row_id).toEqual(expected.get(row.row_id))
+            for (const row of stored) expect(storedData(row.data), row.row_id).toEqual(expected.get(row.row_id))
           }
           expect(touched.removed.size).toBeGreaterThan(0)
         }).pipe(Effect.orDie)

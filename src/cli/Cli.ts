@@ -1,17 +1,16 @@
 /**
- * The `microapp` command line: `rows`, `changes`, `mirror`, `row`, `update`, `login`, `serve`, `demo` (one module each
+ * The `microapp` command line: `rows`, `changes`, `mirror`, `describe`, `row`, `update`, `login`, `serve`, `demo` (one module each
  * in `commands/`). Its commands, flags and exit codes (see `exitCodes.ts`) are part of the
  * package's public contract.
  *
  * @since 0.1.0
  */
 import { type CliApp, CliConfig, Command, HelpDoc, ValidationError } from "@effect/cli"
-import * as FileSystem from "@effect/platform/FileSystem"
-import * as Path from "@effect/platform/Path"
-import { Cause, Config, type Console, Effect, Logger, LogLevel, Option, Schema } from "effect"
+import { Cause, Config, type Console, Effect, Logger, LogLevel, Option } from "effect"
 import { format } from "node:util"
 import { changes } from "./commands/changes.js"
 import { demo } from "./commands/demo.js"
+import { describe } from "./commands/describe.js"
 import { login } from "./commands/login.js"
 import { mirror } from "./commands/mirror.js"
 import { microappCommand } from "./commands/options.js"
@@ -20,6 +19,7 @@ import { rows } from "./commands/rows.js"
 import { serve } from "./commands/serve.js"
 import { update } from "./commands/update.js"
 import { type CliError, errorLine, ExitCode, exitCodeOf, UsageError } from "./exitCodes.js"
+import { packageVersion } from "./packageVersion.js"
 import { type Destination, type Signals, stderrLine, stderrLogger, Stdio } from "./stdio.js"
 
 /**
@@ -35,7 +35,7 @@ export type Environment = Stdio | Signals | CliApp.CliApp.Environment
 const microapp = microappCommand.pipe(
   Command.withHandler(() =>
     new UsageError({
-      message: "a command is required: rows, changes, mirror, row, update, login, serve or demo (see --help)"
+      message: "a command is required: rows, changes, mirror, describe, row, update, login, serve or demo (see --help)"
     })
   ),
   Command.withDescription(
@@ -45,7 +45,7 @@ const microapp = microappCommand.pipe(
       "5 the service or the network failed (after retries) or refused the request, 130 interrupted, " +
       "141 standard output closed by its reader."
   ),
-  Command.withSubcommands([rows, changes, mirror, row, update, login, serve, demo])
+  Command.withSubcommands([rows, changes, mirror, describe, row, update, login, serve, demo])
 )
 
 /** What @effect/cli's own options do, under every help. */
@@ -54,16 +54,6 @@ const builtInsHelp = HelpDoc.p(
     "and pause); --completions bash | zsh | fish | sh (prints a completion script for that shell); --wizard " +
     "(asks for each option on the terminal, shows the command line it built and offers to run it)"
 )
-
-const PackageJson = Schema.parseJson(Schema.Struct({ version: Schema.String }))
-
-/** The package's version, from the package.json two levels above this module (src/cli or dist/cli). */
-const readVersion = Effect.gen(function*() {
-  const fs = yield* FileSystem.FileSystem
-  const path = yield* Path.Path
-  const file = yield* path.fromFileUrl(new URL("../../package.json", import.meta.url))
-  return (yield* Schema.decodeUnknown(PackageJson)(yield* fs.readFileString(file))).version
-}).pipe(Effect.orElseSucceed(() => "unknown"))
 
 const ansi = /\u001b\[[0-9;]*m/g
 
@@ -148,7 +138,7 @@ const describeDefect = (cause: Cause.Cause<unknown>): string => {
 export const main = (argv: ReadonlyArray<string>): Effect.Effect<ExitCode, never, Environment> =>
   Effect.gen(function*() {
     const stdio = yield* Stdio
-    const version = yield* readVersion
+    const version = yield* packageVersion
     const run = Command.run(microapp, { name: "microapp", version, footer: builtInsHelp })
     return yield* run(argv).pipe(
       // the framework's own options are explained once, in the footer, rather than as options of each command

@@ -21,11 +21,12 @@ import { nestsDeeperThan } from "../internal/scan/checkpoint.js"
 import { MicroappClient } from "../MicroappClient.js"
 import type { MicroappError } from "../MicroappError.js"
 import { Filter } from "../Query.js"
-import type { Row } from "../Row.js"
 import type { ScanSummary } from "../RowStream.js"
+import { eventLines, markLast } from "./changeEvents.js"
 import { type CommandFailed, UsageError } from "./exitCodes.js"
 import { holdLock } from "./lockFile.js"
 import { atomicFile, checkCommitted, failedOn, regularFileSize } from "./output.js"
+import { packageVersion } from "./packageVersion.js"
 import type { Stdio, WriteError } from "./stdio.js"
 
 const kind = "microapp changes --state"
@@ -44,6 +45,8 @@ const Pass = Schema.Struct({
   length: Schema.NonNegativeInt,
   /** A first pass: its rows are snapshot reads (`"r"`), not inserts. */
   snapshot: Schema.Boolean,
+  /** Lines `key<TAB>value` (`--key`); missing in a STATE written before `--key`. */
+  key: Schema.optionalWith(Schema.Boolean, { default: () => false }),
   /** `Changes.toJson` of the last page committed; null before the first. */
   checkpoint: Schema.NullOr(Schema.String)
 })
@@ -171,22 +174,6 @@ const save = (state: string, header: Header, baseline: ReadonlyMap<string, strin
       for (const each of pieces) yield* destination.write(each)
     }), { mode: 0o600 })
 
-/** A change as Debezium's envelope has it: `r` for a row of a first pass, else `c`, `u` or `d`. */
-const eventLines = (
-  changes: ReadonlyArray<Changes.Change<Row>>,
-  snapshot: boolean,
-  microAppID: string,
-  now: number
-): string => {
-  let text = ""
-  for (const change of changes) {
-    const op = change._tag === "Inserted" ? (snapshot ? "r" : "c") : change._tag === "Updated" ? "u" : "d"
-    const after = change._tag === "Deleted" ? null : change.row
-    text += `${JSON.stringify({ op, id: change.id, before: null, after, source: { microAppID }, ts_ms: now })}\n`
-  }
-  return text
-}
-
 const encoder = new TextEncoder()
 
 /**
@@ -200,6 +187,7 @@ export const writeChanges = (
   options: Omit<Changes.Options<never, never>, "baseline" | "resume">,
   output: string,
   state: string,
+  key: boolean,
   withProgress: (
     summary: Effect.Effect<ScanSummary>
   ) => <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R | Stdio>
@@ -244,6 +232,12 @@ export const writeChanges = (
             `${inProgress.output}`
         })
       }
+      if (inProgress.key !== key) {
+        return yield* new UsageError({
+          message: `${state} has a pass in progress that writes ${key ? "no keys" : "keys"}: go on ` +
+            `${key ? "without" : "with"} --key`
+        })
+      }
       yield* checkCommitted(output, {
         length: inProgress.length,
         end: "\n",
@@ -261,6 +255,7 @@ export const writeChanges = (
       onSome: (s) => s.baseline
     })
     const client = yield* MicroappClient
+    const release = yield* packageVersion
     const pass = yield* client.changes({ ...options, baseline: Changes.Baseline.fromMap(baseline), resume }).pipe(
       Effect.mapError((error) =>
         error._tag === "InvalidInput" && error.input === "resume"
@@ -281,6 +276,7 @@ export const writeChanges = (
             output: target,
             length,
             snapshot,
+            key,
             checkpoint: checkpoint === undefined ? null : Changes.toJson(checkpoint)
           }
           : null
@@ -297,9 +293,14 @@ export const writeChanges = (
       const file = yield* Effect.mapError(fs.open(output, { flag: "a" }), failedOn(`cannot write ${output}`))
       yield* Stream.runForEach(pass.pages, (page) =>
         Effect.gen(function*() {
-          const bytes = encoder.encode(
-            eventLines(page.changes, snapshot, options.microAppID, yield* Clock.currentTimeMillis)
-          )
+          const bytes = encoder.encode(eventLines(page.changes, {
+            snapshot,
+            first: length === 0,
+            microAppID: options.microAppID,
+            version: release,
+            now: yield* Clock.currentTimeMillis,
+            key
+          }))
           if (bytes.length > 0) {
             yield* Effect.mapError(file.writeAll(bytes), failedOn(`cannot write ${output}`))
             yield* Effect.mapError(file.sync, failedOn(`cannot write ${output}`))
@@ -309,6 +310,7 @@ export const writeChanges = (
           yield* saveAt(page.checkpoint, true)
         }))
     })))
+    if (snapshot) yield* markLast(output, length)
     // the last page's checkpoint is "done": a run killed before this commit resumes from it, and has only this left
     yield* saveAt(undefined, false)
     return yield* pass.summary

@@ -140,7 +140,8 @@ const checkCommittedTo = (file: string, ckpt: string, length: number, end: strin
 const idOfLine = (line: string): Either.Either<string | null, string> => {
   // a JSON array's rows are one a line, after "[" and before ",": JSON.stringify escapes line ends
   const row = line.endsWith(",") ? line.slice(0, -1) : line
-  if (row === "" || row === "[") return Either.right(null)
+  // a complete JSON array begins "[" and ends "]", or is "[]" when empty
+  if (row === "" || row === "[" || row === "]" || row === "[]") return Either.right(null)
   try {
     return Either.right(idOf(JSON.parse(row)))
   } catch {
@@ -171,6 +172,33 @@ const committedIds = (file: string, ckpt: string, length: number) =>
         )
       ))
   )
+
+/**
+ * A usage error unless CKPT's `finished` agrees with its scan's checkpoint (complete) and with FILE
+ * (as many rows as the scan read): `finished` alone would end a run over a FILE cut short.
+ */
+const checkFinished = (state: Body, output: string, ckpt: string) =>
+  Effect.gen(function*() {
+    const checkpoint = yield* Effect.mapError(
+      Checkpoint.fromJson(state.scan),
+      (error) => new UsageError({ message: `${ckpt}: ${error.reason}` })
+    )
+    if (!checkpoint.summary.complete) {
+      return yield* new UsageError({
+        message:
+          `${ckpt}: says FILE is complete, but its scan is not: it was changed since; remove ${ckpt} to start again`
+      })
+    }
+    if (state.format === "csv") return
+    const rows = yield* Stream.runCount(committedIds(output, ckpt, state.length))
+    if (rows !== checkpoint.summary.rows) {
+      return yield* new UsageError({
+        message:
+          `${output} holds ${rows} rows, but ${ckpt} records ${checkpoint.summary.rows}: it was changed since; ` +
+          `remove ${ckpt} to start again`
+      })
+    }
+  })
 
 /** How a page's rows are written to the file that grows, given whether anything is written yet. */
 const render = (format: Format, rows: ReadonlyArray<JsonRow>, started: boolean): string => {
@@ -215,6 +243,7 @@ export const writeCheckpointed = (
       if (state.finished) {
         // the spool CSV's length counts is gone: a CSV FILE need only be there
         yield* checkCommittedTo(output, ckpt, format === "csv" ? 0 : state.length, "\n")
+        yield* checkFinished(state, output, ckpt)
         yield* Effect.ignore(fs.remove(`${ckpt}.rows`, { force: true }))
         return Option.none()
       }

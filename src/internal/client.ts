@@ -29,7 +29,7 @@ import * as Changes from "./changes.js"
 import { decodeEnvelope, makeRowDecoder, type RowDecoder } from "./http/decode.js"
 import { type Endpoint, endpoints } from "./http/endpoints.js"
 import * as InFlight from "./http/inFlight.js"
-import { faultOf } from "./http/plainData.js"
+import { Sendable } from "./http/plainData.js"
 import { defaultMaxPause, makeRateGate } from "./http/retry.js"
 import { type Credentials, headerSafeReason, isHeaderSafe } from "./http/shape.js"
 import { makeTransport, type Transport } from "./http/transport.js"
@@ -146,15 +146,6 @@ const Json: Schema.Schema<Json> = Schema.Union(
 
 /** Row keys the server owns (the metadata): writing them is silently ignored, so it is refused here. */
 const systemKeys: ReadonlySet<string> = new Set(Object.keys(RowMetadata.fields))
-
-/**
- * What JSON carries unchanged, checked before the Record is built: building it would drop a
- * `__proto__` key (or make it a prototype), and JSON would send a number that is not finite as null.
- */
-const Sendable = Schema.Unknown.pipe(Schema.filter((data) => {
-  const fault = faultOf(data)
-  return fault === undefined || { path: fault.path, message: fault.reason }
-}))
 
 const UpdateOptionsSchema = Schema.Struct({
   rowID: Query.Identifier,

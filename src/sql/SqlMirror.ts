@@ -5,7 +5,8 @@
  *
  * Tables (created when missing; `table` defaults to `microapp_rows`):
  *
- * - `table`: `microapp_id`, `row_id` (the primary key, together), `data` (the row as JSON text),
+ * - `table`: `microapp_id`, `row_id` (the primary key, together), `data` (the row: `jsonb` on
+ *   PostgreSQL, migrated in place from the JSON text of earlier versions; JSON text elsewhere),
  *   `fingerprint` (`Changes.fingerprint` of the row) and `pass` (the pass that last saw the row).
  * - `microapp_passes`: one row per mirrored table and Microapp (`row_table`, `microapp_id`): the
  *   pass in progress or last completed (`pass`, `complete`), its checkpoint (`checkpoint`, JSON text,
@@ -14,6 +15,10 @@
  *   `commits`, which a second run at the same time trips over.
  * - `<table>_pass_deletes`: the ids (`microapp_id`, `row_id`) the pass in progress has found
  *   deleted, removed from `table` when the pass completes and emptied then, or when a new pass starts.
+ * - with `view`, the view of that name: `_id`, a typed column per field (named from its label in
+ *   snake_case) and the bookkeeping columns, typed from `definition` or from the rows read, and
+ *   `microapp_views`: what each view was last made from (`view_name`, `row_table`, `microapp_id`,
+ *   `fields`). Made again, in a page's transaction, when a field's values widen its type.
  * - with `history: true`, `<table>_history`: each version of a row (`microapp_id`, `row_id`, the
  *   `pass` that wrote it, `data`, `fingerprint`), valid from `valid_from` to `valid_to` (ISO-8601
  *   text, UTC; `NULL` while current); a delete closes the last version with `deleted` = 1 (SCD2, as
@@ -33,9 +38,12 @@
 import { SqlClient, type SqlError, type Statement } from "@effect/sql"
 import { Chunk, Clock, Effect, Option, Ref, Schema, Stream } from "effect"
 import * as Changes from "../Changes.js"
+import * as Infer from "../internal/infer.js"
+import type { AnyMicroapp } from "../Microapp.js"
 import { MicroappClient } from "../MicroappClient.js"
-import type { InvalidInput, ScanError } from "../MicroappError.js"
+import { InvalidInput, type ScanError } from "../MicroappError.js"
 import type { Row } from "../Row.js"
+import * as TypedView from "./typedView.js"
 
 /**
  * What to mirror (the `rows` selection: `microAppID`, `filters`, `sort`, `pageSize`,
@@ -51,6 +59,16 @@ export interface Options extends Omit<MicroappClient.RowsOptions, "resume" | "de
   readonly table?: string | undefined
   /** Keeps every version of every row in `<table>_history`; default false. */
   readonly history?: boolean | undefined
+  /**
+   * Keeps a view of this name with a column per field (see the module's documentation); none by
+   * default.
+   */
+  readonly view?: string | undefined
+  /**
+   * The typed Microapp whose fields type the view's columns; without it, they are inferred from the
+   * rows the passes read, widening when values disagree.
+   */
+  readonly definition?: AnyMicroapp | undefined
 }
 
 /**
@@ -111,13 +129,37 @@ interface Tables {
   readonly deletes: string
 }
 
+/** The type of `data`: `jsonb` on PostgreSQL, parsed once when written; JSON text elsewhere. */
+const dataType = (sql: SqlClient.SqlClient) =>
+  sql.literal(sql.onDialectOrElse({ pg: () => "JSONB", orElse: () => "TEXT" }))
+
+/**
+ * `data` of `table` made `jsonb` in place when an earlier version left it text (PostgreSQL only).
+ * Two runs at once both converting is harmless: the second converts jsonb to itself.
+ */
+const migrateData = (sql: SqlClient.SqlClient, table: string) =>
+  sql.onDialectOrElse({
+    pg: () =>
+      Effect.gen(function*() {
+        const columns = yield* sql<{ data_type: string }>`SELECT data_type FROM information_schema.columns
+          WHERE table_schema = current_schema() AND table_name = ${table} AND column_name = 'data'`
+        if (columns[0]?.data_type !== "text") return
+        yield* sql`ALTER TABLE ${sql(table)} ALTER COLUMN data TYPE JSONB USING data::jsonb`
+      }),
+    orElse: () => Effect.void
+  })
+
+/** A row as `data` takes it, in rows and history alike: JSON text, which PostgreSQL parses into jsonb. */
+const dataOf = (row: Row): string => JSON.stringify(row)
+
 const createTables = (sql: SqlClient.SqlClient, tables: Tables) =>
   Effect.gen(function*() {
     // a reader of the file then never stops a commit: in SQLite's default mode it would fail it
     yield* sql.onDialectOrElse({ sqlite: () => sql`PRAGMA journal_mode = WAL`, orElse: () => Effect.void })
     yield* sql`CREATE TABLE IF NOT EXISTS ${sql(tables.rows)} (
-      microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, data TEXT NOT NULL, fingerprint TEXT NOT NULL,
+      microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, data ${dataType(sql)} NOT NULL, fingerprint TEXT NOT NULL,
       pass INTEGER NOT NULL, PRIMARY KEY (microapp_id, row_id))`
+    yield* migrateData(sql, tables.rows)
     yield* sql`CREATE TABLE IF NOT EXISTS ${sql(passesTable)} (
       row_table TEXT NOT NULL, microapp_id TEXT NOT NULL, pass INTEGER NOT NULL, complete INTEGER NOT NULL,
       checkpoint TEXT, inserted INTEGER NOT NULL, updated INTEGER NOT NULL, deleted INTEGER NOT NULL,
@@ -127,9 +169,10 @@ const createTables = (sql: SqlClient.SqlClient, tables: Tables) =>
       microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, PRIMARY KEY (microapp_id, row_id))`
     if (tables.history !== undefined) {
       yield* sql`CREATE TABLE IF NOT EXISTS ${sql(tables.history)} (
-        microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, pass INTEGER NOT NULL, data TEXT NOT NULL,
+        microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, pass INTEGER NOT NULL, data ${dataType(sql)} NOT NULL,
         fingerprint TEXT NOT NULL, valid_from TEXT NOT NULL, valid_to TEXT, deleted INTEGER NOT NULL,
         PRIMARY KEY (microapp_id, row_id, pass))`
+      yield* migrateData(sql, tables.history)
     }
   })
 
@@ -285,7 +328,7 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
           : [{
             microapp_id: microAppID,
             row_id: change.id,
-            data: JSON.stringify(change.row),
+            data: dataOf(change.row),
             fingerprint: change.fingerprint,
             pass
           }]
@@ -334,7 +377,7 @@ type Mirror = ReturnType<typeof mirrorOf>
  */
 const openPass = (
   mirror: Mirror,
-  rows: Omit<Options, "table" | "history">
+  rows: Omit<Options, "table" | "history" | "view" | "definition">
 ) =>
   Effect.gen(function*() {
     const client = yield* MicroappClient
@@ -368,6 +411,38 @@ const openPass = (
   })
 
 /**
+ * The typed view made or brought up to date with `definition`'s fields, or those it was last made
+ * from; and, without a definition, what widens it by the rows of a page, in the page's transaction.
+ */
+const openView = (
+  sql: SqlClient.SqlClient,
+  view: { readonly name: string; readonly table: string; readonly microAppID: string },
+  definition: AnyMicroapp | undefined
+) =>
+  Effect.gen(function*() {
+    const keeper = TypedView.keeper(sql, view)
+    yield* keeper.create
+    const stored = yield* keeper.stored
+    const initial = definition === undefined
+      ? Option.getOrElse(stored, (): ReadonlyArray<TypedView.ViewField> => [])
+      : TypedView.viewFields(Infer.fieldsOf(definition))
+    yield* sql.withTransaction(keeper.keep(stored, initial))
+    if (definition !== undefined) return undefined
+    const current = yield* Ref.make(initial)
+    return (changes: ReadonlyArray<Changes.Change<Row>>) =>
+      Effect.gen(function*() {
+        const before = yield* Ref.get(current)
+        const after = TypedView.widenedBy(
+          before,
+          changes.flatMap((change) => change._tag === "Deleted" ? [] : [change.row])
+        )
+        yield* keeper.keep(Option.some(before), after)
+        // set before the commit: a page rolled back fails the run, and the next run starts from the table
+        yield* Ref.set(current, after)
+      })
+  })
+
+/**
  * Where the mirror of a Microapp into a table stands: the pass in progress or last completed,
  * whether it is complete, and its summary so far (none before its first commit).
  *
@@ -378,6 +453,27 @@ export interface PassState {
   readonly pass: number
   readonly complete: boolean
   readonly summary: Option.Option<Changes.Summary>
+}
+
+/** Longest table name: PostgreSQL keeps 63 bytes of a name, and `_pass_deletes` is added to it. */
+const maxTableName = 63 - "_pass_deletes".length
+
+/**
+ * The table of `options` (default `microapp_rows`), refused with `InvalidInput` before any
+ * statement when the database would refuse it, reserve it (`sqlite_*`, `pg_*`), or quote it into
+ * a name no one asked for: a letter or `_`, then letters, digits or `_`, at most 50 characters.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export const tableOf = (options: { readonly table?: string | undefined }): Effect.Effect<string, InvalidInput> => {
+  const table = options.table ?? defaultTable
+  const reason = /^(?:sqlite_|pg_)/i.test(table)
+    ? `'${table}' is reserved: names beginning sqlite_ or pg_ belong to the database`
+    : /^[A-Za-z_][A-Za-z0-9_]*$/.test(table) && table.length <= maxTableName
+    ? undefined
+    : `'${table}' must be a letter or _ then letters, digits or _, at most ${maxTableName} characters`
+  return reason === undefined ? Effect.succeed(table) : Effect.fail(new InvalidInput({ input: "table", reason }))
 }
 
 /**
@@ -392,7 +488,7 @@ export const passState: (
 ) => Effect.Effect<Option.Option<PassState>, InvalidInput | SqlError.SqlError, SqlClient.SqlClient> = Effect.fn(
   "SqlMirror.passState"
 )(function*(options: { readonly microAppID: string; readonly table?: string | undefined }) {
-  const table = options.table ?? defaultTable
+  const table = yield* tableOf(options)
   const sql = yield* SqlClient.SqlClient
   const tables: Tables = { rows: table, history: undefined, deletes: deletesTableOf(table) }
   yield* createTables(sql, tables)
@@ -420,7 +516,8 @@ export const run: (
   InvalidInput | ScanError | SqlError.SqlError | ConcurrentRun,
   MicroappClient | SqlClient.SqlClient
 > = Effect.fn("SqlMirror.run")(function*(options: Options) {
-  const { history = false, table = defaultTable, ...rows } = options
+  const { definition, history = false, table: _, view, ...rows } = options
+  const table = yield* tableOf(options)
   const sql = yield* SqlClient.SqlClient
   const tables: Tables = {
     rows: table,
@@ -429,6 +526,9 @@ export const run: (
   }
   yield* createTables(sql, tables)
   const mirror = mirrorOf(sql, tables, rows.microAppID)
+  const keepView = view === undefined
+    ? undefined
+    : yield* openView(sql, { name: view, table, microAppID: rows.microAppID }, definition)
   const opened = yield* sql.withTransaction(openPass(mirror, rows))
   const commits = yield* Ref.make(opened.commits)
   const rowsSoFar = yield* Ref.make(opened.resume?.summary.rows ?? 0)
@@ -452,9 +552,12 @@ export const run: (
       const seen = yield* seenOn(page)
       const before = yield* Ref.get(commits)
       // the commit count moves only with a transaction that committed
-      const after = yield* sql.withTransaction(Effect.zipRight(
-        mirror.writePage(opened.pass, seen, page.changes),
-        mirror.savePass(before, { pass: opened.pass, checkpoint: page.checkpoint })
+      const after = yield* sql.withTransaction(Effect.zipLeft(
+        Effect.zipRight(
+          mirror.writePage(opened.pass, seen, page.changes),
+          mirror.savePass(before, { pass: opened.pass, checkpoint: page.checkpoint })
+        ),
+        keepView === undefined ? Effect.void : keepView(page.changes)
       ))
       yield* Ref.set(commits, after)
     }))

@@ -139,13 +139,21 @@ const nestsWithin = (value: unknown, depth: number): boolean => {
   return Object.values(value).every((item) => nestsWithin(item, depth - 1))
 }
 
+/**
+ * Where a body nests deeper than a row value may (the first key at fault, or the body itself), checked
+ * before the body's Schema: its parser and its messages recurse, and would echo the whole value.
+ */
+const tooDeep = (body: unknown): string | undefined => {
+  if (typeof body !== "object" || body === null) return undefined
+  const deep = (value: unknown) => !nestsWithin(value, inputBounds.valueDepth + 1)
+  if (Array.isArray(body)) return deep(body) ? "" : undefined
+  return Object.keys(body).find((key) => deep((body as Record<string, unknown>)[key]))
+}
+
 const RowData = Schema.Record({ key: Schema.String, value: Schema.Unknown }).pipe(
-  Schema.filter((rowData) => {
-    const keys = Object.keys(rowData).length
-    if (keys > inputBounds.rowDataKeys) return `more than ${inputBounds.rowDataKeys} keys`
-    return nestsWithin(rowData, inputBounds.valueDepth + 1) ||
-      `a value nested deeper than ${inputBounds.valueDepth} levels`
-  })
+  Schema.filter((rowData) =>
+    Object.keys(rowData).length <= inputBounds.rowDataKeys || `more than ${inputBounds.rowDataKeys} keys`
+  )
 )
 
 const UpdateBody = Schema.Struct({
@@ -167,10 +175,23 @@ const describeParseError = (error: ParseResult.ParseError): string => {
     : `Invalid request body: ${issue.path.join(".")}: ${issue.message}`
 }
 
+const parseJson = Schema.decodeUnknown(Schema.parseJson())
+const refuse = (error: ParseResult.ParseError) => errorReply(400, describeParseError(error))
+
 const decodeBody = <A, I>(schema: Schema.Schema<A, I>) => {
-  const decode = Schema.decodeUnknown(Schema.parseJson(schema))
+  const decode = Schema.decodeUnknown(schema)
   return (text: string): Effect.Effect<A, HttpServerResponse.HttpServerResponse> =>
-    Effect.mapError(decode(text), (error) => errorReply(400, describeParseError(error)))
+    Effect.flatMap(Effect.mapError(parseJson(text), refuse), (json) => {
+      const key = tooDeep(json)
+      return key === undefined
+        ? Effect.mapError(decode(json), refuse)
+        : Effect.fail(errorReply(
+          400,
+          `Invalid request body: ${
+            key === "" ? "" : `${key}: `
+          }a value nested deeper than ${inputBounds.valueDepth} levels`
+        ))
+    })
 }
 
 // --- routes --------------------------------------------------------------------------------------

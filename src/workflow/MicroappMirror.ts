@@ -17,8 +17,9 @@
  */
 import { SqlClient, SqlError } from "@effect/sql"
 import { Activity, Workflow } from "@effect/workflow"
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Exit, Layer, Option, Schema, Scope } from "effect"
 import type * as Changes from "../Changes.js"
+import { MicroappClient } from "../MicroappClient.js"
 import { MicroappError } from "../MicroappError.js"
 import * as Query from "../Query.js"
 import * as SqlMirror from "../sql/SqlMirror.js"
@@ -174,9 +175,16 @@ export const layer = MicroappMirror.toLayer(Effect.fnUntraced(function*(payload,
     name: "start",
     success: Target,
     error: MirrorError,
-    execute: Effect.map(state, (found) => ({
-      pass: Option.match(found, { onNone: () => 1, onSome: ({ complete, pass }) => complete ? pass + 1 : pass })
-    }))
+    execute: Effect.gen(function*() {
+      // a Microapp that does not exist fails here (NotFound), before the pass opens its row
+      yield* Effect.flatMap(MicroappClient, (client) => client.query({ microAppID: options.microAppID, limit: 1 }))
+      return {
+        pass: Option.match(yield* state, {
+          onNone: () => 1,
+          onSome: ({ complete, pass }) => complete ? pass + 1 : pass
+        })
+      }
+    })
   })
   return yield* Activity.make({
     name: "pass",
@@ -200,3 +208,34 @@ export const layer = MicroappMirror.toLayer(Effect.fnUntraced(function*(payload,
     )
   })
 }))
+
+/** The advisory lock runners take in turn while they start: "microapp" in ASCII, a key no other user picks by chance. */
+const startupLock = "7883941965834842224"
+
+/**
+ * Builds `layer` (a runner's cluster, `NodeClusterSocket.layer({ storage: "sql" })`, say) holding
+ * a PostgreSQL advisory lock on the `SqlClient` it is given: runners started at the same moment on
+ * an empty database create the cluster's tables one after another, instead of failing on each
+ * other's `CREATE TABLE`. On another database, `layer` as it is.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const startingOneAtATime = <A, E, R>(
+  layer: Layer.Layer<A, E, R>
+): Layer.Layer<A, E | SqlError.SqlError, R | SqlClient.SqlClient> =>
+  Layer.unwrapScoped(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    if (!sql.onDialectOrElse({ pg: () => true, orElse: () => false })) return layer
+    const runner = yield* Effect.scope
+    // a connection of its own, back in the pool once the layer is built: the lock is the session's
+    const lockScope = yield* Scope.make()
+    const built = Effect.gen(function*() {
+      const connection = yield* Scope.extend(sql.reserve, lockScope)
+      yield* connection.executeRaw(`SELECT pg_advisory_lock(${startupLock})`, [])
+      return yield* Layer.buildWithScope(layer, runner).pipe(
+        Effect.ensuring(Effect.ignore(connection.executeRaw(`SELECT pg_advisory_unlock(${startupLock})`, [])))
+      )
+    })
+    return Layer.succeedContext(yield* Effect.ensuring(built, Scope.close(lockScope, Exit.void)))
+  }))

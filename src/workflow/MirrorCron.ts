@@ -29,8 +29,35 @@ export interface Options {
   readonly mirrors: ReadonlyArray<Mirror>
   /** A tick later than this (the cluster was down) is skipped; default 1 day, as `ClusterCron`'s. */
   readonly skipIfOlderThan?: Duration.DurationInput | undefined
+  /** Default `shardGroup`, which the runners with the schedule take (`shardingConfig(true)`). */
   readonly shardGroup?: string | undefined
 }
+
+/**
+ * The shard group of the schedules' cron jobs. `@effect/cluster` places a job's ticks only on the
+ * runners assigned this group (`shardingConfig(true)`): those started with the schedule, which
+ * handle them; the runs themselves go wherever the cluster places them.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const shardGroup = "microapp-cron"
+
+/**
+ * The shard groups of a runner, for `ShardingConfig` (`NodeClusterSocket.layer({ shardingConfig })`):
+ * every runner knows the schedules' group, and one `withSchedule` (one that has `MirrorCron.layer`)
+ * takes its shards too.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const shardingConfig = (withSchedule: boolean): {
+  readonly availableShardGroups: ReadonlyArray<string>
+  readonly assignedShardGroups: ReadonlyArray<string>
+} => ({
+  availableShardGroups: ["default", shardGroup],
+  assignedShardGroups: withSchedule ? ["default", shardGroup] : ["default"]
+})
 
 /**
  * The name of a mirror's cron job: unique per table and Microapp.
@@ -82,7 +109,7 @@ export const layer = (options: Options): Layer.Layer<never, never, Sharding.Shar
           name: nameOf(mirror),
           cron: options.cron,
           execute: runTick(mirror),
-          shardGroup: options.shardGroup,
+          shardGroup: options.shardGroup ?? shardGroup,
           skipIfOlderThan: options.skipIfOlderThan
         })
       ),

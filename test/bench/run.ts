@@ -19,7 +19,8 @@ const programs = [
   "checkpoint",
   "export",
   "writes",
-  "fleet"
+  "fleet",
+  "views"
 ] as const
 
 interface Outcome {

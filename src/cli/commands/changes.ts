@@ -32,6 +32,11 @@ export const changes = Command.make(
       Options.withPseudoName("FILE"),
       described("Append the pass's events to FILE as NDJSON; a new pass needs FILE missing or empty")
     ),
+    key: Options.boolean("key").pipe(
+      described(
+        "Each line KEY<TAB>EVENT, KEY {\"_id\": ...}: a Kafka message's key and value, as kcat -K '\\t' reads them"
+      )
+    ),
     quiet: Options.boolean("quiet").pipe(described("No progress line and no summary on stderr")),
     ...connection
   },
@@ -43,13 +48,14 @@ export const changes = Command.make(
         options,
         args.output,
         args.state,
+        args.key,
         (summary) => withProgress(Effect.map(summary, progressLine), !args.quiet && stdio.isTerminal.stderr)
       )
       if (!args.quiet) yield* stderrLine(changesSummaryLine(summary))
     }).pipe(Effect.provide(clientLayer(args)), untilSignal)
 ).pipe(
   Command.withDescription(
-    "What changed in a Microapp since the last pass: one event per line ({\"op\": \"r\"|\"c\"|\"u\"|\"d\", " +
-      "\"id\", \"before\", \"after\", \"source\", \"ts_ms\"}), a first pass's rows as \"r\""
+    "What changed in a Microapp since the last pass: one event per line in Debezium's envelope ({\"before\", " +
+      "\"after\", \"op\": \"r\"|\"c\"|\"u\"|\"d\", \"ts_ms\", \"id\", \"source\"}), a first pass's rows as \"r\""
   )
 )

@@ -1,15 +1,19 @@
 /**
- * `microapp mirror APP --db URL`: one pass of `SqlMirror.run` into the database at URL (`file:PATH`
+ * `microapp mirror APP --db URL [--view NAME]`: one pass of `SqlMirror.run` into the database at URL (`file:PATH`
  * for SQLite, `postgres://...` for PostgreSQL), resumable after a kill. The driver is loaded by this
  * command only, from the user's node_modules: the bin does not carry it.
  *
  * @since 0.1.0
  */
 import { Args, Command, Options } from "@effect/cli"
+import * as FileSystem from "@effect/platform/FileSystem"
 import type { SqlClient } from "@effect/sql"
 import type * as SqlLibsql from "@effect/sql-libsql"
 import type * as SqlPg from "@effect/sql-pg"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { createRequire } from "node:module"
+import * as nodePath from "node:path"
+import { pathToFileURL } from "node:url"
 import * as SqlMirror from "../../sql/SqlMirror.js"
 import { CommandFailed, UsageError } from "../exitCodes.js"
 import { changesSummaryLine } from "../progress.js"
@@ -24,10 +28,26 @@ import { clientLayer, connection, described, selection, selectionOf } from "./op
  */
 export class SqlDrivers extends Context.Reference<SqlDrivers>()("effect-microapp/cli/SqlDrivers", {
   defaultValue: () => ({
-    libsql: (): Promise<typeof SqlLibsql> => import("@effect/sql-libsql"),
-    pg: (): Promise<typeof SqlPg> => import("@effect/sql-pg")
+    libsql: (): Promise<typeof SqlLibsql> =>
+      import("@effect/sql-libsql").catch((error: unknown) => fromWorkingDirectory("@effect/sql-libsql", error)),
+    pg: (): Promise<typeof SqlPg> =>
+      import("@effect/sql-pg").catch((error: unknown) => fromWorkingDirectory("@effect/sql-pg", error))
   })
 }) {}
+
+/**
+ * `name` as installed beside the project the command runs in: a global install finds no driver
+ * beside itself, and the install line it prints puts one in the working directory's node_modules.
+ */
+const fromWorkingDirectory = <A>(name: string, notBesideBin: unknown): Promise<A> => {
+  let resolved: string
+  try {
+    resolved = createRequire(nodePath.join(process.cwd(), "noop.js")).resolve(name)
+  } catch {
+    return Promise.reject(notBesideBin)
+  }
+  return import(pathToFileURL(resolved).href) as Promise<A>
+}
 
 /** What a user installs to have a driver, in the versions of this package's Effect line. */
 const installLines = {
@@ -52,12 +72,29 @@ const load = <A>(driver: keyof typeof installLines, loader: (drivers: SqlDrivers
 
 const badUrl = new UsageError({ message: "--db must be file:PATH (SQLite) or postgres://USER@HOST/DB (PostgreSQL)" })
 
+/** A usage error unless `file:PATH` names a file in a directory that exists (libsql would fail a statement later). */
+const checkSqliteFile = (db: string) =>
+  Effect.gen(function*() {
+    // as libsql reads it: the text after the scheme up to any query, relative to the working directory
+    const file = decodeURIComponent(db.slice("file:".length).replace(/[?#].*$/, "").replace(/^\/\/(?=\/)/, ""))
+    if (file === "" || file.endsWith("/")) return yield* badUrl
+    const fs = yield* FileSystem.FileSystem
+    const directory = nodePath.dirname(file)
+    const info = yield* Effect.option(fs.stat(directory))
+    if (Option.isNone(info) || info.value.type !== "Directory") {
+      return yield* new UsageError({ message: `--db: no such directory: ${directory}` })
+    }
+  })
+
 /** The `SqlClient` of `--db`: its scheme picks the driver; the URL itself is never printed. */
-const databaseLayer = (db: Redacted.Redacted<string>): Layer.Layer<SqlClient.SqlClient, UsageError | CommandFailed> =>
+const databaseLayer = (
+  db: Redacted.Redacted<string>
+): Layer.Layer<SqlClient.SqlClient, UsageError | CommandFailed, FileSystem.FileSystem> =>
   Layer.unwrapEffect(Effect.gen(function*() {
     const url = yield* Effect.try({ try: () => new URL(Redacted.value(db)), catch: () => badUrl })
     const driver = Object.hasOwn(drivers, url.protocol) ? drivers[url.protocol as keyof typeof drivers] : undefined
-    if (driver === undefined || (driver === "libsql" && url.pathname === "")) return yield* badUrl
+    if (driver === undefined) return yield* badUrl
+    if (driver === "libsql") yield* checkSqliteFile(Redacted.value(db))
     const layer = driver === "libsql"
       ? (yield* load(driver, (loaders) => loaders.libsql())).LibsqlClient.layer({ url: Redacted.value(db) })
       : (yield* load(driver, (loaders) => loaders.pg())).PgClient.layer({ url: db })
@@ -86,6 +123,14 @@ export const mirror = Command.make(
     history: Options.boolean("history").pipe(
       described("Also keep every version of every row, with valid_from and valid_to, in TABLE_history")
     ),
+    view: Options.text("view").pipe(
+      Options.withPseudoName("NAME"),
+      Options.optional,
+      described(
+        "Also keep a view NAME with a typed column per field (named from its label in snake_case), " +
+          "the types inferred from the rows read and widened when values disagree"
+      )
+    ),
     quiet: Options.boolean("quiet").pipe(described("No summary on stderr")),
     ...selection,
     ...connection
@@ -96,6 +141,7 @@ export const mirror = Command.make(
         microAppID: args.microAppID,
         table: args.table,
         history: args.history,
+        view: Option.getOrUndefined(args.view),
         ...yield* selectionOf(args)
       }).pipe(
         Effect.catchTags({
@@ -106,6 +152,8 @@ export const mirror = Command.make(
       if (!args.quiet) yield* stderrLine(changesSummaryLine(summary))
     }).pipe(
       Effect.provide(Layer.merge(clientLayer(args), databaseLayer(args.db))),
+      // the table is refused before the database is opened, which would create its file
+      (mirrored) => Effect.zipRight(SqlMirror.tableOf({ table: args.table }), mirrored),
       untilSignal
     )
 ).pipe(

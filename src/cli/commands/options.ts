@@ -17,13 +17,23 @@ import { UsageError } from "../exitCodes.js"
  * @since 0.1.0
  * @category options
  */
-export const wholeNumber = (name: string, min: number) =>
-  Options.integer(name).pipe(
+export const wholeNumber = (name: string, min: number, max?: number) => {
+  const message = {
+    message: () =>
+      max === undefined
+        ? `--${name} must be a whole number >= ${min}`
+        : `--${name} must be a whole number from ${min} to ${max}`
+  }
+  return Options.integer(name).pipe(
     Options.withSchema(
-      Schema.Int.pipe(Schema.greaterThanOrEqualTo(min, { message: () => `--${name} must be a whole number >= ${min}` }))
+      Schema.Int.pipe(
+        Schema.greaterThanOrEqualTo(min, message),
+        Schema.lessThanOrEqualTo(max ?? Number.POSITIVE_INFINITY, message)
+      )
     ),
     Options.withPseudoName("N")
   )
+}
 
 /**
  * @since 0.1.0

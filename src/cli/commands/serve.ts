@@ -13,6 +13,8 @@ const defaultPort = 8787
 /** The faults a client is expected to ride out: `--faults RATE` draws from these. */
 const defaultFaultKinds: ReadonlyArray<FaultKind> = ["http500", "http503", "http429", "drop"]
 
+// about 1.2 GB of memory: past it the process would grow until the machine runs out
+const maxDemoRows = 1_000_000
 const maxLatencyMillis = 60_000
 const latencyMessage = {
   message: () => `--latency must be a whole number of milliseconds from 0 to ${maxLatencyMillis}`
@@ -59,7 +61,10 @@ export const serve = Command.make(
       Options.withDefault(defaultPort),
       described(`Port on 127.0.0.1 (0: any free port); default ${defaultPort}`)
     ),
-    rows: wholeNumber("rows", 0).pipe(Options.optional, described("Rows of the demo Projects Microapp; default 2500")),
+    rows: wholeNumber("rows", 0, maxDemoRows).pipe(
+      Options.optional,
+      described(`Rows of the demo Projects Microapp, at most ${maxDemoRows}; default 2500`)
+    ),
     defaultLimit: wholeNumber("default-limit", 1).pipe(
       Options.optional,
       described("Rows returned to a request that sends no limit; default 1000")

@@ -7,6 +7,8 @@ import { Args, Command, Options } from "@effect/cli"
 import * as FileSystem from "@effect/platform/FileSystem"
 import { Effect, Either, Option, Predicate, Schema } from "effect"
 import * as BulkUpdate from "../../BulkUpdate.js"
+import { validateEither } from "../../internal/bounds.js"
+import { Sendable } from "../../internal/http/plainData.js"
 import { MicroappClient } from "../../MicroappClient.js"
 import { UsageError } from "../exitCodes.js"
 import { unknownLabels } from "../labels.js"
@@ -15,17 +17,23 @@ import { clientLayer, connection, connectionOf, described, wholeNumber } from ".
 import { rowID } from "./row.js"
 import { updateFrom } from "./updateFrom.js"
 
-const RowData = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+// checked as sent before the Record is built, which would drop a `__proto__` key without a word
+const RowData = Sendable.pipe(
+  Schema.compose(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { strict: false })
+)
 const decodeJson = Schema.decodeUnknownEither(Schema.parseJson())
-const decodeRowData = Schema.decodeUnknownEither(RowData)
+const validateRowData = (source: string) => validateEither(RowData, undefined, source)
 
-/** The row data of `update`: JSON that must be an object. */
+/** The row data of `update`: JSON that must be an object, with nothing JSON cannot carry unchanged. */
 const parseRowData = (text: string, source: string): Either.Either<typeof RowData.Type, UsageError> =>
   Either.flatMap(
     Either.mapLeft(decodeJson(text), () => new UsageError({ message: `${source} is not valid JSON` })),
     (json) =>
       Predicate.isRecord(json)
-        ? Either.mapLeft(decodeRowData(json), () => new UsageError({ message: `${source} must be a JSON object` }))
+        ? Either.mapLeft(validateRowData(source)(json), (error) =>
+          new UsageError({
+            message: error.input === source ? `${source} ${error.reason}` : `${source} ${error.input}: ${error.reason}`
+          }))
         : Either.left(new UsageError({ message: `${source} must be a JSON object of field labels and values` }))
   )
 

@@ -9,6 +9,7 @@ import { Clock, Deferred, Effect, identity, Option, Predicate, Queue, Ref, Schem
 import * as BulkUpdate from "../../BulkUpdate.js"
 import { validate } from "../../internal/bounds.js"
 import { endpoints } from "../../internal/http/endpoints.js"
+import { Sendable } from "../../internal/http/plainData.js"
 import { MicroappClient } from "../../MicroappClient.js"
 import { describe, InvalidInput } from "../../MicroappError.js"
 import { NotAllUpdated, UsageError } from "../exitCodes.js"
@@ -20,9 +21,13 @@ import { type Destination, signalListener, stderrLine, Stdio } from "../stdio.js
 /** One input line; `null` stands for absent in the optional keys, as the service reads it. */
 const Line = Schema.Struct({
   rowID: Schema.String,
-  rowData: Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
-    message: () => "must be an object of field labels and values"
-  }),
+  // checked as sent before the Record is built, which would drop a `__proto__` key without a word
+  rowData: Sendable.pipe(Schema.compose(
+    Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
+      message: () => "must be an object of field labels and values"
+    }),
+    { strict: false }
+  )),
   embeddingRowID: Schema.optionalWith(Schema.String, { nullable: true }),
   userID: Schema.optionalWith(Schema.String, { nullable: true }),
   ignoreActionRules: Schema.optionalWith(Schema.Boolean, { nullable: true })

@@ -5,6 +5,7 @@
  * JSON.stringify writes it as null) and nesting within `bounds.valueDepth` (JSON.stringify and
  * Schema's parser recurse).
  */
+import { Schema } from "effect"
 import { bounds } from "../bounds.js"
 
 /** Where in a value it cannot pass unchanged, and why. */
@@ -65,3 +66,12 @@ const locate = (value: unknown, depth: number): Fault => {
 
 /** The first place where `value` (the first level of nesting) cannot pass unchanged, if any. */
 export const faultOf = (value: unknown): Fault | undefined => holdsFault(value, 1) ? locate(value, 1) : undefined
+
+/**
+ * Any value that passes between JSON and JavaScript unchanged; checked before a Record is built
+ * from it, which would drop a `__proto__` key (or make it a prototype).
+ */
+export const Sendable = Schema.Unknown.pipe(Schema.filter((data) => {
+  const fault = faultOf(data)
+  return fault === undefined || { path: fault.path, message: fault.reason }
+}))

@@ -38,10 +38,11 @@ export const addCredentials =
     })
 
 /**
- * Whether a value goes into a header as it is, on every transport: printable ASCII, spaces and tabs
- * only between other characters (fetch would strip them at the ends, and send another value).
+ * Whether a value goes into a header as it is, on every transport: printable ASCII, spaces only
+ * between other characters (fetch would strip them at the ends, and send another value); no control
+ * character, TAB included.
  */
-const headerSafe = /^(?:[\x21-\x7e]+(?:[ \t]+[\x21-\x7e]+)*)?$/
+const headerSafe = /^(?:[\x21-\x7e]+(?: +[\x21-\x7e]+)*)?$/
 
 /** Why a credential no header can carry is refused; the value itself is never quoted. */
 export const headerSafeReason =

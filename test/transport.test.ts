@@ -138,9 +138,16 @@ const leaks = (texts: ReadonlyArray<string>, secrets: ReadonlyArray<string>) =>
   texts.filter((text) => secrets.some((secret) => text.includes(secret)))
 
 describe("no credential reaches an error or a log, whatever the transport says", () => {
-  // a newline inside, a trailing newline (fetch would strip it and send another token), a NUL, a
+  // a newline inside, a TAB inside, a trailing newline (fetch would strip it and send another token), a NUL, a
   // character past latin1, one past ASCII
-  const unsendable = ["abc\ndef-secret", "abc-secret\n", "abc\u0000-secret", "tok€n-secret", "tökén-secret"]
+  const unsendable = [
+    "abc\ndef-secret",
+    "abc\tdef-secret",
+    "abc-secret\n",
+    "abc\u0000-secret",
+    "tok€n-secret",
+    "tökén-secret"
+  ]
 
   for (const [transport, layer] of transports) {
     for (const token of unsendable) {

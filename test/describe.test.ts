@@ -1,0 +1,121 @@
+/**
+ * `microapp describe`: the module it prints from the demo Microapps compiles against the package
+ * and decodes every row of the table it came from; `--json` gives the inferred fields; and the
+ * inference itself, kind by kind.
+ */
+import { describe, expect, it, layer } from "@effect/vitest"
+import { Effect, Schema } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import ts from "typescript"
+import * as Infer from "../src/internal/infer.js"
+import type * as Microapp from "../src/Microapp.js"
+import { MicroappServer, peopleMicroAppID, projectsMicroAppID } from "../src/testing/index.js"
+import { cli, flags, root } from "./cliSupport.js"
+
+/** A directory inside the project (so that its imports resolve), removed at the end. */
+const projectDirectory = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join(root, "test", ".describe-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+/** tsc's diagnostics for `file` under the project's compiler options. */
+const typeErrors = (file: string): ReadonlyArray<string> => {
+  const config = ts.readConfigFile(path.join(root, "tsconfig.json"), ts.sys.readFile)
+  const parsed = ts.parseJsonConfigFileContent(config.config, ts.sys, root)
+  const program = ts.createProgram([file], { ...parsed.options, noEmit: true })
+  return ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"))
+}
+
+describe("microapp describe", () => {
+  layer(MicroappServer.layer({ demoRows: 300 }), { excludeTestServices: true })((it) => {
+    for (const [microAppID, name] of [[projectsMicroAppID, "Projects"], [peopleMicroAppID, "People"]] as const) {
+      it.scoped(`the module printed for ${name} compiles and decodes every row of the table`, () =>
+        Effect.gen(function*() {
+          const server = yield* MicroappServer
+          const run = yield* cli(["describe", microAppID, "--name", name, ...flags(server)])
+          expect(run.code, run.stderr).toBe(0)
+          expect(run.stdout).toContain(`import { Microapp } from "effect-microapp"`)
+          const dir = yield* projectDirectory
+          const file = path.join(dir, `${name}.ts`)
+          // the package as the project's own source: dist carries no declarations
+          fs.writeFileSync(file, run.stdout.replace(`"effect-microapp"`, `"../../src/index.js"`))
+          expect(typeErrors(file)).toEqual([])
+          const module = (yield* Effect.promise(() => import(file))) as Record<string, Microapp.AnyMicroapp>
+          const definition = module[name] as Microapp.AnyMicroapp & {
+            readonly schema: Schema.Schema<unknown, Readonly<Record<string, unknown>>>
+          }
+          const rows = yield* server.rows.table(microAppID)
+          expect(rows.length).toBeGreaterThan(0)
+          const decode = Schema.decodeUnknownEither(definition.schema)
+          expect(rows.filter((row) => decode(row)._tag === "Left")).toEqual([])
+        }))
+    }
+
+    it.effect("--json: the Projects fields with their kinds, required, and Status's choices", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const run = yield* cli(["describe", projectsMicroAppID, "--json", ...flags(server)])
+        expect(run.code, run.stderr).toBe(0)
+        const fields = Schema.decodeUnknownSync(Schema.parseJson(Schema.Array(Infer.InferredFieldSchema)))(run.stdout)
+        const byLabel = new Map(fields.map((field) => [field.label, field]))
+        expect(byLabel.get("Name")).toMatchObject({ kind: "text", required: true })
+        expect(byLabel.get("Name")?.choices).toBeUndefined()
+        expect(byLabel.get("Status")).toMatchObject({ kind: "text", choices: ["Done", "In progress", "Open"] })
+        expect(byLabel.get("Due")?.kind).toBe("date")
+        expect(byLabel.get("Approved")?.kind).toBe("boolean")
+        expect(byLabel.get("Owner")?.kind).toBe("crossApp")
+        expect(byLabel.get("Site")?.kind).toBe("location")
+        expect(byLabel.get("Tags")).toMatchObject({ kind: "list", item: "text" })
+        expect(["number", "integer"]).toContain(byLabel.get("Budget")?.kind)
+        expect(byLabel.has("_id")).toBe(false)
+      }))
+  })
+})
+
+describe("inference", () => {
+  const inferred = (rows: ReadonlyArray<Record<string, unknown>>) => {
+    const inference = Infer.make()
+    rows.forEach(inference.add)
+    return Object.fromEntries(inference.fields().map((field) => [field.label, field]))
+  }
+
+  it("widens when values disagree: integer and number to number, date and text to text, else json", () => {
+    const fields = inferred([
+      { _id: "a", n: 1, d: "2024-01-02", t: "x", m: 1, l: [1] },
+      { _id: "b", n: 1.5, d: "soon", t: null, m: "one", l: ["a"] }
+    ])
+    expect(fields["n"]).toMatchObject({ kind: "number", required: true })
+    expect(fields["d"]).toMatchObject({ kind: "text", required: true })
+    expect(fields["t"]).toMatchObject({ kind: "text", required: false })
+    expect(fields["m"]).toMatchObject({ kind: "json" })
+    expect(fields["l"]).toMatchObject({ kind: "list", item: "json" })
+  })
+
+  it("an impossible date is text; a field only ever null is json and optional", () => {
+    const fields = inferred([{ _id: "a", d: "2024-02-30", z: null }])
+    expect(fields["d"]?.kind).toBe("text")
+    expect(fields["z"]).toMatchObject({ kind: "json", required: false })
+  })
+
+  it("widen keeps the first kinds' order and joins a changed kind", () => {
+    const before = inferred([{ _id: "a", a: 1, b: "x" }])
+    const after = inferred([{ _id: "b", a: "y", c: true }])
+    expect(Infer.widen(Object.values(before), Object.values(after)).map((f) => [f.label, f.kind])).toEqual([
+      ["a", "json"],
+      ["b", "text"],
+      ["c", "boolean"]
+    ])
+  })
+
+  it("a label that is not an identifier is quoted, and the constant's name is one", () => {
+    const module = Infer.moduleOf({
+      microAppID: "x",
+      name: "2 my app",
+      rows: 1,
+      fields: [{ label: "Due date", kind: "date", required: false }]
+    })
+    expect(module).toContain(`export const M2MyApp = Microapp.make({`)
+    expect(module).toContain(`"Due date": Microapp.date("FIELD_ID_OF:Due date")`)
+  })
+})

@@ -1,0 +1,268 @@
+/**
+ * The SQL mirror's `data` column and typed views, on SQLite and a real PostgreSQL: `data` is jsonb
+ * on PostgreSQL, a table an earlier version wrote with JSON text is migrated in place by the first
+ * run and compares unchanged; a view with a typed column per field, from a definition or inferred
+ * and widened, and `microapp mirror --view`.
+ */
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it, layer } from "@effect/vitest"
+import { Effect, FastCheck as FC, Layer } from "effect"
+import { Changes } from "../src/index.js"
+import { SqlMirror } from "../src/sql/index.js"
+import { columnNames } from "../src/sql/typedView.js"
+import { MicroappServer, Projects, projectsMicroAppID } from "../src/testing/index.js"
+import { cli, flags } from "./cliSupport.js"
+import { databases, storedData } from "./sqlDatabases.js"
+import { withEmulator } from "./support.js"
+
+const demoRows = 150
+
+const emulator = withEmulator({ demoRows }, { retry: false })
+
+/** The rows table as the version before jsonb created it and wrote a complete pass into it. */
+const writtenByTextVersion = (table: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const server = yield* MicroappServer
+    yield* sql`CREATE TABLE ${sql(table)} (
+      microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, data TEXT NOT NULL, fingerprint TEXT NOT NULL,
+      pass INTEGER NOT NULL, PRIMARY KEY (microapp_id, row_id))`
+    yield* sql`CREATE TABLE IF NOT EXISTS ${sql(SqlMirror.passesTable)} (
+      row_table TEXT NOT NULL, microapp_id TEXT NOT NULL, pass INTEGER NOT NULL, complete INTEGER NOT NULL,
+      checkpoint TEXT, inserted INTEGER NOT NULL, updated INTEGER NOT NULL, deleted INTEGER NOT NULL,
+      unchanged INTEGER NOT NULL, exhaustive INTEGER NOT NULL, commits INTEGER NOT NULL,
+      PRIMARY KEY (row_table, microapp_id))`
+    const rows = yield* server.rows.table(projectsMicroAppID)
+    yield* sql`INSERT INTO ${sql(table)} ${
+      sql.insert(rows.map((row) => ({
+        microapp_id: projectsMicroAppID,
+        row_id: String(row["_id"]),
+        data: JSON.stringify(row),
+        fingerprint: Changes.fingerprint(row),
+        pass: 1
+      })))
+    }`
+    yield* sql`INSERT INTO ${sql(SqlMirror.passesTable)} ${
+      sql.insert({
+        row_table: table,
+        microapp_id: projectsMicroAppID,
+        pass: 1,
+        complete: 1,
+        checkpoint: null,
+        inserted: rows.length,
+        updated: 0,
+        deleted: 0,
+        unchanged: 0,
+        exhaustive: 1,
+        commits: 1
+      })
+    }`
+    return rows
+  })
+
+const dataType = (table: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.onDialectOrElse({
+      pg: () =>
+        Effect.map(
+          sql<{ data_type: string }>`SELECT data_type FROM information_schema.columns
+            WHERE table_name = ${table} AND column_name = 'data'`,
+          (rows) => rows[0]?.data_type
+        ),
+      orElse: () =>
+        Effect.map(
+          sql<{ type: string; name: string }>`SELECT name, type FROM pragma_table_info(${table})`,
+          (rows) => rows.find((row) => row.name === "data")?.type.toLowerCase()
+        )
+    }))
+
+/** Each column of `view` and its type, as the database reports it (SQLite: the type of its values in the first row). */
+const columnTypes = (view: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.onDialectOrElse({
+      pg: () =>
+        Effect.map(
+          sql<{ column_name: string; data_type: string }>`SELECT column_name, data_type
+            FROM information_schema.columns WHERE table_name = ${view} ORDER BY ordinal_position`,
+          (rows) => Object.fromEntries(rows.map((row) => [row.column_name, row.data_type]))
+        ),
+      orElse: () =>
+        Effect.gen(function*() {
+          const names = (yield* sql<{ name: string }>`SELECT name FROM pragma_table_info(${view})`).map((row) =>
+            row.name
+          )
+          const types = names.map((name) => `typeof("${name}") AS "${name}"`).join(", ")
+          const [row] = yield* sql<Record<string, string>>`SELECT ${sql.literal(types)} FROM ${sql(view)}
+            WHERE owner IS NOT NULL AND tags IS NOT NULL AND budget IS NOT NULL AND due IS NOT NULL LIMIT 1`
+          return row ?? {}
+        })
+    }))
+
+const statusCounts = (view: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(
+      sql<{ status: string | null; n: number | string }>`SELECT status, count(*) AS n FROM ${
+        sql(view)
+      } GROUP BY status`,
+      (rows) => Object.fromEntries(rows.map((row) => [String(row.status), Number(row.n)]))
+    ))
+
+const expectedStatusCounts = Effect.map(
+  Effect.flatMap(MicroappServer, (server) => server.rows.table(projectsMicroAppID)),
+  (rows) => {
+    const counts: Record<string, number> = {}
+    for (const row of rows) {
+      const status = String(row["Status"] ?? null)
+      counts[status] = (counts[status] ?? 0) + 1
+    }
+    return counts
+  }
+)
+
+describe("view columns", () => {
+  it("any labels: distinct names of lower-case letters, digits and _, none a bookkeeping column, at most 63 bytes", () => {
+    FC.assert(FC.property(FC.array(FC.string({ unit: "grapheme", maxLength: 80 }), { maxLength: 30 }), (labels) => {
+      const names = columnNames(labels)
+      expect(new Set(names).size).toBe(labels.length)
+      for (const name of names) {
+        expect(name).toMatch(/^[a-z_][a-z0-9_]*$/)
+        expect(["_id", "microapp_id", "pass", "fingerprint"]).not.toContain(name)
+        expect(Buffer.byteLength(name)).toBeLessThanOrEqual(63)
+      }
+    }))
+  })
+
+  it("snake_case labels; a name taken by a bookkeeping column or an earlier field gets _2, _3", () => {
+    expect(columnNames(["Due date", "due_date", "DueDate", "Pass", "_id", "Ünïcode", "1st", "!!"])).toEqual([
+      "due_date",
+      "due_date_2",
+      "due_date_3",
+      "pass_2",
+      "id",
+      "unicode",
+      "f_1st",
+      "field"
+    ])
+  })
+})
+
+for (const database of databases) {
+  describe(database.name, () => {
+    layer(Layer.merge(database.layer(), emulator), { excludeTestServices: true })((it) => {
+      it.effect("data is jsonb on PostgreSQL, JSON text on SQLite, for rows and history", () =>
+        Effect.gen(function*() {
+          yield* SqlMirror.run({ microAppID: projectsMicroAppID, table: "fresh", history: true })
+          const expected = database.name === "postgres" ? "jsonb" : "text"
+          expect(yield* dataType("fresh")).toBe(expected)
+          expect(yield* dataType(SqlMirror.historyTableOf("fresh"))).toBe(expected)
+        }))
+
+      it.effect("a table written with JSON text by an earlier version is migrated by the first run and compares unchanged", () =>
+        Effect.gen(function*() {
+          const rows = yield* writtenByTextVersion("earlier")
+          const server = yield* MicroappServer
+          const changed = String(rows[10]?.["_id"])
+          yield* server.rows.updateRow(changed, { Status: "Done", Priority: 99 })
+          const summary = yield* SqlMirror.run({ microAppID: projectsMicroAppID, table: "earlier" })
+          // fingerprints, not data, are compared: jsonb's key order changes nothing
+          expect(summary).toMatchObject({ inserted: 0, updated: 1, deleted: 0, unchanged: demoRows - 1 })
+          expect(yield* dataType("earlier")).toBe(database.name === "postgres" ? "jsonb" : "text")
+          const sql = yield* SqlClient.SqlClient
+          const stored = yield* sql<{ row_id: string; data: unknown }>`SELECT row_id, data FROM ${sql("earlier")}`
+          const now = new Map((yield* server.rows.table(projectsMicroAppID)).map((row) => [String(row["_id"]), row]))
+          expect(stored).toHaveLength(demoRows)
+          for (const row of stored) expect(storedData(row.data), row.row_id).toEqual(now.get(row.row_id))
+          const again = yield* SqlMirror.run({ microAppID: projectsMicroAppID, table: "earlier" })
+          expect(again).toMatchObject({ inserted: 0, updated: 0, deleted: 0, unchanged: demoRows })
+        }))
+
+      it.effect("a view typed from a definition: a column per field with the field's type, _id and bookkeeping", () =>
+        Effect.gen(function*() {
+          yield* SqlMirror.run({
+            microAppID: projectsMicroAppID,
+            table: "typed",
+            view: "typed_view",
+            definition: Projects
+          })
+          const types = yield* columnTypes("typed_view")
+          expect(types).toEqual(
+            database.name === "postgres"
+              ? {
+                _id: "text",
+                name: "text",
+                status: "text",
+                budget: "double precision",
+                priority: "bigint",
+                approved: "boolean",
+                due: "timestamp with time zone",
+                owner: "jsonb",
+                site: "jsonb",
+                tags: "jsonb",
+                microapp_id: "text",
+                pass: "integer",
+                fingerprint: "text"
+              }
+              : expect.objectContaining({
+                _id: "text",
+                status: "text",
+                budget: "real",
+                priority: "integer",
+                approved: "integer",
+                due: "text",
+                owner: "text",
+                tags: "text",
+                pass: "integer"
+              })
+          )
+          expect(yield* statusCounts("typed_view")).toEqual(yield* expectedStatusCounts)
+          const sql = yield* SqlClient.SqlClient
+          const [first] = yield* sql<{ _id: string; due: unknown; tags: unknown }>`SELECT _id, due, tags
+            FROM ${sql("typed_view")} WHERE due IS NOT NULL AND tags IS NOT NULL ORDER BY _id LIMIT 1`
+          const server = yield* MicroappServer
+          const row = (yield* server.rows.table(projectsMicroAppID)).find((row) => row["_id"] === first?._id)
+          expect(first?.due instanceof Date ? first.due.toISOString().slice(0, 10) : first?.due).toBe(row?.["Due"])
+          expect(storedData(first?.tags)).toEqual(row?.["Tags"])
+        }))
+
+      it.effect("an inferred view: typed from the rows read, replaced when a later pass widens a field", () =>
+        Effect.gen(function*() {
+          const run = SqlMirror.run({ microAppID: projectsMicroAppID, table: "inferred", view: "inferred_view" })
+          yield* run
+          const types = yield* columnTypes("inferred_view")
+          expect(types["status"]).toBe("text")
+          expect(types["due"]).toBe(database.name === "postgres" ? "timestamp with time zone" : "text")
+          expect(types["approved"]).toBe(database.name === "postgres" ? "boolean" : "integer")
+          expect(yield* statusCounts("inferred_view")).toEqual(yield* expectedStatusCounts)
+          const server = yield* MicroappServer
+          const [row] = yield* server.rows.table(projectsMicroAppID)
+          yield* server.rows.updateRow(String(row?.["_id"]), { Approved: "not yet" })
+          const second = yield* run
+          expect(second.updated).toBe(1)
+          // a boolean and a text disagree: the column widens to JSON
+          expect((yield* columnTypes("inferred_view"))["approved"]).toBe(
+            database.name === "postgres" ? "jsonb" : "text"
+          )
+          expect(yield* statusCounts("inferred_view")).toEqual(yield* expectedStatusCounts)
+        }))
+
+      it.scoped("microapp mirror --view NAME keeps the view", () =>
+        Effect.gen(function*() {
+          const server = yield* MicroappServer
+          const url = yield* database.url
+          const run = yield* cli([
+            "mirror",
+            projectsMicroAppID,
+            "--db",
+            url,
+            "--view",
+            "cli_view",
+            "--quiet",
+            ...flags(server)
+          ])
+          expect(run.code, run.stderr).toBe(0)
+          const counts = yield* Effect.provide(statusCounts("cli_view"), database.client(url))
+          expect(counts).toEqual(yield* expectedStatusCounts)
+        }))
+    })
+  })
+}
