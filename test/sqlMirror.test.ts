@@ -177,6 +177,27 @@ for (const database of databases) {
           expect(pass).toEqual({ pass: 3, complete: 1 })
         }))
 
+      it.effect("ids UTF-8 would merge, NUL and an integer beyond 2^53: the run fails naming the row, nothing merged", () =>
+        Effect.gen(function*() {
+          const server = yield* MicroappServer
+          const plain = numbersTable(numbers, 3).rows
+          const colliding = ["\ud83d", "\ud83e", "\ufffd"].map((_id, i) => ({ _id, N: 1000 + i }))
+          for (const bad of [colliding, [{ _id: "a\u0000b", N: 7 }], [{ _id: "big", N: 2 ** 53 + 2 }]]) {
+            yield* server.rows.setRows(numbers, [...plain, ...bad])
+            const error = yield* Effect.flip(mirror("unstorable"))
+            expect(error).toMatchObject({ _tag: "UnexpectedResponse", rowID: bad[0]?._id })
+            const stored = yield* mirrored("unstorable")
+            const ids = new Set((yield* microapp).keys())
+            // whatever a failed run left, each stored id is one of the Microapp's, as itself
+            for (const id of stored.keys()) expect(ids.has(id), JSON.stringify(id)).toBe(true)
+          }
+          yield* server.rows.setRows(numbers, [...plain, { _id: "\ufffd", N: 2000 }])
+          expect(yield* mirror("unstorable")).toMatchObject({ inserted: 4 })
+          yield* expectEqualToMicroapp("unstorable")
+          expect(yield* mirror("unstorable")).toMatchObject({ inserted: 0, unchanged: 4 })
+          yield* reset
+        }))
+
       it.effect("two runs at once: the one that moves the pass on second stops with ConcurrentRun", () =>
         Effect.gen(function*() {
           yield* reset
