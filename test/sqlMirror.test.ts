@@ -8,7 +8,7 @@ import { LibsqlClient } from "@effect/sql-libsql"
 import { describe, expect, layer } from "@effect/vitest"
 import { createClient } from "@libsql/client"
 import { Cause, Deferred, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
-import { spawn } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -463,6 +463,26 @@ describe("microapp mirror", () => {
         expect(fs.readdirSync(dir)).toEqual([])
         fs.rmSync(dir, { recursive: true, force: true })
       }))
+
+    // only root can mount the small file system that fills up
+    it.effect.skipIf(process.getuid?.() !== 0)(
+      "a full disk: exit 1 saying the disk is full, not an unexpected failure",
+      () =>
+        Effect.gen(function*() {
+          const server = yield* MicroappServer
+          const dir = fs.mkdtempSync(path.join(os.tmpdir(), "microapp-mirror-full-"))
+          execFileSync("mount", ["-t", "tmpfs", "-o", "size=32k", "tmpfs", dir])
+          try {
+            const run = yield* cli(["mirror", numbers, "--db", `file:${path.join(dir, "m.db")}`, ...flags(server)])
+            expect(run.stderr).toContain("the disk is full")
+            expectFailure(run, 1, [])
+            expect(run.stderr).not.toContain("unexpected failure")
+          } finally {
+            execFileSync("umount", ["-l", dir]) // lazily: the failed run may still hold the file open
+            fs.rmSync(dir, { recursive: true, force: true })
+          }
+        })
+    )
 
     it.effect("a missing driver: exit 2 with the line that installs it; a bad URL: exit 2, the password never printed", () =>
       Effect.gen(function*() {
