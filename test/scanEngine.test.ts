@@ -95,7 +95,7 @@ interface Outcome {
 const throughJson = (state: Engine.State): Engine.State => {
   const { config } = state
   const query = { microAppID: "m", filters: [], sort: [], ...config }
-  const text = toJson(new CheckpointImpl(query, Engine.snapshot(state)))
+  const text = toJson(new CheckpointImpl(query, Engine.stateOf(state)))
   const back = Effect.runSync(fromJson(text))
   if (!(back instanceof CheckpointImpl)) throw new Error("fromJson made no checkpoint")
   return Either.getOrThrow(Engine.resume(config, back.state, true))

@@ -6,7 +6,7 @@
  * It keeps guarantees 1 to 6 of docs/scanning.md, "Full-table streams", where they are written once.
  *
  * The state is plain data (`state.ts`), changed in place by `plan` and `judge`. Between two judged
- * pages it is all a scan needs to go on: `snapshot` takes it (the windows planned ahead left out),
+ * pages it is all a scan needs to go on: `stateOf` takes it (the windows planned ahead left out),
  * and `resume` starts the same machine from it.
  */
 import { Either, type Types } from "effect"
@@ -60,7 +60,7 @@ export type Verdict =
 export const recentCapacity = (config: { readonly pageSize: number; readonly overlap: number }): number =>
   Math.max(2 * (config.pageSize + config.overlap + 1), 64)
 
-/** A scan at its start. `journal`: keep what `snapshot` needs (for an exact set, 16 bytes an id more). */
+/** A scan at its start. `journal`: keep what `stateOf` needs (for an exact set, 16 bytes an id more). */
 export const initial = (config: EngineConfig, journal = false): State => ({
   config,
   planned: 0,
@@ -83,7 +83,7 @@ export const initial = (config: EngineConfig, journal = false): State => ({
  * The state as it is, for a checkpoint: the windows planned ahead are not in it. `tail` and
  * `probe` are replaced, never changed in place, so they are shared; an exact set needs a journal.
  */
-export const snapshot = (state: State): ScanState.ScanState => {
+export const stateOf = (state: State): ScanState.ScanState => {
   const seen = state.seen.contents()
   if (seen === undefined) throw new Error("scan: a snapshot of an id set kept without a journal")
   return { state: { ...state.cursor }, counters: { ...state.counters }, seen }
