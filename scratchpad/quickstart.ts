@@ -1,6 +1,6 @@
 /**
  * The README's quick start: read a page, read a row, update it, and stream the whole table,
- * against the emulator on an ephemeral port. Run with `npx vite-node scratchpad/quickstart.ts`.
+ * against the emulator on an ephemeral port. Run with `npx tsx scratchpad/quickstart.ts`.
  */
 import { NodeHttpClient, NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer, Stream } from "effect"

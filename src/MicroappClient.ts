@@ -76,8 +76,9 @@ export class MicroappClient extends Context.Tag("effect-microapp/MicroappClient"
    * @since 0.1.0
    * @category layers
    */
-  static layer = (options: MicroappClient.Options): Layer.Layer<MicroappClient, never, HttpClient.HttpClient> =>
-    Layer.scoped(MicroappClient, internal.make(options))
+  static layer(options: MicroappClient.Options): Layer.Layer<MicroappClient, never, HttpClient.HttpClient> {
+    return Layer.scoped(MicroappClient, internal.make(options))
+  }
 
   /**
    * The client configured by `Config` values: by default `MICROAPP_BASE_URL`, `MICROAPP_AUTH_TOKEN`
@@ -87,9 +88,9 @@ export class MicroappClient extends Context.Tag("effect-microapp/MicroappClient"
    * @since 0.1.0
    * @category layers
    */
-  static layerConfig = (
+  static layerConfig(
     options: MicroappClient.ConfigOptions = {}
-  ): Layer.Layer<MicroappClient, ConfigError.ConfigError, HttpClient.HttpClient> => {
+  ): Layer.Layer<MicroappClient, ConfigError.ConfigError, HttpClient.HttpClient> {
     const { authToken, baseUrl, userId, ...tuning } = options
     return Layer.scoped(
       MicroappClient,
@@ -121,10 +122,11 @@ export class MicroappClient extends Context.Tag("effect-microapp/MicroappClient"
    * @since 0.1.0
    * @category layers
    */
-  static layerLogin = (
+  static layerLogin(
     options: MicroappClient.LoginOptions
-  ): Layer.Layer<MicroappClient, MicroappError, HttpClient.HttpClient> =>
-    Layer.scoped(MicroappClient, internal.makeLogin(options))
+  ): Layer.Layer<MicroappClient, MicroappError, HttpClient.HttpClient> {
+    return Layer.scoped(MicroappClient, internal.makeLogin(options))
+  }
 
   /**
    * Logs in once (`POST /api/login`) and hands back the token, still `Redacted`, and the user id,
@@ -133,9 +135,11 @@ export class MicroappClient extends Context.Tag("effect-microapp/MicroappClient"
    * @since 0.1.0
    * @category login
    */
-  static login = (
+  static login(
     options: MicroappClient.LoginOptions
-  ): Effect.Effect<MicroappClient.Credentials, MicroappError, HttpClient.HttpClient> => internal.login(options)
+  ): Effect.Effect<MicroappClient.Credentials, MicroappError, HttpClient.HttpClient> {
+    return internal.login(options)
+  }
 }
 
 /**

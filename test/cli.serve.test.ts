@@ -4,6 +4,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { execFile } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
 import { projectsMicroAppID } from "../src/testing/index.js"
 import { cli, startCli } from "./cliSupport.js"
 import { eventually } from "./support/eventually.js"
@@ -27,6 +30,28 @@ const serving = (args: ReadonlyArray<string>) =>
     expect(url).not.toBe("")
     return { banner, url }
   })
+
+describe("serve: the emulator's own insert and remove", () => {
+  it.live("docs/emulator.md's curl lines insert a row and remove it, as written (the port aside)", () =>
+    Effect.gen(function*() {
+      const { url } = yield* serving([])
+      const page = fs.readFileSync(path.resolve("docs/emulator.md"), "utf8")
+      const curls = page.split("\n").filter((line) => line.startsWith("curl -s http://127.0.0.1:8787/"))
+      expect(curls).toHaveLength(2)
+      // asynchronously: the emulator answers from this process
+      const sh = (line: string) =>
+        Effect.async<string>((resume) => {
+          execFile("sh", ["-c", line.replace("http://127.0.0.1:8787", url)], (error, stdout) =>
+            resume(error === null ? Effect.succeed(stdout) : Effect.die(error)))
+        })
+      const inserted = JSON.parse(yield* sh(curls[0] ?? "")) as { status: string; body: { rowID: string } }
+      expect(inserted.status).toBe("success")
+      const rowID = inserted.body.rowID
+      expect((yield* queryProjects(url)).text).toContain(`"_id":"${rowID}"`)
+      expect(JSON.parse(yield* sh((curls[1] ?? "").replace("ROW_ID", rowID)))).toEqual({ status: "success" })
+      expect((yield* queryProjects(url)).text).not.toContain(rowID)
+    }).pipe(Effect.scoped))
+})
 
 describe("serve: disturbances", () => {
   it.effect("a bad value of each flag: exit 2, one line naming the flag, no server started", () =>

@@ -51,6 +51,18 @@ describe("the README's examples", () => {
     }
   })
 
+  it("the quick start's command runs as written, with nothing but the project's dependencies", async () => {
+    const page = fs.readFileSync(path.join(root, "docs", "quickstart.md"), "utf8")
+    const commands = [...page.matchAll(/`(npx [^`]+)`/g)].map(([, command]) => command ?? "")
+    expect(commands).toEqual(["npx tsx scratchpad/quickstart.ts"])
+    for (const command of commands) {
+      // --no: a package the project does not have fails at once instead of prompting to install it
+      const [, ...args] = command.split(" ")
+      const { stdout } = await promisify(execFile)("npx", ["--no", ...args], { timeout: 90_000, cwd: root })
+      expect(stdout).toContain("rows in the table: ")
+    }
+  })
+
   it.each(runnable)("scratchpad/%s runs to the end against the emulator", async (file) => {
     const outfile = bundle(file)
     // in a directory of its own, for the files an example writes (the SQLite mirror's database)

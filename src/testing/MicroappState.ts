@@ -19,13 +19,37 @@ import type { TableDefinition } from "./Table.js"
  * @since 0.1.0
  * @category models
  */
-export type { Arrival, Completion, RequestHook, RequestRecord } from "./RequestLog.js"
+export type Arrival = RequestLog.Arrival
 
 /**
  * @since 0.1.0
  * @category models
  */
-export type { QueryFailure, UpdateOutcome } from "./RowStore.js"
+export type Completion = RequestLog.Completion
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type RequestHook = RequestLog.RequestHook
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type RequestRecord = RequestLog.RequestRecord
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type QueryFailure = RowStore.QueryFailure
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type UpdateOutcome = RowStore.UpdateOutcome
 
 /**
  * @since 0.1.0

@@ -67,7 +67,7 @@ const main = async (): Promise<Report> => {
     for (;;) {
       const window = Engine.plan(state, false)
       const verdict = Engine.judge(state, window, table.slice(window.start, window.start + window.limit), 1)
-      if (checkpoints) Engine.snapshot(state)
+      if (checkpoints) Engine.stateOf(state)
       if (verdict._tag !== "Continue") break
     }
     const millis = performance.now() - start
@@ -100,7 +100,7 @@ const main = async (): Promise<Report> => {
     const { config, state } = scan(dedupe, true)
     const query = { microAppID: "64d000000000000000000001", filters: [], sort: [], ...config }
     state.counters.rows = rows
-    return { config, checkpoint: new CheckpointImpl(query, Engine.snapshot(state)) }
+    return { config, checkpoint: new CheckpointImpl(query, Engine.stateOf(state)) }
   }
   const { checkpoint, config } = checkpointOf("exact")
   const written = timed(() => toJson(checkpoint))

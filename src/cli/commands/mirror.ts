@@ -70,6 +70,21 @@ const load = <A>(driver: keyof typeof installLines, loader: (drivers: SqlDrivers
         })
     }))
 
+/** What SQLite (SQLITE_FULL, or no room for its WAL index), PostgreSQL (could not extend file) and the OS (ENOSPC) say of a full disk. */
+const diskFull = /SQLITE_FULL|SQLITE_IOERR_SHMSIZE|disk is full|ENOSPC|No space left|could not extend file/i
+
+/** A database failure as the command reports it: the driver's own words, and a full disk by name. */
+const databaseFailed = (message: string, cause: unknown): CommandFailed => {
+  const detail = cause instanceof Error
+    ? `${cause.message} ${String((cause as { code?: unknown }).code ?? "")}`
+    : String(cause)
+  return new CommandFailed({
+    message: diskFull.test(detail) || diskFull.test(message)
+      ? `the database: the disk is full (${message})`
+      : `the database: ${message}${cause instanceof Error ? `: ${cause.message}` : ""}`
+  })
+}
+
 const badUrl = new UsageError({ message: "--db must be file:PATH (SQLite) or postgres://USER@HOST/DB (PostgreSQL)" })
 
 /** A usage error unless `file:PATH` names a file in a directory that exists (libsql would fail a statement later). */
@@ -145,9 +160,13 @@ export const mirror = Command.make(
         ...yield* selectionOf(args)
       }).pipe(
         Effect.catchTags({
-          SqlError: (error) => new CommandFailed({ message: `the database: ${error.message}` }),
+          SqlError: (error) => databaseFailed(error.message, error.cause),
           ConcurrentRun: (error) => new CommandFailed({ message: error.message })
-        })
+        }),
+        // @effect/sql turns a failed COMMIT into a defect: a full disk there is still the disk's
+        Effect.catchSomeDefect((defect) =>
+          diskFull.test(String(defect)) ? Option.some(databaseFailed("a commit failed", defect)) : Option.none()
+        )
       )
       if (!args.quiet) yield* stderrLine(changesSummaryLine(summary))
     }).pipe(

@@ -11,7 +11,7 @@ import { makeDecoder, undecided } from "./fastDecode.js"
 import { faultOf } from "./plainData.js"
 import { StatusEnvelope } from "./wire.js"
 
-const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
+export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
   path.map((key) => typeof key === "number" ? `[${key}]` : `.${String(key)}`).join("").replace(/^\./, "")
 
 /** A ParseError as the one line that says what and where. */

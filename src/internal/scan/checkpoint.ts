@@ -72,10 +72,12 @@ const keysOf = (ast: SchemaAST.AST): Array<string> => {
  */
 const keyOrder = [...new Set(keysOf(SchemaAST.encodedAST(Json.ast)))]
 
-/** The JSON object of a checkpoint but its checksum, as it is written. */
+const encodeProgress = Schema.encodeSync(ScanState.Progress)
+
+/** The JSON object of a checkpoint but its checksum, as it is written (fields at their defaults left out). */
 const bodyOf = (query: QueryJson, state: ScanState.ScanState) => {
   const { seen, ...progress } = state
-  return { version, query, ...progress, seen: ScanState.encodeSeen(seen) }
+  return { version, query, ...encodeProgress(progress), seen: ScanState.encodeSeen(seen) }
 }
 
 const canonical = (body: ReturnType<typeof bodyOf>): string => JSON.stringify(body, keyOrder)

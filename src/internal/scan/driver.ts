@@ -441,7 +441,7 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
         if (!end && (windows === 0 || (windows < enoughPages && rows.length < enoughRows))) return Effect.void
         return Effect.flatMap(Clock.currentTimeMillis, (now) => {
           stamp(run, now)
-          const checkpoint = new CheckpointImpl(source.query, Engine.snapshot(run.engine))
+          const checkpoint = new CheckpointImpl(source.query, Engine.stateOf(run.engine))
           const page: RowStream.Page<A> = { rows, checkpoint }
           rows = []
           windows = 0

@@ -6,7 +6,7 @@
  * It keeps guarantees 1 to 6 of docs/scanning.md, "Full-table streams", where they are written once.
  *
  * The state is plain data (`state.ts`), changed in place by `plan` and `judge`. Between two judged
- * pages it is all a scan needs to go on: `snapshot` takes it (the windows planned ahead left out),
+ * pages it is all a scan needs to go on: `stateOf` takes it (the windows planned ahead left out),
  * and `resume` starts the same machine from it.
  */
 import { Either, type Types } from "effect"
@@ -60,7 +60,7 @@ export type Verdict =
 export const recentCapacity = (config: { readonly pageSize: number; readonly overlap: number }): number =>
   Math.max(2 * (config.pageSize + config.overlap + 1), 64)
 
-/** A scan at its start. `journal`: keep what `snapshot` needs (for an exact set, 16 bytes an id more). */
+/** A scan at its start. `journal`: keep what `stateOf` needs (for an exact set, 16 bytes an id more). */
 export const initial = (config: EngineConfig, journal = false): State => ({
   config,
   planned: 0,
@@ -72,7 +72,8 @@ export const initial = (config: EngineConfig, journal = false): State => ({
     largestPage: 0,
     shortPage: null,
     probe: null,
-    stalled: 0
+    stalled: 0,
+    capSeen: null
   },
   counters: { ...ScanState.noCounters },
   seen: config.dedupe === "exact" ? IdSet.exact({ journal }) : IdSet.recent(recentCapacity(config))
@@ -82,7 +83,7 @@ export const initial = (config: EngineConfig, journal = false): State => ({
  * The state as it is, for a checkpoint: the windows planned ahead are not in it. `tail` and
  * `probe` are replaced, never changed in place, so they are shared; an exact set needs a journal.
  */
-export const snapshot = (state: State): ScanState.ScanState => {
+export const stateOf = (state: State): ScanState.ScanState => {
   const seen = state.seen.contents()
   if (seen === undefined) throw new Error("scan: a snapshot of an id set kept without a journal")
   return { state: { ...state.cursor }, counters: { ...state.counters }, seen }
@@ -136,7 +137,23 @@ export const plan = (state: State, speculative: boolean): Window => {
 const probeReread = (state: State, rowsSeen: number): number =>
   Math.min(state.cursor.tail.length, Math.max(1, Math.floor(rowsSeen / 2)))
 
-/** The server returned `cap` rows when more were asked and more existed: it caps pages. */
+/** Times in a row a server answers a length to windows that asked for more, while rows followed, to prove it a cap. */
+export const capProof = 3
+
+/**
+ * The server returned `cap` rows when more were asked and more existed: it caps pages once it has
+ * done so `capProof` times in a row and never returned more. Returns whether the cap is learned.
+ */
+const suspectCap = (state: State, cap: number): boolean => {
+  const cursor = state.cursor
+  const times = cursor.capSeen?.pageLength === cap ? cursor.capSeen.times + 1 : 1
+  cursor.capSeen = { pageLength: cap, times }
+  const proven = times >= capProof && cursor.largestPage <= cap
+  if (proven) learnCap(state, cap)
+  return proven
+}
+
+/** The server caps pages at `cap` rows: the re-read rows and the stride fit under it. */
 const learnCap = (state: State, cap: number): void => {
   const cursor = state.cursor
   const serverCap = Math.max(state.counters.serverCap ?? 0, cap)
@@ -242,14 +259,14 @@ const end = (
 /**
  * A probe's answer. From the rows passed last: those rows alone, in place, are the end; more rows
  * after them mean the server caps pages; anything else is a shift, for a window with re-read rows
- * to sort out. From the position: a new row there means the server caps pages (or one was
- * appended meanwhile: the two look alike, and the scan takes the safe reading).
+ * to sort out. From the position: a new row there means the server caps pages, or one was
+ * appended meanwhile: the two look alike, so the cap counts once answered so `capProof` times.
  */
 const judgeProbe = (
   state: State,
   window: Window,
   ids: ReadonlyArray<string | null>,
-  rowsSeen: number
+  { rowsSeen, short }: ScanState.Cursor["probe"] & {}
 ): Verdict => {
   const cursor = state.cursor
   cursor.probe = null
@@ -260,7 +277,7 @@ const judgeProbe = (
     if (ids.length === reread && cursor.largestPage > reread) return end(state)
     // a server that has never returned more than one row may return only that row whatever follows
     if (ids.length === reread) {
-      cursor.probe = { rowsSeen, past: true }
+      cursor.probe = { rowsSeen, past: true, short }
       return replan(state)
     }
   } else if (ids.length === 0) {
@@ -269,8 +286,8 @@ const judgeProbe = (
     // a row already passed is at the position: the table shifted
     return replan(state)
   }
-  learnCap(state, rowsSeen)
-  if (cursor.reread === 0) {
+  // a full page that held only rows already passed was shifted, not capped
+  if (short && suspectCap(state, rowsSeen) && cursor.reread === 0) {
     if (state.config.onInconsistent === "fail") {
       return {
         _tag: "Inconsistent",
@@ -293,9 +310,9 @@ export const judge = (state: State, window: Window, rows: ReadonlyArray<unknown>
   counters.pages++
   counters.retries += attempts - 1
   const ids = rows.map(IdSet.idOf)
-  if (cursor.probe !== null) return judgeProbe(state, window, ids, cursor.probe.rowsSeen)
   const previousLargest = cursor.largestPage
   cursor.largestPage = Math.max(cursor.largestPage, rows.length)
+  if (cursor.probe !== null) return judgeProbe(state, window, ids, cursor.probe)
   const first = cursor.position === 0
   // the index of the last row already passed, and how many more rows are behind it than before
   let after = -1
@@ -322,9 +339,9 @@ export const judge = (state: State, window: Window, rows: ReadonlyArray<unknown>
   const received = rows.length - (after + 1)
   if (first && received === 0) return end(state)
   if (received > 0) {
-    // the last page was short, yet more rows followed: the server caps pages (or rows were
-    // appended meanwhile). A cap of one would leave no row to re-read: the probe confirms that one
-    if (cursor.shortPage !== null && cursor.shortPage > 1) learnCap(state, cursor.shortPage)
+    // the last page was short, yet more rows followed: the server caps pages, or rows vanished
+    // from it or were appended meanwhile. A cap of one leaves no row to re-read: the probe finds it
+    if (cursor.shortPage !== null && cursor.shortPage > 1) suspectCap(state, cursor.shortPage)
     cursor.shortPage = full ? null : rows.length
     if (cursor.stride === null && full) cursor.stride = state.config.pageSize
   }
@@ -345,6 +362,6 @@ export const judge = (state: State, window: Window, rows: ReadonlyArray<unknown>
         "the server may ignore skip"
     }
   }
-  cursor.probe = { rowsSeen: rows.length, past: false }
+  cursor.probe = { rowsSeen: rows.length, past: false, short: !full }
   return replan(state, taken)
 }

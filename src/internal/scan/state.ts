@@ -6,11 +6,21 @@
  * `null` stands for "not known yet" in the engine as on the wire, so that only the id set needs
  * encoding. The id set (`Seen`, O(table)) is kept apart from the rest (`Progress`, O(page)).
  */
-import { Predicate, Schema } from "effect"
+import { Option, Predicate, Schema } from "effect"
 import * as IdSet from "./IdSet.js"
 
 export const Count = Schema.NonNegativeInt
 export const Positive = Schema.Int.pipe(Schema.greaterThanOrEqualTo(1))
+
+/**
+ * A field added to a checkpoint after its version: absent, it is `value`, and written only when
+ * it is not, so that older checkpoints are written again byte for byte.
+ */
+const absentAs = <A, I>(schema: Schema.Schema<A, I>, value: A) =>
+  Schema.optionalToRequired(schema, Schema.typeSchema(schema), {
+    decode: Option.getOrElse(() => value),
+    encode: (a) => a === value ? Option.none() : Option.some(a)
+  })
 
 /** Where the scan stands and how it plans its next window. */
 export const Cursor = Schema.Struct({
@@ -28,11 +38,23 @@ export const Cursor = Schema.Struct({
   /**
    * A page held only rows already passed, and as many as any page: the next window asks whether
    * anything follows the position. `rowsSeen`, that page's length, is the server's cap if
-   * something does; `past`: ask from the position itself, not from the rows passed last.
+   * something does, if `short` (the window asked for more); `past`: ask from the position
+   * itself, not from the rows passed last.
    */
-  probe: Schema.NullOr(Schema.Struct({ rowsSeen: Count, past: Schema.Boolean })),
+  probe: Schema.NullOr(Schema.Struct({
+    rowsSeen: Count,
+    past: Schema.Boolean,
+    short: absentAs(Schema.Boolean, true)
+  })),
   /** Windows in a row that found nothing past the position, yet did not show the end. */
-  stalled: Count
+  stalled: Count,
+  /**
+   * A length answered to windows that asked for more while rows followed, and how many times in a
+   * row: the server's cap once answered so `capProof` times (rows that vanished or were appended
+   * cut pages short by chance). Checkpoints written before it have none. Its keys are named
+   * unlike any other: a checkpoint writes keys in one order, the first place each name appears.
+   */
+  capSeen: absentAs(Schema.NullOr(Schema.Struct({ pageLength: Positive, times: Positive })), null)
 })
 
 export interface Cursor extends Schema.Schema.Type<typeof Cursor> {}

@@ -5,7 +5,7 @@
  */
 import type { SqlClient, SqlError } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
-import * as Infer from "../internal/infer.js"
+import * as Infer from "../../internal/infer.js"
 
 /** What a view is made from: each field's label and kind (a list's items aside from their kind). */
 export interface ViewField {

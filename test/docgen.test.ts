@@ -1,0 +1,47 @@
+/**
+ * The API reference (`npm run docs`, @effect/docgen) covers every entry point of the package, and
+ * documents every static of `MicroappClient`: docgen lists a class's static methods, not static
+ * properties, so the layers must stay methods.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { MicroappClient } from "../src/index.js"
+
+const root = path.resolve(import.meta.dirname, "..")
+const readJson = (file: string): unknown => JSON.parse(fs.readFileSync(path.join(root, file), "utf8"))
+
+const docgen = readJson("docgen.json") as { readonly exclude: ReadonlyArray<string> }
+const exportsOf = (readJson("package.json") as { readonly exports: Record<string, { readonly default: string }> })
+  .exports
+
+/** A docgen exclude glob as a RegExp over paths like `src/testing/App.ts`. */
+const globToRegExp = (glob: string) =>
+  new RegExp(
+    `^${
+      glob.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*\*\//g, "\u0000").replace(/\*/g, "[^/]*").replace(
+        /\u0000/g,
+        "(?:.*/)?"
+      )
+    }$`
+  )
+const excluded = docgen.exclude.map(globToRegExp)
+const documented = (file: string) => !excluded.some((pattern) => pattern.test(file))
+
+describe("the API reference", () => {
+  it.each(Object.keys(exportsOf))("entry point %s has documented modules", (entry) => {
+    const dir = path.posix.join("src", path.posix.dirname(exportsOf[entry]?.default.replace(/^\.\/dist\//, "") ?? ""))
+    const modules = fs.readdirSync(path.join(root, dir)).filter((file) => file.endsWith(".ts"))
+      .map((file) => path.posix.join(dir, file))
+    expect(modules.filter(documented).length, dir).toBeGreaterThan(0)
+  })
+
+  it("every static of MicroappClient is a method, which docgen documents", () => {
+    for (const name of ["layer", "layerConfig", "layerLogin", "login"]) {
+      const descriptor = Object.getOwnPropertyDescriptor(MicroappClient, name)
+      expect(typeof descriptor?.value, name).toBe("function")
+      // a static property is enumerable and left out of the reference; a static method is not
+      expect(descriptor?.enumerable, name).toBe(false)
+    }
+  })
+})
