@@ -79,8 +79,8 @@ export const summaryLine = (summary: ScanSummary, stoppedBy?: EarlyStop): string
 }
 
 /**
- * The closing line of a change pass: its counts, the point reads that confirmed its deletes (and
- * the candidates they left unconfirmed), then the scan's figures as `summaryLine` has them; a pass
+ * The closing line of a change pass: its counts, the point reads that confirmed its deletes, if
+ * any (and the candidates they left unconfirmed), then the scan's figures as `summaryLine` has them; a pass
  * that was not exhaustive says that rows may have been missed, and, under exhaustive-only
  * deletes, that it reported no delete.
  *
@@ -94,8 +94,7 @@ export const changesSummaryLine = (summary: Changes.Summary): string => {
     `deleted ${summary.deleted}`,
     `unchanged ${summary.unchanged}`
   ]
-  // exhaustive-only deletes make no read: their line does not claim to have confirmed any
-  const confirmed = summary.deletes !== "reported" || (summary.reads === 0 && summary.deleted > 0)
+  const confirmed = summary.reads === 0
     ? []
     : [
       `confirmed ${plural(summary.deleted, "delete", "deletes")} with ${plural(summary.reads, "read", "reads")}`,
