@@ -166,7 +166,24 @@ const migrateData = (sql: SqlClient.SqlClient, table: string) =>
 /** A row as `data` takes it, in rows and history alike: JSON text, which PostgreSQL parses into jsonb. */
 const dataOf = (row: Row): string => JSON.stringify(row)
 
+/** The advisory lock first runs take in turn while they create tables: "mirrors" in ASCII, a key no other user picks by chance. */
+const creationLock = "30796712728556147"
+
+/**
+ * The tables made when missing. On PostgreSQL, `CREATE TABLE IF NOT EXISTS` run at the same moment
+ * by two sessions fails one of them on the catalog's unique index, so runs create one at a time,
+ * under a lock their transaction holds.
+ */
 const createTables = (sql: SqlClient.SqlClient, tables: Tables) =>
+  sql.onDialectOrElse({
+    pg: () =>
+      sql.withTransaction(
+        Effect.zipRight(sql.unsafe(`SELECT pg_advisory_xact_lock(${creationLock})`), createMissing(sql, tables))
+      ),
+    orElse: () => createMissing(sql, tables)
+  })
+
+const createMissing = (sql: SqlClient.SqlClient, tables: Tables) =>
   Effect.gen(function*() {
     // a reader of the file then never stops a commit: in SQLite's default mode it would fail it
     yield* sql.onDialectOrElse({ sqlite: () => sql`PRAGMA journal_mode = WAL`, orElse: () => Effect.void })

@@ -50,7 +50,11 @@ const measure = async (rows: number, deleted: number, delayMillis: number): Prom
     const times = { confirmed: [] as Array<number>, exhaustive: [] as Array<number> }
     let reads = 0
     for (let round = 0; round < 3; round++) {
-      for (const deletes of round % 2 === 0 ? ["confirmed", "exhaustive"] as const : ["exhaustive", "confirmed"] as const) {
+      for (
+        const deletes of round % 2 === 0
+          ? ["confirmed", "exhaustive"] as const
+          : ["exhaustive", "confirmed"] as const
+      ) {
         const run = await runtime.runPromise(pass(baseline, deletes))
         if (run.summary.deleted !== deleted || run.summary.unchanged !== rows) {
           throw new Error(`a pass did not find the ${deleted} deletes: ${JSON.stringify(run.summary)}`)
@@ -87,7 +91,9 @@ const main = async (): Promise<Report> => {
     title: "deletes",
     findings: runs.map(([delay, run]) => ({
       figure: `Confirmed deletes, ${formatInt(rows)} rows, 1% deleted, ${delay} ms a request`,
-      measured: `${formatInt(run.reads)} reads, ${formatRatio(run.confirmed / run.exhaustive)}x the time of exhaustive-only`,
+      measured: `${formatInt(run.reads)} reads, ${
+        formatRatio(run.confirmed / run.exhaustive)
+      }x the time of exhaustive-only`,
       goal: "",
       met: undefined
     })),
