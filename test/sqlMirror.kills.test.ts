@@ -150,6 +150,7 @@ for (const database of databases) {
                 yield* server.configure({ latency: Duration.zero, faults: undefined })
                 expect(last.code, last.stderr).toBe(0)
                 expect(last.stderr).toMatch(/, resumed (once|\d+ times), /)
+                expect(last.stderr).not.toContain(new URL(url).password || "no password")
                 expect(touched.inserted.size, "drift inserted rows during the pass").toBeGreaterThan(0)
                 return { closing: closingOf(last.stderr), touched: touchedBy(touched) }
               })
