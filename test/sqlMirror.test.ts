@@ -311,6 +311,45 @@ for (const database of databases) {
           yield* expectEqualToMicroapp(table, large)
         }))
 
+      it.effect("a run interrupted after the commit that completed its pass: the pass's counts are kept; the next run starts a new one", () =>
+        Effect.gen(function*() {
+          yield* reset
+          const table = "late"
+          yield* mirror(table)
+          const made = yield* changeTable
+          const sql = yield* SqlClient.SqlClient
+          const state = SqlMirror.passState({ microAppID: numbers, table })
+          // each transaction as it was, but the one that completes the pass never returns: the run is interrupted there
+          const completed = yield* Deferred.make<void>()
+          const stalledAtTheEnd = new Proxy(sql, {
+            get: (target, key, receiver) =>
+              key === "withTransaction"
+                ? <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+                  Effect.tap(target.withTransaction(effect), () =>
+                    Effect.flatMap(state, (now) =>
+                      Option.exists(now, (pass) =>
+                          pass.complete)
+                        ? Effect.zipRight(Deferred.succeed(completed, undefined), Effect.never)
+                        : Effect.void))
+                : Reflect.get(target, key, receiver)
+          })
+          const running = yield* Effect.fork(Effect.provideService(mirror(table), SqlClient.SqlClient, stalledAtTheEnd))
+          yield* Deferred.await(completed)
+          expect(Exit.isInterrupted(yield* Fiber.interrupt(running))).toBe(true)
+          const counts = {
+            inserted: made.inserted.length,
+            updated: made.updated.length,
+            deleted: made.deleted.length,
+            unchanged: size - made.updated.length - made.deleted.length
+          }
+          expect(yield* state).toEqual(
+            Option.some({ pass: 2, complete: true, summary: Option.some(expect.objectContaining(counts)) })
+          )
+          yield* expectEqualToMicroapp(table)
+          // a caller that takes the interrupted run for an unfinished pass and runs again gets pass 3's counts
+          expect(yield* mirror(table)).toMatchObject({ inserted: 0, updated: 0, deleted: 0, unchanged: size - 1 })
+        }))
+
       if (database.name === "sqlite") {
         it.effect("a pass stopped in its deletes deletes nothing yet; resumed with the deletes it recorded, each once", () =>
           Effect.gen(function*() {
