@@ -319,6 +319,7 @@ for (const database of databases) {
           const made = yield* changeTable
           const sql = yield* SqlClient.SqlClient
           const state = SqlMirror.passState({ microAppID: numbers, table })
+          const complete = Effect.map(state, Option.exists((pass) => pass.complete))
           // each transaction as it was, but the one that completes the pass never returns: the run is interrupted there
           const completed = yield* Deferred.make<void>()
           const stalledAtTheEnd = new Proxy(sql, {
@@ -326,11 +327,8 @@ for (const database of databases) {
               key === "withTransaction"
                 ? <A, E, R>(effect: Effect.Effect<A, E, R>) =>
                   Effect.tap(target.withTransaction(effect), () =>
-                    Effect.flatMap(state, (now) =>
-                      Option.exists(now, (pass) =>
-                          pass.complete)
-                        ? Effect.zipRight(Deferred.succeed(completed, undefined), Effect.never)
-                        : Effect.void))
+                    Effect.flatMap(complete, (done) =>
+                      done ? Effect.zipRight(Deferred.succeed(completed, undefined), Effect.never) : Effect.void))
                 : Reflect.get(target, key, receiver)
           })
           const running = yield* Effect.fork(Effect.provideService(mirror(table), SqlClient.SqlClient, stalledAtTheEnd))
