@@ -90,10 +90,20 @@ export const killedFiveTimes = (
       const seen = (yield* server.log.requests).length
       const before = yield* committed
       const child = spawnChild()
+      const output = outputOf(child)
       child.stdin.end()
-      if (kill >= 2) yield* eventually(committed, (now) => now !== before)
-      yield* untilRequests(server, seen + (yield* Random.nextIntBetween(0, 7)))
-      yield* Effect.sleep(Duration.millis(yield* Random.nextIntBetween(0, 21)))
+      const requests = seen + (yield* Random.nextIntBetween(0, 7))
+      const pause = Duration.millis(yield* Random.nextIntBetween(0, 21))
+      // a run that ends by itself fails the test at once with what it said, not after a wait's deadline
+      yield* Effect.raceFirst(
+        Effect.all([
+          kill >= 2 ? eventually(committed, (now) => now !== before) : Effect.void,
+          untilRequests(server, requests),
+          Effect.sleep(pause)
+        ], { discard: true }),
+        Effect.flatMap(endOf(child), (end) =>
+          Effect.dieMessage(`a run ended before it was killed: ${JSON.stringify({ ...end, ...output })}`))
+      )
       child.kill("SIGKILL")
       expect(yield* endOf(child), "a run ended before it was killed").toEqual({ code: null, signal: "SIGKILL" })
     }
