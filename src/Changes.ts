@@ -161,16 +161,17 @@ export interface Options<E, R> extends Omit<MicroappClient.RowsOptions, keyof Pa
  * `pageSize` (their `Deleted`, and `Updated` for rows a point read found changed), and the last
  * page of a pass holds a checkpoint whose phase is `"done"`.
  *
- * `kept`: the candidates of this page that a point read kept (found, or not confirmed deleted),
- * which a sink holding its checkpoint's ids records, to give back as `SinkIds.kept`; empty for a
- * page of the scan.
+ * `found` and `unconfirmed`: the candidates of this page a point read found (their changes among
+ * `changes`), and those it could not confirm deleted. A sink holding its checkpoint's ids records
+ * both, to give back as `SinkIds.kept`; both are empty for a page of the scan.
  *
  * @since 0.1.0
  * @category models
  */
 export interface Page<A> {
   readonly changes: ReadonlyArray<Change<A>>
-  readonly kept: ReadonlyArray<string>
+  readonly found: ReadonlyArray<string>
+  readonly unconfirmed: ReadonlyArray<string>
   readonly checkpoint: Checkpoint
 }
 
@@ -274,7 +275,7 @@ export const fromJson: (text: string) => Effect.Effect<Checkpoint, InvalidInput>
 /**
  * What a sink gives back to make a sink-held pass checkpoint whole: `ids`, every id the scan has
  * compared so far (changed or not), `deleted`, the ids it has reported deleted so far, and `kept`,
- * the ids of the pages' `kept` so far (both none before the `"deletes"` phase; `kept` may be left
+ * the ids of the pages' `found` and `unconfirmed` so far (both none before the `"deletes"` phase; `kept` may be left
  * out while it is none).
  *
  * @since 0.1.0

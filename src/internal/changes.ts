@@ -499,7 +499,7 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
             unchanged: run.counts.unchanged + unchanged
           }
           return [
-            { changes, kept: [], checkpoint: checkpointOf(page.checkpoint, phase, counts, sets) },
+            { changes, found: [], unconfirmed: [], checkpoint: checkpointOf(page.checkpoint, phase, counts, sets) },
             { ...run, phase, counts, scan: page.checkpoint }
           ]
         })
@@ -530,7 +530,8 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
           Effect.flatMap(answers(group), (answered) =>
             Ref.modify(latest, (run): [Changes.Page<A>, Run] => {
               const changes: Array<Changes.Change<A>> = []
-              const kept: Array<string> = []
+              const found: Array<string> = []
+              const unsettled: Array<string> = []
               let { deleted, reads, unchanged, unconfirmed, updated } = run.counts
               for (const { answer, read, unseen: { fingerprint, id } } of answered) {
                 // an id the baseline gave twice is answered once
@@ -543,7 +544,7 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
                   continue
                 }
                 sets.kept.add(id)
-                kept.push(id)
+                ;(answer._tag === "Found" ? found : unsettled).push(id)
                 if (answer._tag === "Unconfirmed") unconfirmed++
                 else if (answer.row.fingerprint === fingerprint) unchanged++
                 else {
@@ -556,7 +557,7 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
               }
               const counts = { ...run.counts, deleted, reads, unchanged, unconfirmed, updated }
               return [
-                { changes, kept, checkpoint: checkpointOf(scanned, phase, counts, sets) },
+                { changes, found, unconfirmed: unsettled, checkpoint: checkpointOf(scanned, phase, counts, sets) },
                 { ...run, phase, counts }
               ]
             }))
@@ -565,7 +566,7 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
           Stream.filter((unseen) => !resolved(unseen.id)),
           Stream.grouped(scanned.query.pageSize),
           Stream.mapEffect((group) => page(Chunk.toReadonlyArray(group), "deletes")),
-          Stream.filter((page) => page.changes.length > 0 || page.kept.length > 0),
+          Stream.filter((page) => page.changes.length + page.found.length + page.unconfirmed.length > 0),
           Stream.concat(Stream.fromEffect(page([], "done")))
         )
       }))

@@ -7,7 +7,8 @@
  *
  * - `table`: `microapp_id`, `row_id` (the primary key, together), `data` (the row: `jsonb` on
  *   PostgreSQL, migrated in place from the JSON text of earlier versions; JSON text elsewhere),
- *   `fingerprint` (`Changes.fingerprint` of the row) and `pass` (the pass that last saw the row).
+ *   `fingerprint` (`Changes.fingerprint` of the row) and `pass` (the pass that last saw the row,
+ *   in its scan or by a point read).
  * - `microapp_passes`: one row per mirrored table and Microapp (`row_table`, `microapp_id`): the
  *   pass in progress or last completed (`pass`, `complete`), its checkpoint (`checkpoint`, JSON text,
  *   `Changes.toJson` of `Changes.withoutIds`: a count and a digest instead of the ids, which the
@@ -364,8 +365,8 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
 
   /**
    * One page of changes of pass `pass`, with `seen`, the ids of its scanned rows: rows, history,
-   * recorded deletes and kept ids, not the checkpoint. A row a point read found is written as a
-   * scanned one, `kept` telling it apart.
+   * recorded deletes and kept ids, not the checkpoint. A row a point read found is marked seen by
+   * the pass as a scanned one is, the kept ids telling it apart.
    */
   const writePage = (pass: number, seen: ReadonlyArray<string>, page: Changes.Page<Row>) =>
     Effect.gen(function*() {
@@ -389,10 +390,11 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
           sql`INSERT INTO ${sql(tables.rows)} ${sql.insert(group)} ON CONFLICT (microapp_id, row_id)
           DO UPDATE SET data = excluded.data, fingerprint = excluded.fingerprint, pass = excluded.pass`
       )
-      yield* grouped(seen, (group) =>
+      yield* grouped([...seen, ...page.found], (group) =>
         sql`UPDATE ${sql(tables.rows)} SET pass = ${pass}
           WHERE microapp_id = ${microAppID} AND pass <> ${pass} AND ${sql.in("row_id", group)}`)
-      for (const [ids, into] of [[deleted, tables.deletes], [page.kept, tables.kept]] as const) {
+      const kept = [...page.found, ...page.unconfirmed]
+      for (const [ids, into] of [[deleted, tables.deletes], [kept, tables.kept]] as const) {
         yield* grouped(
           ids,
           (group) =>
