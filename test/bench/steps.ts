@@ -3,12 +3,13 @@
  * of a call: each sample goes to the step of the innermost frame on its stack that a step claims,
  * so a closure of the client that builds an effect owns what it calls, and the fiber runtime owns
  * only the running of effects between them. Prints one markdown table, each step's share of the
- * CPU (idle excluded) and, given `--per=N` (the updates or pages the profile covers), its µs per one.
+ * CPU (idle excluded) and, given `--cpu=µs` (the CPU of one update or page as profile.js measured it
+ * without the profiler, which slows what it samples), each step's share of that.
  *
- *   node .bench-out/test/bench/steps.js PROFILE.cpuprofile [--per=N]
+ *   node .bench-out/test/bench/steps.js PROFILE.cpuprofile [--cpu=µs]
  */
 import { readFileSync } from "node:fs"
-import { formatRatio, options } from "./common.js"
+import { formatInt, formatRatio, options } from "./common.js"
 
 interface CallFrame {
   readonly functionName: string
@@ -45,10 +46,10 @@ const steps: ReadonlyArray<Step> = [
     url: /platform\/dist\/esm\/internal\/httpClientRequest\.js$/
   },
   { step: "request building (shape, JSON.stringify, headers)", url: /platform\/dist\/esm\/internal\/httpBody\.js$/ },
-  { step: "input check (Schema, __proto__ walk)", url: /internal\/bounds\.js$/ },
-  { step: "answer decode (envelope, rows, __proto__ walk)", url: /internal\/http\/(decode|fastDecode|wire)\.js$/ },
-  { step: "answer decode (envelope, rows, __proto__ walk)", url: /internal\/client\.js$/, fn: /^decode$/ },
-  { step: "input check (Schema, __proto__ walk)", url: /internal\/http\/plainData\.js$/ },
+  { step: "__proto__ and number walk (faultOf)", url: /internal\/http\/plainData\.js$/ },
+  { step: "input check (Schema)", url: /internal\/bounds\.js$/ },
+  { step: "answer decode (envelope, rows)", url: /internal\/http\/(decode|fastDecode|wire)\.js$/ },
+  { step: "answer decode (envelope, rows)", url: /internal\/client\.js$/, fn: /^decode$/ },
   { step: "in-flight permit and rate gate", url: /internal\/http\/(inFlight|retry)\.js$/ },
   { step: "in-flight permit and rate gate", url: /internal\/http\/steps\.js$/, fn: /^(throughGate|withinInFlight)$/ },
   { step: "retry and schedule", url: /internal\/http\/(policy)\.js$/ },
@@ -89,8 +90,8 @@ const stepOf = (frames: ReadonlyArray<CallFrame>): string | undefined => {
 const main = () => {
   const opts = options()
   const path = process.argv.slice(2).find((arg) => !arg.startsWith("--"))
-  if (path === undefined) throw new Error("usage: steps.js PROFILE.cpuprofile [--per=N]")
-  const per = opts.number("per", 0, 0)
+  if (path === undefined) throw new Error("usage: steps.js PROFILE.cpuprofile [--cpu=µs]")
+  const cpu = opts.number("cpu", 0, 0)
   const profile = JSON.parse(readFileSync(path, "utf8")) as Profile
   const nodes = new Map(profile.nodes.map((node) => [node.id, node]))
   const parents = new Map<number, number>()
@@ -109,14 +110,14 @@ const main = () => {
   }
   const busy = [...bySteps.values()].reduce((sum, t) => sum + t, 0)
   const rows = [...bySteps].sort(([, a], [, b]) => b - a).map(([step, time]) =>
-    `| ${step} | ${formatRatio((100 * time) / busy, 1)}% |${per > 0 ? ` ${formatRatio(time / per, 1)} |` : ""}`
+    `| ${step} | ${formatRatio((100 * time) / busy, 1)}% |${cpu > 0 ? ` ${formatInt((cpu * time) / busy)} |` : ""}`
   )
   process.stdout.write(
     [
-      `| Step | share of CPU |${per > 0 ? " µs per one |" : ""}`,
-      `|---|---:|${per > 0 ? "---:|" : ""}`,
+      `| Step | share of CPU |${cpu > 0 ? " µs per one |" : ""}`,
+      `|---|---:|${cpu > 0 ? "---:|" : ""}`,
       ...rows,
-      `| all (idle excluded) | 100% |${per > 0 ? ` ${formatRatio(busy / per, 1)} |` : ""}`
+      `| all (idle excluded) | 100% |${cpu > 0 ? ` ${formatInt(cpu)} |` : ""}`
     ].join("\n") + "\n"
   )
 }
