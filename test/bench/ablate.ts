@@ -16,7 +16,7 @@ import { cpSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import type { MicroappClient as Client } from "../../src/index.js"
 import { failed, formatInt, formatRatio, median, options, startServer } from "./common.js"
-import { authToken, userId } from "./plain.js"
+import { authToken, updatePool, userId } from "./plain.js"
 import { rowId } from "./table.js"
 
 /** A cut: in `file` of the build, `from` replaced by `to`. */
@@ -127,20 +127,7 @@ const main = async () => {
         : Effect.forEach(updates, (update) => microapp.updateRow(update), { concurrency, discard: true }))
     return { run: () => runtime.runPromise(run), dispose: () => runtime.dispose() }
   }
-  const pool = async () => {
-    let next = 0
-    await Promise.all(Array.from({ length: concurrency }, async () => {
-      for (let i = next++; i < updates.length; i = next++) {
-        const response = await fetch(`${server.baseUrl}/api/updatemicroapprow`, {
-          method: "POST",
-          headers: { "content-type": "application/json", "X-Auth-Token": authToken, "X-User-Id": userId },
-          body: JSON.stringify(updates[i])
-        })
-        const answer = (await response.json()) as { readonly status?: unknown }
-        if (answer.status !== "success") throw new Error(`update ${i}: ${String(answer.status)}`)
-      }
-    }))
-  }
+  const pool = () => updatePool(server.baseUrl, updates, concurrency)
 
   const asBuilt = copy(0, [])
   const runners: Array<{ readonly name: string; readonly run: () => Promise<void>; readonly dispose?: () => unknown }> =

@@ -11,7 +11,7 @@ import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Effect, Layer, ManagedRuntime, Redacted, Stream } from "effect"
 import { MicroappClient } from "../../src/index.js"
 import { failed, median, options, startServer } from "./common.js"
-import { authToken, microAppID, userId } from "./plain.js"
+import { authToken, microAppID, updatePool, userId } from "./plain.js"
 import { rowId } from "./table.js"
 
 const main = async () => {
@@ -38,19 +38,7 @@ const main = async () => {
     MicroappClient,
     (client) => Effect.forEach(updates, (update) => client.updateRow(update), { concurrency, discard: true })
   )
-  const pool = () =>
-    Promise.all(Array.from({ length: concurrency }, async () => {
-      for (let i = next++; i < updates.length; i = next++) {
-        const response = await fetch(`${server.baseUrl}/api/updatemicroapprow`, {
-          method: "POST",
-          headers: { "content-type": "application/json", "X-Auth-Token": authToken, "X-User-Id": userId },
-          body: JSON.stringify(updates[i])
-        })
-        const answer = (await response.json()) as { readonly status?: unknown }
-        if (answer.status !== "success") throw new Error(`update ${i}: ${String(answer.status)}`)
-      }
-    }))
-  let next = 0
+  const pool = () => updatePool(server.baseUrl, updates, concurrency)
   const reads = Effect.flatMap(MicroappClient, (client) =>
     Effect.flatMap(
       Stream.runCount(client.rows({ microAppID, pageSize, concurrency: 1 })),
@@ -61,7 +49,6 @@ const main = async () => {
   try {
     for (let round = 0; round <= rounds; round++) {
       const start = process.cpuUsage()
-      next = 0
       await (what === "pool"
         ? pool()
         : runtime.runPromise(what === "reads" ? reads : what === "calls" ? calls : writes))
