@@ -40,13 +40,15 @@ export default defineConfig({
         // the unit files share no global state (stdio, signals, environment and clock are the
         // test's own), so a worker's files reuse its loaded modules instead of importing effect and
         // the package again for each file; integration files keep a process each (forks, isolated)
-        test: { name: "unit", include: unit, pool: "threads", isolate: false }
+        // (the two pools would otherwise run at once: one project after the other keeps a worker a core)
+        test: { name: "unit", include: unit, pool: "threads", isolate: false, sequence: { groupOrder: 0 } }
       },
       {
         extends: true,
         test: {
           name: "integration",
           include: integration,
+          sequence: { groupOrder: 1 },
           globalSetup: ["test/globalSetup.ts", "test/postgres.ts"]
         }
       }
