@@ -4,9 +4,17 @@
  * The service has no change feed, no modified-date cursor and no delete notifications, so a pass
  * reads the whole table (a scan) and compares each row with the previous pass, held by whoever
  * keeps the copy (a `Baseline`): by id, and by a fingerprint of the row's content. A row the
- * baseline lacks is `Inserted`; one whose fingerprint differs is `Updated`; a baseline id that an
- * exhaustive pass did not see is `Deleted`, reported last. A pass that is not exhaustive (see
- * `RowStream.ScanSummary.exhaustive`) reports no delete, and its summary says so.
+ * baseline lacks is `Inserted`; one whose fingerprint differs is `Updated`.
+ *
+ * A baseline id the scan did not see is a candidate delete, and a point read (`getRow`) decides:
+ * the service's `NotFound` makes it `Deleted`; a row found is compared as a scanned one is
+ * (`Updated`, or unchanged); any other answer (a fault, a refusal, a row set aside as invalid)
+ * keeps it, counted `unconfirmed`, for a later pass to settle. So a pass reports its deletes
+ * whether its scan was exhaustive or not (rows inserted during a scan that was not may still come
+ * in the next), and never one of a row that exists. Each candidate costs one request, made
+ * concurrently within the scan's bound and the client's, timed out and retried like the scan's.
+ * `deletes: "exhaustive"` makes no read: a candidate is `Deleted` after an exhaustive scan, and a
+ * scan that was not exhaustive reports no delete.
  *
  * `pass.pages` hands out the changes page by page with the checkpoint of the state after them: a
  * sink that commits both in one transaction, and resumes from the last checkpoint it committed,
@@ -28,7 +36,8 @@ import type * as RowStream from "./RowStream.js"
  *
  * - `Inserted`: the baseline does not have the id.
  * - `Updated`: the baseline has the id with another fingerprint.
- * - `Deleted`: the baseline has the id and an exhaustive pass did not see it.
+ * - `Deleted`: the baseline has the id, the scan did not see it, and a point read answered
+ *   `NotFound` (under `deletes: "exhaustive"`: the scan was exhaustive).
  *
  * @since 0.1.0
  * @category models
@@ -80,9 +89,10 @@ export interface Unseen {
  *
  * - `lookup(ids)`: the fingerprints of those of `ids` it holds; called once per page, so a large
  *   baseline never has to be in memory.
- * - `unseen(seen)`: its ids that this pass did not see, with their fingerprints. Called once, at the
- *   end of an exhaustive pass only; `seen` answers from the pass's exact set of ids (and the deletes
- *   it already reported), and a sink that tracks what it saw itself may ignore it.
+ * - `unseen(seen)`: its ids that this pass did not see, with their fingerprints. Called once, when
+ *   the scan has ended (under `deletes: "exhaustive"`, an exhaustive one only); `seen` answers from
+ *   the pass's exact set of ids (and the ids its point reads already settled), and a sink that
+ *   tracks what it saw itself may ignore it.
  *
  * @since 0.1.0
  * @category models
@@ -127,9 +137,14 @@ export const fold: (
  */
 export interface PassOptions<E, R> {
   readonly baseline: Baseline<E, R>
-  /** Goes on from a checkpoint of `pages`, of a pass over the same query. */
+  /** Goes on from a checkpoint of `pages`, of a pass over the same query and `deletes`. */
   readonly resume?: Checkpoint | undefined
   readonly dedupe?: "exact" | undefined
+  /**
+   * `"confirmed"` (the default): a baseline id the scan did not see is deleted once a point read
+   * answers `NotFound`. `"exhaustive"`: deleted without a read, after an exhaustive scan only.
+   */
+  readonly deletes?: "confirmed" | "exhaustive" | undefined
 }
 
 /**
@@ -142,14 +157,21 @@ export interface Options<E, R> extends Omit<MicroappClient.RowsOptions, keyof Pa
 
 /**
  * Changes with the checkpoint of the state after them. Each page of the scan becomes one page of
- * changes (often empty: its rows did not change); the deletes follow in pages of `pageSize`, and
- * the last page of a pass holds a checkpoint whose phase is `"done"`.
+ * changes (often empty: its rows did not change); the candidate deletes follow in pages of
+ * `pageSize` (their `Deleted`, and `Updated` for rows a point read found changed), and the last
+ * page of a pass holds a checkpoint whose phase is `"done"`.
+ *
+ * `found` and `unconfirmed`: the candidates of this page a point read found (their changes among
+ * `changes`), and those it could not confirm deleted. A sink holding its checkpoint's ids records
+ * both, to give back as `SinkIds.kept`; both are empty for a page of the scan.
  *
  * @since 0.1.0
  * @category models
  */
 export interface Page<A> {
   readonly changes: ReadonlyArray<Change<A>>
+  readonly found: ReadonlyArray<string>
+  readonly unconfirmed: ReadonlyArray<string>
   readonly checkpoint: Checkpoint
 }
 
@@ -168,8 +190,9 @@ export interface Pass<A, E, R> {
 }
 
 /**
- * Whether a pass reports deletes: `"pending"` until its scan ends, `"reported"` when the scan was
- * exhaustive, `"skipped"` when it was not (then no row is reported deleted).
+ * Whether a pass reports deletes: `"pending"` until its scan ends, then `"reported"`; under
+ * `deletes: "exhaustive"`, `"skipped"` when the scan was not exhaustive (no row is then reported
+ * deleted).
  *
  * @since 0.1.0
  * @category models
@@ -177,8 +200,11 @@ export interface Pass<A, E, R> {
 export type Deletes = "pending" | "reported" | "skipped"
 
 /**
- * The scan's summary and the pass's counts, over all its runs when resumed. `inserted + updated +
- * unchanged` is the scan's `rows`.
+ * The scan's summary and the pass's counts, over all its runs when resumed. `reads` counts the
+ * point reads of candidate deletes (one per candidate, its retries aside): `deleted` of them
+ * answered `NotFound`, `unconfirmed` neither found nor not found, and the rest found their row,
+ * counted `updated` or `unchanged` with the scan's. So `inserted + updated + unchanged` is the
+ * scan's `rows` plus `reads - deleted - unconfirmed`.
  *
  * @since 0.1.0
  * @category models
@@ -189,6 +215,8 @@ export interface Summary extends RowStream.ScanSummary {
   readonly deleted: number
   readonly unchanged: number
   readonly deletes: Deletes
+  readonly reads: number
+  readonly unconfirmed: number
 }
 
 /**
@@ -205,8 +233,9 @@ export type CheckpointTypeId = typeof CheckpointTypeId
 
 /**
  * Where a pass stood after a page: the scan's checkpoint, the counts so far, the phase
- * (`"scan"`, `"deletes"`, `"done"`) and the ids already reported deleted. A value: a pass may
- * resume from it any number of times.
+ * (`"scan"`, `"deletes"`, `"done"`), the ids already reported deleted and those point reads kept.
+ * A value: a pass may resume from it any number of times; it resumes without reading or deleting
+ * any candidate twice.
  *
  * @since 0.1.0
  * @category models
@@ -225,7 +254,9 @@ export const isCheckpoint: (u: unknown) => u is Checkpoint = internal.isCheckpoi
 
 /**
  * The checkpoint as JSON text, to store: the scan's checkpoint (as `Checkpoint.toJson` writes
- * it, as an object), the counts, the phase, the deleted ids (packed as the scan's) and a checksum.
+ * it, as an object), the counts, the phase, the deletes mode, the deleted and kept ids (packed as
+ * the scan's) and a checksum. Text written by earlier versions (no mode, no reads) reads as a pass
+ * with `deletes: "exhaustive"`.
  *
  * @since 0.1.0
  * @category encoding
@@ -242,9 +273,10 @@ export const toJson: (checkpoint: Checkpoint) => string = internal.toJson
 export const fromJson: (text: string) => Effect.Effect<Checkpoint, InvalidInput> = internal.fromJson
 
 /**
- * What a sink gives back to make a sink-held pass checkpoint whole: `ids`, every id the pass has
- * compared so far (changed or not), and `deleted`, the ids it has reported deleted so far (none
- * before the `"deletes"` phase).
+ * What a sink gives back to make a sink-held pass checkpoint whole: `ids`, every id the scan has
+ * compared so far (changed or not), `deleted`, the ids it has reported deleted so far, and `kept`,
+ * the ids of the pages' `found` and `unconfirmed` so far (both none before the `"deletes"` phase; `kept` may be left
+ * out while it is none).
  *
  * @since 0.1.0
  * @category models
@@ -252,11 +284,12 @@ export const fromJson: (text: string) => Effect.Effect<Checkpoint, InvalidInput>
 export interface SinkIds<E = never, R = never> {
   readonly ids: ScanCheckpoint.Ids<E, R>
   readonly deleted: ScanCheckpoint.Ids<E, R>
+  readonly kept?: ScanCheckpoint.Ids<E, R> | undefined
 }
 
 /**
  * The checkpoint in its sink-held form: the scan's checkpoint as `Checkpoint.withoutIds` makes it,
- * the deleted ids replaced by their count and digest. O(page) whatever the table's size. A pass
+ * the deleted and kept ids replaced by their counts and digests. O(page) whatever the table's size. A pass
  * does not resume from it directly (`InvalidInput`): `withIds` first.
  *
  * @since 0.1.0

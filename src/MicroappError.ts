@@ -257,6 +257,7 @@ export class UnexpectedResponse
      */
     kind: Schema.Literal("NotJson", "Envelope", "Row", "TooLarge"),
     reason: Schema.String,
+    /** The row's index in a query's answer; in a scan, in the table as the scan reads it. */
     rowIndex: Schema.optional(Schema.Number),
     rowID: Schema.optional(Schema.String),
     fieldPath: Schema.optional(Schema.String)

@@ -21,7 +21,7 @@ import {
   TestServices
 } from "effect"
 import * as Net from "node:net"
-import { MicroappClient, type MicroappError } from "../src/index.js"
+import { Changes, MicroappClient, type MicroappError } from "../src/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import { clientOf, hostileServer, plainRows, rowsAnswer, secretToken, secretUser, transports } from "./hostile.js"
 import { recordingTracer, withEmulator } from "./support.js"
@@ -550,4 +550,44 @@ describe("a request's span is made only where a tracer records it", () => {
       expect(traced?.headers).toHaveProperty("traceparent")
       expect(spans.filter((span) => span.name.startsWith("http.client"))).toHaveLength(1)
     }).pipe(Effect.scoped))
+})
+
+describe("rows a scan cannot compare, deep in a table", () => {
+  // 500 rows in pages of 50; at index 377, a row without `_id`, or an array
+  const table = plainRows(500)
+  const spoilt = [
+    ["without _id", { N: 377 }],
+    ["as an array", [377]]
+  ] as const
+  for (const [what, row] of spoilt) {
+    it.live(`a row ${what} at row 377 fails the scan with UnexpectedResponse naming it, not ScanInconsistent`, () =>
+      Effect.gen(function*() {
+        const served: ReadonlyArray<unknown> = table.map((each, i) => i === 377 ? row : each)
+        const server = yield* hostileServer((request) =>
+          Effect.map(request.json, (body) => {
+            const window = (body as { searchFilter?: ReadonlyArray<{ skip?: string; limit?: number }> })
+              .searchFilter?.[0]
+            const skip = Number(window?.skip ?? 0)
+            return HttpServerResponse.unsafeJson({
+              status: "success",
+              body: { microAppRows: served.slice(skip, skip + (window?.limit ?? 1000)) }
+            })
+          }).pipe(Effect.orDie)
+        )
+        const scans = [
+          Effect.flatMap(MicroappClient, (client) => Stream.runDrain(client.rows({ microAppID, pageSize: 50 }))),
+          Effect.flatMap(MicroappClient, (client) =>
+            Effect.flatMap(
+              client.changes({ microAppID, pageSize: 50, baseline: Changes.Baseline.empty }),
+              (pass) => Stream.runDrain(pass.changes)
+            ))
+        ]
+        for (const scan of scans) {
+          const error = yield* Effect.flip(Effect.provide(scan, clientOf(server.baseUrl, undici, { retry: false })))
+          expect(error).toMatchObject({ _tag: "UnexpectedResponse", kind: "Row", method: "POST" })
+          expect(error).toMatchObject({ rowIndex: 377 })
+          expect(error.message).toMatch(/^unexpected response in row 377/)
+        }
+      }).pipe(Effect.scoped))
+  }
 })

@@ -90,10 +90,20 @@ export const killedFiveTimes = (
       const seen = (yield* server.log.requests).length
       const before = yield* committed
       const child = spawnChild()
+      const output = outputOf(child)
       child.stdin.end()
-      if (kill >= 2) yield* eventually(committed, (now) => now !== before)
-      yield* untilRequests(server, seen + (yield* Random.nextIntBetween(0, 7)))
-      yield* Effect.sleep(Duration.millis(yield* Random.nextIntBetween(0, 21)))
+      const requests = seen + (yield* Random.nextIntBetween(0, 7))
+      const pause = Duration.millis(yield* Random.nextIntBetween(0, 21))
+      // a run that ends by itself fails the test at once with what it said, not after a wait's deadline
+      yield* Effect.raceFirst(
+        Effect.all([
+          kill >= 2 ? eventually(committed, (now) => now !== before) : Effect.void,
+          untilRequests(server, requests),
+          Effect.sleep(pause)
+        ], { discard: true }),
+        Effect.flatMap(endOf(child), (end) =>
+          Effect.dieMessage(`a run ended before it was killed: ${JSON.stringify({ ...end, ...output })}`))
+      )
       child.kill("SIGKILL")
       expect(yield* endOf(child), "a run ended before it was killed").toEqual({ code: null, signal: "SIGKILL" })
     }
@@ -129,20 +139,19 @@ export const touchedBy = (drifted: Drifted): ReadonlySet<string> =>
   new Set([...drifted.inserted, ...drifted.updated, ...drifted.removed])
 
 /**
- * Every 250 ms, a row inserted (at a random place of the table, or at its end: ahead of any scan in
- * the natural order) and, each one time in two, a random row updated in place and a random row
- * deleted, until interrupted; the ids touched are added to `drifted`.
+ * Every 250 ms, a row inserted at a random place of the table (behind a scan as often as ahead of
+ * it) and, each one time in two, a random row updated in place and a random row deleted, until
+ * interrupted; the ids touched are added to `drifted`.
  */
 export const drift = (
   server: MicroappServer.Service,
   microAppID: string,
-  drifted: Drifted,
-  inserts: "anywhere" | "atTheEnd" = "anywhere"
+  drifted: Drifted
 ) =>
   Effect.gen(function*() {
     const table = yield* server.rows.table(microAppID)
     const someId = Effect.map(Random.nextIntBetween(0, table.length), (i) => table[i]?._id)
-    const index = inserts === "anywhere" ? yield* Random.nextIntBetween(0, table.length) : undefined
+    const index = yield* Random.nextIntBetween(0, table.length)
     const inserted = yield* server.rows.insertRow(microAppID, { Name: "inserted while scanning" }, { index })
     drifted.inserted.add(String(inserted._id))
     const changed = yield* someId

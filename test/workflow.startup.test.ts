@@ -1,16 +1,20 @@
 /**
- * A fleet as docs/fleet.md starts it: runner processes (scratchpad/fleetRunner.ts) started at the
- * same moment on an empty PostgreSQL all come up; a run for a Microapp that does not exist fails
+ * A fleet as docs/fleet.md starts it: the page's commands run as written (but for the database,
+ * the addresses and the ports); runner processes (scratchpad/fleetRunner.ts) started at the same
+ * moment on an empty PostgreSQL all come up; a run for a Microapp that does not exist fails
  * NotFound with no pass left open, beside a run of one that does; a schedule given to one runner
  * of four runs its ticks, wherever the cluster places the runs.
  */
 import { SqlClient } from "@effect/sql"
-import { describe, expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
 import { SqlMirror } from "../src/sql/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
-import { bundled, cleanEnv, outputOf, runToEnd } from "./processSupport.js"
+import { root } from "./cliSupport.js"
+import { bin, bundled, cleanEnv, outputOf, runToEnd } from "./processSupport.js"
 import { freshPostgresUrl, postgresClient, registeredRunners } from "./sqlDatabases.js"
 import { eventually } from "./support/eventually.js"
 import { freePort } from "./support/ports.js"
@@ -55,6 +59,71 @@ const fleet = (extras: ReadonlyArray<Readonly<Record<string, string>>>) =>
     expect(up.n).toBe(extras.length)
     return { env, mirrorUrl, outputs, dead }
   })
+
+/** `poll` again until `check` holds: no deadline but the test's own, as processes start slowly on a busy machine. */
+const until = <A, E, R>(poll: Effect.Effect<A, E, R>, check: (value: A) => boolean): Effect.Effect<A, E, R> =>
+  Effect.flatMap(
+    poll,
+    (value) => check(value) ? Effect.succeed(value) : Effect.zipRight(Effect.sleep("50 millis"), until(poll, check))
+  )
+
+/** The shell blocks of docs/fleet.md's walk-through: the emulator's command, then the fleet's. */
+const fleetPage = () => {
+  const page = fs.readFileSync(path.join(root, "docs", "fleet.md"), "utf8")
+  const blocks = [...page.matchAll(/```sh\n([\s\S]*?)```/g)].map((found) => found[1] ?? "")
+  const serve = blocks.find((block) => block.startsWith("microapp serve "))?.trim()
+  const fleet = blocks.find((block) => block.startsWith("export CLUSTER_DATABASE_URL="))
+  if (serve === undefined || fleet === undefined) return expect.fail("docs/fleet.md's walk-through is missing")
+  return { serve, fleet }
+}
+
+describe("docs/fleet.md", () => {
+  it.scoped(
+    "the walk-through's commands, as written but for the database, addresses and ports: the runs' summaries as the page shows them, four runners up",
+    () =>
+      Effect.gen(function*() {
+        const { fleet, serve } = fleetPage()
+        const emulatorPort = yield* Effect.promise(freePort)
+        const emulator = spawn(
+          process.execPath,
+          [bin, ...serve.replace(/^microapp /, "").replace("8787", String(emulatorPort)).split(" ")],
+          { env: cleanEnv }
+        )
+        yield* Effect.addFinalizer(() => Effect.sync(() => emulator.kill("SIGKILL")))
+        const served = outputOf(emulator)
+        yield* until(Effect.sync(() => served.stdout), (out) => out.includes(`:${emulatorPort}`))
+        const clusterUrl = yield* freshPostgresUrl
+        let script = fleet
+          .replace("postgres://fleet:secret@127.0.0.1:5432/fleet", clusterUrl)
+          .replace("http://127.0.0.1:8787", `http://127.0.0.1:${emulatorPort}`)
+        for (const port of ["34431", "34432", "34433", "34434"]) {
+          script = script.replace(port, String(yield* Effect.promise(freePort)))
+        }
+        // a group of its own: the runners the script leaves in the background go with it
+        const shell = spawn("bash", ["-c", script], { cwd: root, env: cleanEnv, detached: true })
+        yield* Effect.addFinalizer(() =>
+          Effect.sync(() => shell.pid !== undefined && process.kill(-shell.pid, "SIGKILL"))
+        )
+        const output = outputOf(shell)
+        const [people, projects] = ["64b7c0f1a2d3e4f5a6b7c8d9", "64b7c0f1a2d3e4f5a6b7c8da"]
+        const summaries = () => output.stdout.split("\n").filter((line) => /^[0-9a-f]{24}: /.test(line))
+        yield* until(
+          Effect.sync(() => ({ summaries: summaries(), exited: shell.exitCode })),
+          ({ exited, summaries }) => summaries.length === 2 || exited !== null
+        )
+        const shown = /^# (\S+: inserted \d+, updated 0, deleted 0, unchanged 0, resumed 0) \(/m.exec(fleet)?.[1]
+        expect(summaries()).toContain(shown)
+        expect(shown?.startsWith(`${projects}: `)).toBe(true)
+        expect(summaries().find((line) => line.startsWith(`${people}: `))).toMatch(
+          /: inserted [1-9]\d*, updated 0, deleted 0, unchanged 0, resumed 0$/
+        )
+        const runners = yield* until(registeredRunners(clusterUrl), (n) => n === 4 || shell.exitCode !== null)
+        expect(runners, output.stderr).toBe(4)
+        expect(shell.exitCode, output.stderr).toBeNull()
+      }).pipe(Effect.orDie),
+    240_000
+  )
+})
 
 layer(MicroappServer.layer({ demoRows: 50 }), { excludeTestServices: true })((it) => {
   describe("a fleet started at once", () => {

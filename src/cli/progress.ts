@@ -79,8 +79,10 @@ export const summaryLine = (summary: ScanSummary, stoppedBy?: EarlyStop): string
 }
 
 /**
- * The closing line of a change pass: its counts, then the scan's figures as `summaryLine` has
- * them; a pass that was not exhaustive says that it reported no delete.
+ * The closing line of a change pass: its counts, the point reads that confirmed its deletes, if
+ * any (and the candidates they left unconfirmed), then the scan's figures as `summaryLine` has them; a pass
+ * that was not exhaustive says that rows may have been missed, and, under exhaustive-only
+ * deletes, that it reported no delete.
  *
  * @since 0.1.0
  * @category formatting
@@ -92,8 +94,18 @@ export const changesSummaryLine = (summary: Changes.Summary): string => {
     `deleted ${summary.deleted}`,
     `unchanged ${summary.unchanged}`
   ]
-  const vouched = summary.exhaustive ? "exhaustive" : `${missed}, so no delete is reported`
-  return `${ending(undefined)}: ${[...counts, ...scanParts(summary), vouched].join(", ")}`
+  const confirmed = summary.reads === 0
+    ? []
+    : [
+      `confirmed ${plural(summary.deleted, "delete", "deletes")} with ${plural(summary.reads, "read", "reads")}`,
+      ...(summary.unconfirmed === 0 ? [] : [`${summary.unconfirmed} unconfirmed, left for a later pass`])
+    ]
+  const vouched = summary.exhaustive
+    ? "exhaustive"
+    : summary.deletes === "skipped"
+    ? `${missed}, so no delete is reported`
+    : `${missed}: a later pass finds them`
+  return `${ending(undefined)}: ${[...counts, ...confirmed, ...scanParts(summary), vouched].join(", ")}`
 }
 
 /**

@@ -1,15 +1,17 @@
 /**
  * Change passes: a scan (the public scan, resumable by its checkpoints) of rows with the id and
- * fingerprint each had as the server sent it, compared page by page with a baseline; then, after
- * an exhaustive scan, the baseline's ids the scan did not see, as deletes. A pass's checkpoint
- * wraps the scan's with the counts, the phase and the ids already reported deleted.
+ * fingerprint each had as the server sent it, compared page by page with a baseline; then the
+ * baseline's ids the scan did not see, each a delete once a point read says it does not exist
+ * (or, under `deletes: "exhaustive"`, after an exhaustive scan, without reads). A pass's
+ * checkpoint wraps the scan's with the counts, the phase, the ids already reported deleted and
+ * the ids its point reads kept.
  */
-import { Data, Effect, Either, Predicate, Ref, Schema, Stream } from "effect"
+import { Chunk, Data, Effect, Either, Predicate, Ref, Schema, Stream } from "effect"
 import type * as Changes from "../Changes.js"
 import * as ScanCheckpoint from "../Checkpoint.js"
 import type { InvalidRowPolicy, MicroappClient } from "../MicroappClient.js"
-import { InvalidInput, UnexpectedResponse } from "../MicroappError.js"
-import type * as RowStream from "../RowStream.js"
+import { InvalidInput, type RequestError, UnexpectedResponse } from "../MicroappError.js"
+import * as RowStream from "../RowStream.js"
 import { validateEither } from "./bounds.js"
 import { fingerprint } from "./fingerprint.js"
 import { formatPath, type RowDecoder } from "./http/decode.js"
@@ -128,54 +130,75 @@ export const CheckpointTypeId: Changes.CheckpointTypeId = Symbol.for(
 
 type Phase = Changes.Checkpoint["phase"]
 
+type DeletesMode = NonNullable<Changes.PassOptions<never, never>["deletes"]>
+
 interface Counts {
   readonly inserted: number
   readonly updated: number
   readonly unchanged: number
   readonly deleted: number
+  readonly reads: number
+  readonly unconfirmed: number
 }
 
-const noCounts: Counts = { inserted: 0, updated: 0, unchanged: 0, deleted: 0 }
+const noCounts: Counts = { inserted: 0, updated: 0, unchanged: 0, deleted: 0, reads: 0, unconfirmed: 0 }
 
-const summaryOf = (scan: RowStream.ScanSummary, phase: Phase, counts: Counts): Changes.Summary => ({
+const summaryOf = (scan: RowStream.ScanSummary, phase: Phase, mode: DeletesMode, counts: Counts): Changes.Summary => ({
   ...scan,
   ...counts,
-  deletes: phase === "scan" ? "pending" : scan.exhaustive ? "reported" : "skipped"
+  deletes: phase === "scan" ? "pending" : mode === "confirmed" || scan.exhaustive ? "reported" : "skipped"
 })
+
+type HeldOrExact = IdSet.ExactContents | IdSet.HeldContents
 
 class CheckpointImpl implements Changes.Checkpoint {
   readonly [CheckpointTypeId]: Changes.CheckpointTypeId = CheckpointTypeId
   constructor(
     readonly scan: ScanCheckpoint.Checkpoint,
     readonly phase: Phase,
+    readonly mode: DeletesMode,
     readonly counts: Counts,
     /** The ids reported deleted so far, or their count and digest when a sink holds them. */
-    readonly deleted: IdSet.ExactContents | IdSet.HeldContents
+    readonly deleted: HeldOrExact,
+    /** The unseen ids a point read found, or could not confirm deleted; held like `deleted`. */
+    readonly kept: HeldOrExact
   ) {}
   get summary(): Changes.Summary {
-    return summaryOf(this.scan.summary, this.phase, this.counts)
+    return summaryOf(this.scan.summary, this.phase, this.mode, this.counts)
   }
 }
 
 export const isCheckpoint = (u: unknown): u is Changes.Checkpoint => u instanceof CheckpointImpl
 
-const noneDeleted: IdSet.ExactContents = IdSet.exactContents("", [])
+const noIds: IdSet.ExactContents = IdSet.exactContents("", [])
 
-/** What a set of deleted ids (exact, with a journal) holds now, as a value. */
-const contentsOf = (deleted: IdSet.IdSet): IdSet.ExactContents => {
-  const contents = deleted.contents()
-  return contents?._tag === "Exact" ? contents : noneDeleted
+/** What a set of ids (exact, with a journal) holds now, as a value. */
+const contentsOf = (ids: IdSet.IdSet): IdSet.ExactContents => {
+  const contents = ids.contents()
+  return contents?._tag === "Exact" ? contents : noIds
 }
 
 const Count = Schema.NonNegativeInt
 
 const PackedIds = Schema.Struct({ packed: Schema.String, others: Schema.Array(Schema.String) })
 
+const IdsJson = Schema.Union(PackedIds, HeldJson)
+
+// the fields of confirmed deletes are absent from the checkpoints of earlier versions: exhaustive-only, no reads
 const Json = Schema.Struct({
   version: Schema.Literal(1),
   phase: Schema.Literal("scan", "deletes", "done"),
-  counts: Schema.Struct({ inserted: Count, updated: Count, unchanged: Count, deleted: Count }),
-  deleted: Schema.Union(PackedIds, HeldJson),
+  deletes: Schema.optionalWith(Schema.Literal("confirmed", "exhaustive"), { default: () => "exhaustive" }),
+  counts: Schema.Struct({
+    inserted: Count,
+    updated: Count,
+    unchanged: Count,
+    deleted: Count,
+    reads: Schema.optionalWith(Count, { default: () => 0 }),
+    unconfirmed: Schema.optionalWith(Count, { default: () => 0 })
+  }),
+  deleted: IdsJson,
+  kept: Schema.optionalWith(IdsJson, { default: () => ({ packed: "", others: [] }) }),
   scan: ScanCheckpoint.Checkpoint,
   checksum: Schema.String
 })
@@ -191,8 +214,10 @@ export const toJson = (checkpoint: Changes.Checkpoint): string => {
   const body = {
     version: 1,
     phase: checkpoint.phase,
+    deletes: checkpoint.mode,
     counts: checkpoint.counts,
     deleted: encodeSeen(checkpoint.deleted),
+    kept: encodeSeen(checkpoint.kept),
     scan: encodeScan(checkpoint.scan)
   }
   return JSON.stringify({ ...body, checksum: fingerprint(body) })
@@ -202,32 +227,56 @@ const invalid = (input: string, reason: string) =>
   new InvalidInput({ method: "POST", path: endpoints.rows.path, input, reason })
 
 /** The first way in which a decoded checkpoint is not a state a pass could have been in, if any. */
-const problemOf = (json: typeof Json.Type, deletedIds: number): InvalidInput | undefined => {
+const problemOf = (
+  json: typeof Json.Type,
+  held: { readonly deleted: number; readonly kept: number }
+): InvalidInput | undefined => {
   const scan = json.scan.summary
-  const { counts, phase } = json
+  const { counts, deletes, phase } = json
+  // the rows compared beyond the scan's are those point reads found
+  const found = counts.inserted + counts.updated + counts.unchanged - scan.rows
   if (json.scan.query.dedupe !== "exact") {
     return invalid("checkpoint.scan.query.dedupe", "must be \"exact\": a change pass keeps every id it saw")
   }
-  if (counts.inserted + counts.updated + counts.unchanged !== scan.rows) {
+  if (found < 0) {
     return invalid(
       "checkpoint.counts",
       `count ${counts.inserted + counts.updated + counts.unchanged} rows compared, but the scan handed on ${scan.rows}`
     )
   }
+  const answered = found + counts.unconfirmed
+  if (counts.reads < answered || counts.reads > answered + counts.deleted) {
+    return invalid(
+      "checkpoint.counts.reads",
+      `is ${counts.reads}, but ${found} rows found, ${counts.unconfirmed} unconfirmed and ${counts.deleted} deleted`
+    )
+  }
   if ((phase === "scan") === scan.complete) {
     return invalid("checkpoint.phase", `is "${phase}", but the scan is ${scan.complete ? "" : "not "}complete`)
   }
-  if (phase === "deletes" && !scan.exhaustive) {
+  if (deletes === "exhaustive" && phase === "deletes" && !scan.exhaustive) {
     return invalid("checkpoint.phase", "is \"deletes\", but the scan was not exhaustive")
   }
-  if (counts.deleted !== deletedIds) {
+  if (counts.deleted !== held.deleted) {
     return invalid(
       "checkpoint.counts.deleted",
-      `is ${counts.deleted}, but the checkpoint holds ${deletedIds} deleted ids`
+      `is ${counts.deleted}, but the checkpoint holds ${held.deleted} deleted ids`
     )
   }
-  if (counts.deleted > 0 && (phase === "scan" || !scan.exhaustive)) {
-    return invalid("checkpoint.counts.deleted", "must be 0 until an exhaustive scan has ended")
+  if (answered !== held.kept) {
+    return invalid(
+      "checkpoint.kept",
+      `holds ${held.kept} ids, but the counts keep ${answered} rows a read found or left`
+    )
+  }
+  if (deletes === "exhaustive" && counts.reads > 0) {
+    return invalid("checkpoint.counts.reads", "must be 0: exhaustive-only deletes read no row")
+  }
+  if (counts.reads > 0 && phase === "scan") {
+    return invalid("checkpoint.counts.reads", "must be 0 until the scan has ended")
+  }
+  if (counts.deleted > 0 && (phase === "scan" || (deletes === "exhaustive" && !scan.exhaustive))) {
+    return invalid("checkpoint.counts.deleted", "must be 0 until the scan has ended")
   }
   return undefined
 }
@@ -252,30 +301,34 @@ const decodeParsed = (json: unknown): Either.Either<CheckpointImpl, InvalidInput
   }
   return Either.flatMap(decodeJson({ checkpoint: json }), ({ checkpoint }) =>
     Either.flatMap(
-      "held" in checkpoint.deleted
-        ? Either.right<IdSet.ExactContents | IdSet.HeldContents>({
-          _tag: "Held",
-          size: checkpoint.deleted.held,
-          digest: checkpoint.deleted.digest
-        })
-        : Either.mapLeft(
-          Either.map(
-            IdSet.restore(IdSet.exactContents(checkpoint.deleted.packed, checkpoint.deleted.others), {
-              journal: true,
-              capacity: 0
-            }),
-            contentsOf
-          ),
-          (reason) => invalid("checkpoint.deleted", reason)
-        ),
-      (deleted) => {
-        const problem = problemOf(checkpoint, deleted.size)
+      Either.all([idsOf(checkpoint.deleted, "deleted"), idsOf(checkpoint.kept, "kept")]),
+      ([deleted, kept]) => {
+        const problem = problemOf(checkpoint, { deleted: deleted.size, kept: kept.size })
         return problem === undefined
-          ? Either.right(new CheckpointImpl(checkpoint.scan, checkpoint.phase, checkpoint.counts, deleted))
+          ? Either.right(
+            new CheckpointImpl(checkpoint.scan, checkpoint.phase, checkpoint.deletes, checkpoint.counts, deleted, kept)
+          )
           : Either.left(problem)
       }
     ))
 }
+
+/** A set of ids of a checkpoint (`field`), packed or held, checked. */
+const idsOf = (
+  json: typeof IdsJson.Type,
+  field: "deleted" | "kept"
+): Either.Either<HeldOrExact, InvalidInput> =>
+  "held" in json
+    ? Either.right({ _tag: "Held", size: json.held, digest: json.digest })
+    : Either.mapLeft(
+      Either.map(
+        IdSet.restore(IdSet.exactContents(json.packed, json.others), { journal: true, capacity: 0 }),
+        contentsOf
+      ),
+      (reason) => invalid(`checkpoint.${field}`, reason)
+    )
+
+const heldOf = (ids: HeldOrExact): IdSet.HeldContents => ids._tag === "Exact" ? IdSet.heldContents(ids) : ids
 
 /** The checkpoint without the scan's ids and the deleted ones, their counts and digests kept: for a sink that holds them. */
 export const withoutIds = (checkpoint: Changes.Checkpoint): Changes.Checkpoint =>
@@ -283,12 +336,14 @@ export const withoutIds = (checkpoint: Changes.Checkpoint): Changes.Checkpoint =
     ? new CheckpointImpl(
       scanWithoutIds(checkpoint.scan),
       checkpoint.phase,
+      checkpoint.mode,
       checkpoint.counts,
-      checkpoint.deleted._tag === "Exact" ? IdSet.heldContents(checkpoint.deleted) : checkpoint.deleted
+      heldOf(checkpoint.deleted),
+      heldOf(checkpoint.kept)
     )
     : checkpoint
 
-/** The checkpoint with the ids its sink gave back (the scan's, the deleted ones), each checked as `Checkpoint.withIds` checks them. */
+/** The checkpoint with the ids its sink gave back (the scan's, the deleted and kept ones), each checked as `Checkpoint.withIds` checks them. */
 export const withIds = <E = never, R = never>(
   checkpoint: Changes.Checkpoint,
   ids: Changes.SinkIds<E, R>
@@ -297,19 +352,22 @@ export const withIds = <E = never, R = never>(
     if (!(checkpoint instanceof CheckpointImpl)) {
       return Effect.fail(invalid("checkpoint", "is not a checkpoint of a change pass (Changes.fromJson reads one)"))
     }
-    const { deleted } = checkpoint
-    return Effect.zipWith(
-      scanWithIds(checkpoint.scan, ids.ids),
-      deleted._tag === "Held"
-        ? gatherIds(deleted, ids.deleted, "deleted")
-        : Effect.succeed(deleted),
-      (scan, deleted) => new CheckpointImpl(scan, checkpoint.phase, checkpoint.counts, deleted)
+    const gathered = (held: HeldOrExact, given: Changes.SinkIds<E, R>["kept"], input: "deleted" | "kept") =>
+      held._tag === "Exact" ? Effect.succeed(held) : gatherIds(held, given ?? [], input)
+    return Effect.map(
+      Effect.all([
+        scanWithIds(checkpoint.scan, ids.ids),
+        gathered(checkpoint.deleted, ids.deleted, "deleted"),
+        gathered(checkpoint.kept, ids.kept, "kept")
+      ]),
+      ([scan, deleted, kept]) =>
+        new CheckpointImpl(scan, checkpoint.phase, checkpoint.mode, checkpoint.counts, deleted, kept)
     )
   })
 
 /** Whether a checkpoint leaves ids to its sink, which `withIds` must give back before a pass resumes from it. */
 const holdsNoIds = (checkpoint: CheckpointImpl): boolean =>
-  checkpoint.deleted._tag === "Held" ||
+  checkpoint.deleted._tag === "Held" || checkpoint.kept._tag === "Held" ||
   (checkpoint.scan instanceof ScanCheckpointImpl && checkpoint.scan.state.seen._tag === "Held")
 
 export const fromJson = (text: string): Effect.Effect<Changes.Checkpoint, InvalidInput> =>
@@ -348,19 +406,50 @@ type ScanOf<A> = (
   options: MicroappClient.RowsOptions
 ) => Effect.Effect<RowStream.Scan<Identified<A>>, InvalidInput>
 
-export const makePass = <A>(scanOf: ScanOf<A>) =>
+/**
+ * A point read of one row, as `getRow` makes it: the row, or undefined when it stands but the
+ * pass's policy set it aside as invalid; `NotFound` when the service says it does not exist.
+ */
+export type ReadOf<A> = (
+  rowID: string,
+  options: MicroappClient.CallOptions
+) => Effect.Effect<Identified<A> | undefined, RequestError>
+
+/** What a point read answered for a baseline id the scan did not see. */
+type Answer<A> =
+  | { readonly _tag: "Missing" }
+  | { readonly _tag: "Found"; readonly row: Identified<A> }
+  | { readonly _tag: "Unconfirmed" }
+
+const missing = { _tag: "Missing" } as const
+const unconfirmed = { _tag: "Unconfirmed" } as const
+
+const answerOf = <A>(read: Effect.Effect<Identified<A> | undefined, RequestError>): Effect.Effect<Answer<A>> =>
+  Effect.match(read, {
+    // only the service's word that the row does not exist makes a delete
+    onFailure: (error): Answer<A> => error._tag === "NotFound" ? missing : unconfirmed,
+    onSuccess: (row): Answer<A> => row === undefined ? unconfirmed : { _tag: "Found", row }
+  })
+
+export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
   Effect.fnUntraced(function*<E, R>(options: Changes.Options<E, R>) {
-    const { baseline, resume, ...scanOptions } = options
+    const { baseline, deletes: mode = "confirmed", resume, ...scanOptions } = options
     if (scanOptions.dedupe !== undefined && scanOptions.dedupe !== "exact") {
       return yield* invalid("dedupe", "must be \"exact\" in a change pass: its deletes need every id it saw")
+    }
+    if (mode !== "confirmed" && mode !== "exhaustive") {
+      return yield* invalid("deletes", "must be \"confirmed\" or \"exhaustive\"")
     }
     if (resume !== undefined && !(resume instanceof CheckpointImpl)) {
       return yield* invalid("resume", "is not a checkpoint of a change pass (Changes.fromJson reads one)")
     }
+    if (resume !== undefined && resume.mode !== mode) {
+      return yield* invalid("resume", `is a checkpoint of a pass with ${resume.mode} deletes, not ${mode} ones`)
+    }
     if (resume !== undefined && holdsNoIds(resume)) {
       return yield* invalid(
         "resume",
-        "the checkpoint holds no ids, its sink does: resume from `Changes.withIds(checkpoint, { ids, deleted })`"
+        "the checkpoint holds no ids, its sink does: resume from `Changes.withIds(checkpoint, { ids, deleted, kept })`"
       )
     }
     // a scan of another query refuses the checkpoint here, even when the pass has no scan left to run
@@ -369,8 +458,20 @@ export const makePass = <A>(scanOf: ScanOf<A>) =>
       ? { phase: "scan", counts: noCounts, scan: undefined, scanning: false }
       : { phase: resume.phase, counts: resume.counts, scan: resume.scan, scanning: false }
     const latest = yield* Ref.make(start)
+    const call = { timeout: scanOptions.timeout, retry: scanOptions.retry }
+    // within the scan's own bound on requests at once (and the client's, which every call takes)
+    const readsAtOnce = typeof scanOptions.concurrency === "number"
+      ? scanOptions.concurrency
+      : scanOptions.maxConcurrency ?? RowStream.defaults.maxConcurrency
 
-    const compare = (page: RowStream.Page<Identified<A>>, deleted: IdSet.IdSet) =>
+    interface Sets {
+      readonly deleted: IdSet.IdSet
+      readonly kept: IdSet.IdSet
+    }
+    const checkpointOf = (scanned: ScanCheckpoint.Checkpoint, phase: Phase, counts: Counts, sets: Sets) =>
+      new CheckpointImpl(scanned, phase, mode, counts, contentsOf(sets.deleted), contentsOf(sets.kept))
+
+    const compare = (page: RowStream.Page<Identified<A>>, sets: Sets) =>
       Effect.gen(function*() {
         const previous = page.rows.length === 0
           ? new Map<string, string>()
@@ -384,7 +485,11 @@ export const makePass = <A>(scanOf: ScanOf<A>) =>
           else unchanged++
         }
         const { summary } = page.checkpoint
-        const phase: Phase = !summary.complete ? "scan" : summary.exhaustive ? "deletes" : "done"
+        const phase: Phase = !summary.complete
+          ? "scan"
+          : mode === "confirmed" || summary.exhaustive
+          ? "deletes"
+          : "done"
         return yield* Ref.modify(latest, (run): [Changes.Page<A>, Run] => {
           const inserted = changes.filter(Change.$is("Inserted")).length
           const counts = {
@@ -394,45 +499,91 @@ export const makePass = <A>(scanOf: ScanOf<A>) =>
             unchanged: run.counts.unchanged + unchanged
           }
           return [
-            { changes, checkpoint: new CheckpointImpl(page.checkpoint, phase, counts, contentsOf(deleted)) },
+            { changes, found: [], unconfirmed: [], checkpoint: checkpointOf(page.checkpoint, phase, counts, sets) },
             { ...run, phase, counts, scan: page.checkpoint }
           ]
         })
       })
 
-    /** The baseline's ids the complete scan `scanned` did not see, as deletes, then the end. */
-    const deletes = (scanned: ScanCheckpoint.Checkpoint, deleted: IdSet.IdSet) =>
+    /** The baseline's ids the complete scan `scanned` did not see, each a delete once confirmed (or at once, exhaustive-only), then the end. */
+    const deletes = (scanned: ScanCheckpoint.Checkpoint, sets: Sets) =>
       Stream.unwrap(Effect.map(seenOf(scanned), (seen) => {
-        const page = (group: Iterable<Changes.Unseen>, phase: Phase) =>
-          Ref.modify(latest, (run): [Changes.Page<A>, Run] => {
-            const changes: Array<Changes.Change<A>> = []
-            for (const { fingerprint, id } of group) {
-              // what the sink hands back is checked against the scan: no row it saw is ever deleted
-              if (!seen.has(id) && deleted.add(id)) changes.push(Change.Deleted({ id, previous: fingerprint }))
-            }
-            const counts = { ...run.counts, deleted: run.counts.deleted + changes.length }
-            return [
-              { changes, checkpoint: new CheckpointImpl(scanned, phase, counts, contentsOf(deleted)) },
-              { ...run, phase, counts }
-            ]
-          })
-        return baseline.unseen((id) => seen.has(id) || deleted.has(id)).pipe(
+        const resolved = (id: string) => seen.has(id) || sets.deleted.has(id) || sets.kept.has(id)
+        // a found row may have left a filtered selection (filters name fields by fieldID, rows by label):
+        // only an exhaustive scan of the selection says it did, and then a read adds nothing
+        const filtered = (scanOptions.filters?.length ?? 0) > 0
+        const unread = mode === "exhaustive" || (filtered && scanned.summary.exhaustive)
+        const answers = (group: ReadonlyArray<Changes.Unseen>) =>
+          unread
+            ? Effect.succeed(group.map((unseen) => ({ unseen, answer: missing as Answer<A>, read: false })))
+            : Effect.forEach(
+              group,
+              (unseen) =>
+                Effect.map(answerOf(readOf(unseen.id, call)), (answer) => ({
+                  unseen,
+                  answer: filtered && answer._tag === "Found" ? unconfirmed : answer,
+                  read: true
+                })),
+              { concurrency: readsAtOnce }
+            )
+        const page = (group: ReadonlyArray<Changes.Unseen>, phase: Phase) =>
+          Effect.flatMap(answers(group), (answered) =>
+            Ref.modify(latest, (run): [Changes.Page<A>, Run] => {
+              const changes: Array<Changes.Change<A>> = []
+              const found: Array<string> = []
+              const unsettled: Array<string> = []
+              let { deleted, reads, unchanged, unconfirmed, updated } = run.counts
+              for (const { answer, read, unseen: { fingerprint, id } } of answered) {
+                // an id the baseline gave twice is answered once
+                if (sets.deleted.has(id) || sets.kept.has(id)) continue
+                if (read) reads++
+                if (answer._tag === "Missing") {
+                  sets.deleted.add(id)
+                  deleted++
+                  changes.push(Change.Deleted({ id, previous: fingerprint }))
+                  continue
+                }
+                sets.kept.add(id)
+                ;(answer._tag === "Found" ? found : unsettled).push(id)
+                if (answer._tag === "Unconfirmed") unconfirmed++
+                else if (answer.row.fingerprint === fingerprint) unchanged++
+                else {
+                  updated++
+                  const { row } = answer
+                  changes.push(
+                    Change.Updated({ id, row: row.row, fingerprint: row.fingerprint, previous: fingerprint })
+                  )
+                }
+              }
+              const counts = { ...run.counts, deleted, reads, unchanged, unconfirmed, updated }
+              return [
+                { changes, found, unconfirmed: unsettled, checkpoint: checkpointOf(scanned, phase, counts, sets) },
+                { ...run, phase, counts }
+              ]
+            }))
+        return baseline.unseen(resolved).pipe(
+          // what the sink hands back is checked against the scan: no row it saw is ever deleted or read
+          Stream.filter((unseen) => !resolved(unseen.id)),
           Stream.grouped(scanned.query.pageSize),
-          Stream.mapEffect((group) => page(group, "deletes")),
-          Stream.filter((page) => page.changes.length > 0),
+          Stream.mapEffect((group) => page(Chunk.toReadonlyArray(group), "deletes")),
+          Stream.filter((page) => page.changes.length + page.found.length + page.unconfirmed.length > 0),
           Stream.concat(Stream.fromEffect(page([], "done")))
         )
       }))
 
     const pages = Stream.unwrap(
       Effect.gen(function*() {
-        const deleted = yield* restoreDeleted(resume)
+        const sets: Sets = { deleted: yield* restoreIds(resume?.deleted), kept: yield* restoreIds(resume?.kept) }
         yield* Ref.set(latest, { ...start, scanning: start.phase === "scan" })
         const scanned = start.phase === "scan"
-          ? Stream.mapEffect(scan.pages, (page) => compare(page, deleted))
+          ? Stream.mapEffect(scan.pages, (page) => compare(page, sets))
           : Stream.empty
-        const rest = Stream.unwrap(Effect.map(Ref.get(latest), (run) =>
-          run.phase === "deletes" && run.scan !== undefined ? deletes(run.scan, deleted) : Stream.empty))
+        const rest = Stream.unwrap(
+          Effect.map(
+            Ref.get(latest),
+            (run) => run.phase === "deletes" && run.scan !== undefined ? deletes(run.scan, sets) : Stream.empty
+          )
+        )
         return Stream.concat(scanned, rest)
       })
     )
@@ -440,8 +591,7 @@ export const makePass = <A>(scanOf: ScanOf<A>) =>
     const summary = Effect.flatMap(Ref.get(latest), (run) =>
       Effect.map(
         run.scanning || run.scan === undefined ? scan.summary : Effect.succeed(run.scan.summary),
-        (scanSummary) =>
-          summaryOf(scanSummary, run.phase, run.counts)
+        (scanSummary) => summaryOf(scanSummary, run.phase, mode, run.counts)
       ))
 
     return {
@@ -451,13 +601,13 @@ export const makePass = <A>(scanOf: ScanOf<A>) =>
     } satisfies Changes.Pass<A, E, R>
   })
 
-/** The set of ids a checkpoint says were reported deleted (a new, empty one for a fresh pass). */
-const restoreDeleted = (resume: CheckpointImpl | undefined): Effect.Effect<IdSet.IdSet> =>
-  resume === undefined
+/** A set of ids a checkpoint holds (the deleted or the kept ones), or a new, empty one for a fresh pass. */
+const restoreIds = (ids: HeldOrExact | undefined): Effect.Effect<IdSet.IdSet> =>
+  ids === undefined
     ? Effect.sync(() => IdSet.exact({ journal: true }))
     : Effect.orDie(Effect.suspend(() =>
       Either.mapLeft(
-        IdSet.restore(resume.deleted, { journal: true, capacity: 0 }),
-        (reason) => new Error(`the deleted ids cannot be read back: ${reason}`)
+        IdSet.restore(ids, { journal: true, capacity: 0 }),
+        (reason) => new Error(`the checkpoint's ids cannot be read back: ${reason}`)
       )
     ))

@@ -291,6 +291,24 @@ const makeWith = Effect.fnUntraced(function*<E>(
       )
     })
 
+  /** The row `rowID` read and decoded with `decoder`; `NotFound` when the service says it does not exist. */
+  const readRow = <A>(decoder: RowDecoder<A>, rowID: string, options: MicroappClient.CallOptions | undefined) =>
+    Effect.gen(function*() {
+      const id = yield* validateRowID(rowID)
+      yield* Effect.annotateCurrentSpan({ rowID: id })
+      const reply = yield* post(endpoints.row, { rowID: id }, options, { rowID: id })
+      const info = { endpoint: endpoints.row, attempt: reply.attempts }
+      // a success envelope without the row means the same as a 404
+      const notFound = (at: typeof info) =>
+        new NotFound({ method: "POST", path: endpoints.row.path, rowID: id, attempts: at.attempt })
+      yield* Effect.annotateCurrentSpan({ attempt: reply.attempts })
+      const body = yield* decodeCurrentRow(reply.json, 200, info)
+      const current = body.body?.currentRow
+      if (current === undefined || current === null) return yield* notFound(info)
+      const read = yield* toEffect(decoder([current], undefined, info))
+      return { read, info, notFound }
+    })
+
   const makeReader = <A>(decoder: RowDecoder<A>, policy: InvalidRowPolicy): MicroappClient.Reader<A> => {
     const scan = scanWith(decoder)
 
@@ -324,25 +342,21 @@ const makeWith = Effect.fnUntraced(function*<E>(
       rowID: string,
       options?: MicroappClient.CallOptions
     ) {
-      const id = yield* validateRowID(rowID)
-      yield* Effect.annotateCurrentSpan({ rowID: id })
-      const reply = yield* post(endpoints.row, { rowID: id }, options, { rowID: id })
-      const info = { endpoint: endpoints.row, attempt: reply.attempts }
-      // a success envelope without the row means the same as a 404
-      const notFound = () =>
-        new NotFound({ method: "POST", path: endpoints.row.path, rowID: id, attempts: reply.attempts })
-      yield* Effect.annotateCurrentSpan({ attempt: reply.attempts })
-      const body = yield* decodeCurrentRow(reply.json, 200, info)
-      const current = body.body?.currentRow
-      if (current === undefined || current === null) return yield* notFound()
-      const decoded = yield* toEffect(decoder([current], undefined, info))
-      const [row] = decoded.rows
+      const { info, notFound, read } = yield* readRow(decoder, rowID, options)
+      const [row] = read.rows
       // a single row that failed its Schema cannot be skipped: report it
-      if (row === undefined) return yield* Effect.fail(decoded.invalid[0] ?? notFound())
+      if (row === undefined) return yield* Effect.fail(read.invalid[0] ?? notFound(info))
       return row
     })
 
-    const changes = Changes.makePass(scanWith(Changes.identified(decoder, policy)))
+    const identified = Changes.identified(decoder, policy)
+    const changes = Changes.makePass(
+      scanWith(identified),
+      Effect.fn("MicroappClient.changes.read")(function*(rowID, options) {
+        // set aside as its policy says, as the scan would set it aside
+        return (yield* readRow(identified, rowID, options)).read.rows[0]
+      })
+    )
 
     return { rows, scan, collect, query, getRow, changes }
   }

@@ -7,7 +7,8 @@
  *
  * - `table`: `microapp_id`, `row_id` (the primary key, together), `data` (the row: `jsonb` on
  *   PostgreSQL, migrated in place from the JSON text of earlier versions; JSON text elsewhere),
- *   `fingerprint` (`Changes.fingerprint` of the row) and `pass` (the pass that last saw the row).
+ *   `fingerprint` (`Changes.fingerprint` of the row) and `pass` (the pass that last saw the row,
+ *   in its scan or by a point read).
  * - `microapp_passes`: one row per mirrored table and Microapp (`row_table`, `microapp_id`): the
  *   pass in progress or last completed (`pass`, `complete`), its checkpoint (`checkpoint`, JSON text,
  *   `Changes.toJson` of `Changes.withoutIds`: a count and a digest instead of the ids, which the
@@ -15,6 +16,8 @@
  *   `commits`, which a second run at the same time trips over.
  * - `<table>_pass_deletes`: the ids (`microapp_id`, `row_id`) the pass in progress has found
  *   deleted, removed from `table` when the pass completes and emptied then, or when a new pass starts.
+ * - `<table>_pass_kept`: the ids the pass in progress did not see in its scan but kept, a point
+ *   read having found the row or not confirmed its delete; emptied as `<table>_pass_deletes` is.
  * - with `view`, the view of that name: `_id`, a typed column per field (named from its label in
  *   snake_case) and the bookkeeping columns, typed from `definition` or from the rows read, and
  *   `microapp_views`: what each view was last made from (`view_name`, `row_table`, `microapp_id`,
@@ -25,13 +28,14 @@
  *   dlt and dbt name it).
  *
  * Each page of changes, its history and the pass's checkpoint commit in one transaction. The
- * deletes an exhaustive pass finds are recorded page by page and applied, rows and history, in the
+ * deletes a pass confirms are recorded page by page and applied, rows and history, in the
  * transaction that completes the pass: the table never shows a pass's deletes without its end. A
  * run killed at any moment is resumed by the next from the last checkpoint committed, made whole
  * with `Changes.withIds` from the rows the pass marked seen and the deletes it recorded, and a run
  * after a complete pass starts a new one, whose baseline is the table itself: one query per page
  * looks up its rows' fingerprints, and the rows the pass did not mark seen are read back in pages
- * at its end, so a large table never sits in memory. A pass that is not exhaustive deletes nothing.
+ * at its end, so a large table never sits in memory. Each of those is deleted once a point read
+ * confirms it (`Changes`; `deletes: "exhaustive"` deletes only after an exhaustive scan, unread).
  *
  * @since 0.1.0
  */
@@ -69,6 +73,8 @@ export interface Options extends Omit<MicroappClient.RowsOptions, "resume" | "de
    * rows the passes read, widening when values disagree.
    */
   readonly definition?: AnyMicroapp | undefined
+  /** How a pass deletes (`Changes.PassOptions`): `"confirmed"` by a point read, the default, or `"exhaustive"`. */
+  readonly deletes?: Changes.PassOptions<never, never>["deletes"]
 }
 
 /**
@@ -119,6 +125,14 @@ export const historyTableOf = (table: string): string => `${table}_history`
  */
 export const deletesTableOf = (table: string): string => `${table}_pass_deletes`
 
+/**
+ * The table of the ids the pass in progress on `table` kept after a point read.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const keptTableOf = (table: string): string => `${table}_pass_kept`
+
 /** Rows a statement writes at most, under SQLite's 32,766 parameters at 8 a row. */
 const statementRows = 1000
 
@@ -127,6 +141,7 @@ interface Tables {
   readonly rows: string
   readonly history: string | undefined
   readonly deletes: string
+  readonly kept: string
 }
 
 /** The type of `data`: `jsonb` on PostgreSQL, parsed once when written; JSON text elsewhere. */
@@ -152,7 +167,24 @@ const migrateData = (sql: SqlClient.SqlClient, table: string) =>
 /** A row as `data` takes it, in rows and history alike: JSON text, which PostgreSQL parses into jsonb. */
 const dataOf = (row: Row): string => JSON.stringify(row)
 
+/** The advisory lock first runs take in turn while they create tables: "mirrors" in ASCII, a key no other user picks by chance. */
+const creationLock = "30796712728556147"
+
+/**
+ * The tables made when missing. On PostgreSQL, `CREATE TABLE IF NOT EXISTS` run at the same moment
+ * by two sessions fails one of them on the catalog's unique index, so runs create one at a time,
+ * under a lock their transaction holds.
+ */
 const createTables = (sql: SqlClient.SqlClient, tables: Tables) =>
+  sql.onDialectOrElse({
+    pg: () =>
+      sql.withTransaction(
+        Effect.zipRight(sql.unsafe(`SELECT pg_advisory_xact_lock(${creationLock})`), createMissing(sql, tables))
+      ),
+    orElse: () => createMissing(sql, tables)
+  })
+
+const createMissing = (sql: SqlClient.SqlClient, tables: Tables) =>
   Effect.gen(function*() {
     // a reader of the file then never stops a commit: in SQLite's default mode it would fail it
     yield* sql.onDialectOrElse({ sqlite: () => sql`PRAGMA journal_mode = WAL`, orElse: () => Effect.void })
@@ -165,8 +197,10 @@ const createTables = (sql: SqlClient.SqlClient, tables: Tables) =>
       checkpoint TEXT, inserted INTEGER NOT NULL, updated INTEGER NOT NULL, deleted INTEGER NOT NULL,
       unchanged INTEGER NOT NULL, exhaustive INTEGER NOT NULL, commits INTEGER NOT NULL,
       PRIMARY KEY (row_table, microapp_id))`
-    yield* sql`CREATE TABLE IF NOT EXISTS ${sql(tables.deletes)} (
-      microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, PRIMARY KEY (microapp_id, row_id))`
+    for (const ids of [tables.deletes, tables.kept]) {
+      yield* sql`CREATE TABLE IF NOT EXISTS ${sql(ids)} (
+        microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, PRIMARY KEY (microapp_id, row_id))`
+    }
     if (tables.history !== undefined) {
       yield* sql`CREATE TABLE IF NOT EXISTS ${sql(tables.history)} (
         microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, pass INTEGER NOT NULL, data ${dataType(sql)} NOT NULL,
@@ -200,7 +234,9 @@ interface StoredPass {
 /** Where the mirror of one Microapp into one table stands, and the writes of a pass. */
 const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) => {
   const key = sql.and([sql`row_table = ${tables.rows}`, sql`microapp_id = ${microAppID}`])
-  const recordedDeletes = sql`row_id IN (SELECT row_id FROM ${sql(tables.deletes)} WHERE microapp_id = ${microAppID})`
+  const recorded = (ids: string) => sql`row_id IN (SELECT row_id FROM ${sql(ids)} WHERE microapp_id = ${microAppID})`
+  const recordedDeletes = recorded(tables.deletes)
+  const recordedKept = recorded(tables.kept)
 
   /** The deletes the pass recorded, applied to the rows and their history: the end of a complete pass. */
   const applyDeletes = Effect.gen(function*() {
@@ -242,6 +278,7 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
       // a pass abandoned for a new one leaves its deletes unapplied: only a complete pass may delete
       if (values.checkpoint === undefined || row.complete === 1) {
         yield* sql`DELETE FROM ${sql(tables.deletes)} WHERE microapp_id = ${microAppID}`
+        yield* sql`DELETE FROM ${sql(tables.kept)} WHERE microapp_id = ${microAppID}`
       }
       return row.commits
     })
@@ -285,10 +322,17 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
         }
       ))
 
-  /** What pass `pass` has compared so far (the rows it marked seen) and deleted, for `Changes.withIds`. */
+  const idsOf = (from: string, conditions: ReadonlyArray<Statement.Fragment>) =>
+    Stream.map(keyset<{ row_id: string }>("row_id", from, conditions), (row) => row.row_id)
+
+  /**
+   * What pass `pass` has compared so far (the rows it marked seen, but those a point read found),
+   * deleted and kept, for `Changes.withIds`.
+   */
   const sinkIds = (pass: number): Changes.SinkIds<SqlError.SqlError> => ({
-    ids: Stream.map(keyset<{ row_id: string }>("row_id", tables.rows, [sql`pass = ${pass}`]), (row) => row.row_id),
-    deleted: Stream.map(keyset<{ row_id: string }>("row_id", tables.deletes, []), (row) => row.row_id)
+    ids: idsOf(tables.rows, [sql`pass = ${pass}`, sql`NOT ${recordedKept}`]),
+    deleted: idsOf(tables.deletes, []),
+    kept: idsOf(tables.kept, [])
   })
 
   /** The table as the previous pass left it, less the deletes pass `pass` has recorded. */
@@ -312,15 +356,21 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
       Stream.map(
         keyset<{ row_id: string; fingerprint: string }>("row_id, fingerprint", tables.rows, [
           sql`pass <> ${pass}`,
-          sql`NOT ${recordedDeletes}`
+          sql`NOT ${recordedDeletes}`,
+          sql`NOT ${recordedKept}`
         ]),
         (row) => ({ id: row.row_id, fingerprint: row.fingerprint })
       )
   })
 
-  /** One page of changes of pass `pass`, with `seen`, the ids of its rows: rows, history and recorded deletes, not the checkpoint. */
-  const writePage = (pass: number, seen: ReadonlyArray<string>, changes: ReadonlyArray<Changes.Change<Row>>) =>
+  /**
+   * One page of changes of pass `pass`, with `seen`, the ids of its scanned rows: rows, history,
+   * recorded deletes and kept ids, not the checkpoint. A row a point read found is marked seen by
+   * the pass as a scanned one is, the kept ids telling it apart.
+   */
+  const writePage = (pass: number, seen: ReadonlyArray<string>, page: Changes.Page<Row>) =>
     Effect.gen(function*() {
+      const { changes } = page
       const now = yield* isoNow
       const written = changes.flatMap((change) =>
         change._tag === "Deleted"
@@ -340,16 +390,17 @@ const mirrorOf = (sql: SqlClient.SqlClient, tables: Tables, microAppID: string) 
           sql`INSERT INTO ${sql(tables.rows)} ${sql.insert(group)} ON CONFLICT (microapp_id, row_id)
           DO UPDATE SET data = excluded.data, fingerprint = excluded.fingerprint, pass = excluded.pass`
       )
-      yield* grouped(seen, (group) =>
+      yield* grouped([...seen, ...page.found], (group) =>
         sql`UPDATE ${sql(tables.rows)} SET pass = ${pass}
           WHERE microapp_id = ${microAppID} AND pass <> ${pass} AND ${sql.in("row_id", group)}`)
-      yield* grouped(
-        deleted,
-        (group) =>
-          sql`INSERT INTO ${sql(tables.deletes)} ${
-            sql.insert(group.map((row_id) => ({ microapp_id: microAppID, row_id })))
-          }`
-      )
+      const kept = [...page.found, ...page.unconfirmed]
+      for (const [ids, into] of [[deleted, tables.deletes], [kept, tables.kept]] as const) {
+        yield* grouped(
+          ids,
+          (group) =>
+            sql`INSERT INTO ${sql(into)} ${sql.insert(group.map((row_id) => ({ microapp_id: microAppID, row_id })))}`
+        )
+      }
       if (tables.history === undefined) return
       const history = tables.history
       yield* grouped(written, (group) =>
@@ -490,7 +541,7 @@ export const passState: (
 )(function*(options: { readonly microAppID: string; readonly table?: string | undefined }) {
   const table = yield* tableOf(options)
   const sql = yield* SqlClient.SqlClient
-  const tables: Tables = { rows: table, history: undefined, deletes: deletesTableOf(table) }
+  const tables: Tables = { rows: table, history: undefined, deletes: deletesTableOf(table), kept: keptTableOf(table) }
   yield* createTables(sql, tables)
   const stored = yield* mirrorOf(sql, tables, options.microAppID).stored
   if (Option.isNone(stored)) return Option.none()
@@ -522,7 +573,8 @@ export const run: (
   const tables: Tables = {
     rows: table,
     history: history ? historyTableOf(table) : undefined,
-    deletes: deletesTableOf(table)
+    deletes: deletesTableOf(table),
+    kept: keptTableOf(table)
   }
   yield* createTables(sql, tables)
   const mirror = mirrorOf(sql, tables, rows.microAppID)
@@ -554,7 +606,7 @@ export const run: (
       // the commit count moves only with a transaction that committed
       const after = yield* sql.withTransaction(Effect.zipLeft(
         Effect.zipRight(
-          mirror.writePage(opened.pass, seen, page.changes),
+          mirror.writePage(opened.pass, seen, page),
           mirror.savePass(before, { pass: opened.pass, checkpoint: page.checkpoint })
         ),
         keepView === undefined ? Effect.void : keepView(page.changes)

@@ -15,7 +15,8 @@ import * as NodeStream from "@effect/platform-node/NodeStream"
 import { Clock, Context, Duration, Effect, Either, identity, Option, ParseResult, Schema } from "effect"
 import { declaredLength, readUpTo } from "../internal/http/body.js"
 import type { Fault } from "./Fault.js"
-import type { Arrival, MicroappState } from "./MicroappState.js"
+import type { Arrival, Lag, MicroappState } from "./MicroappState.js"
+import type { Row } from "./Table.js"
 
 /** What the routes need to know about the request beyond the platform request. */
 class Call extends Context.Tag("effect-microapp/testing/App/Call")<Call, {
@@ -209,6 +210,15 @@ const withUser = (handle: (userId: string, text: string) => Handler) =>
     })))
 
 const makeRoutes = (state: MicroappState) => {
+  // which row of `lag.every` an answer leaves out moves on with each answer
+  let answers = 0
+  const lagged = (rows: ReadonlyArray<Row>, lag: Lag | undefined): ReadonlyArray<Row> => {
+    if (lag === undefined) return rows
+    const hidden = new Set(lag.ids ?? [])
+    const every = lag.every ?? 0
+    const left = every > 0 ? answers++ % every : -1
+    return rows.filter((row, i) => !hidden.has(String(row["_id"])) && (every === 0 || i % every !== left))
+  }
   // A read-only user is refused before the body is looked at, like an unauthenticated one.
   const withWriter = (handle: (userId: string, text: string) => Handler) =>
     withUser((userId, text) =>
@@ -243,12 +253,13 @@ const makeRoutes = (state: MicroappState) => {
         sortPaging: body.searchFilter ?? []
       }, yield* state.settings)
       if (Either.isLeft(result)) return yield* Effect.fail(errorReply(result.left.status, result.left.message))
+      const rows = lagged(result.right, (yield* state.settings).lag)
       // Raw output is deliberately not one JSON document: one serialized row per line.
       return body.serviceFormat === true
-        ? HttpServerResponse.text(result.right.map((row) => JSON.stringify(row)).join("\n"), {
+        ? HttpServerResponse.text(rows.map((row) => JSON.stringify(row)).join("\n"), {
           contentType: "text/plain; charset=utf-8"
         })
-        : reply(200, { status: "success", body: { microAppRows: result.right } })
+        : reply(200, { status: "success", body: { microAppRows: rows } })
     })
   )
 

@@ -68,6 +68,20 @@ export interface Settings {
   readonly faults: FaultPlans | undefined
   readonly loginShape: LoginShape
   readonly throttle: Throttle | undefined
+  readonly lag: Lag | undefined
+}
+
+/**
+ * A server whose row listings lie, as replicas behind a load balancer that lag: `every` leaves one
+ * row in `every` out of each answer (a different one each answer), and `ids` leaves those rows out
+ * of every answer. Point reads (`/api/microappdata/row`) still find them: the rows stand.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Lag {
+  readonly every?: number | undefined
+  readonly ids?: ReadonlyArray<string> | undefined
 }
 
 /**
@@ -83,7 +97,7 @@ export interface Throttle {
 }
 
 /**
- * Settings changed at run time. Passing `maxLimit`, `faults` or `throttle` as `undefined` removes them.
+ * Settings changed at run time. Passing `maxLimit`, `faults`, `throttle` or `lag` as `undefined` removes them.
  *
  * @since 0.1.0
  * @category models
@@ -95,6 +109,7 @@ export interface SettingsPatch {
   readonly faults?: FaultPlans | undefined
   readonly loginShape?: LoginShape
   readonly throttle?: Throttle | undefined
+  readonly lag?: Lag | undefined
 }
 
 /**
@@ -119,6 +134,8 @@ export interface Options {
   readonly loginShape?: LoginShape | undefined
   /** 429 for requests beyond a number in flight; default none. */
   readonly throttle?: Throttle | undefined
+  /** Row listings that leave rows out; default none. */
+  readonly lag?: Lag | undefined
   /** Requests the log keeps (the most recent); default `RequestLog.defaultCapacity` (10,000). */
   readonly requestLogSize?: number | undefined
 }
@@ -162,7 +179,8 @@ export const make = (options: Options = {}): Effect.Effect<MicroappState> =>
       latency: Duration.decode(options.latency ?? 0),
       faults: options.faults,
       loginShape: options.loginShape ?? "data",
-      throttle: options.throttle
+      throttle: options.throttle,
+      lag: options.lag
     }
     const faults = makeFaults(options.faults)
     const log = yield* RequestLog.makeWithCapacity(options.requestLogSize ?? RequestLog.defaultCapacity)
@@ -177,7 +195,8 @@ export const make = (options: Options = {}): Effect.Effect<MicroappState> =>
             latency: patch.latency === undefined ? settings.latency : Duration.decode(patch.latency),
             faults: "faults" in patch ? patch.faults : settings.faults,
             loginShape: patch.loginShape ?? settings.loginShape,
-            throttle: "throttle" in patch ? patch.throttle : settings.throttle
+            throttle: "throttle" in patch ? patch.throttle : settings.throttle,
+            lag: "lag" in patch ? patch.lag : settings.lag
           }
           return "faults" in patch ? faults.setPlan(patch.faults) : Effect.void
         }),

@@ -18,6 +18,7 @@ export * as MicroappState from "./MicroappState.js"
  * @since 0.1.0
  */
 export type {
+  Lag,
   LoginShape,
   RequestHook,
   RequestRecord,

@@ -74,7 +74,9 @@ export const Summary: Schema.Schema<Changes.Summary> = Schema.Struct({
   updated: Schema.Number,
   deleted: Schema.Number,
   unchanged: Schema.Number,
-  deletes: Schema.Literal("pending", "reported", "skipped")
+  deletes: Schema.Literal("pending", "reported", "skipped"),
+  reads: Schema.Number,
+  unconfirmed: Schema.Number
 })
 
 /**

@@ -20,7 +20,8 @@ const programs = [
   "export",
   "writes",
   "fleet",
-  "views"
+  "views",
+  "deletes"
 ] as const
 
 interface Outcome {

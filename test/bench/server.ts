@@ -1,6 +1,7 @@
 /**
  * A fast stand-in for the service, run in its own process so that it does not share a core with
- * the client measured: answers `POST /api/updatemicroapprow` with success, and
+ * the client measured: answers `POST /api/updatemicroapprow` with success, `POST
+ * /api/microappdata/row` with the row of that id (404 for an id it does not have), and
  * `POST /api/microappdata` by joining pre-serialised rows, honouring
  * `searchFilter[0].skip` (a numeric string or a number) and `limit`, after an optional fixed delay.
  * Any skip and limit are accepted: the client re-reads a few rows before each window. With
@@ -65,8 +66,23 @@ const stream = async (response: Http.ServerResponse, rows: ReadonlyArray<string>
   response.end(tail)
 }
 
+/** A point read's answer: the row of the id asked for, or a 404 as the service's. */
+const pointRead = (rows: ReadonlyArray<string>) => {
+  let byId: Map<string, string> | undefined
+  return (response: Http.ServerResponse, body: unknown) => {
+    byId ??= new Map(rows.map((row) => [(JSON.parse(row) as { readonly _id: string })._id, row]))
+    const id = typeof body === "object" && body !== null && "rowID" in body ? String(body.rowID) : ""
+    const row = byId.get(id)
+    if (row === undefined) return fail(response, 404, "Row not found")
+    const text = `{"status":"success","body":{"currentRow":${row}}}`
+    response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
+    response.end(text)
+  }
+}
+
 const serve = (config: ServerConfig, rows: ReadonlyArray<string>) => {
   let reads = 0
+  const read = pointRead(rows)
   return Http.createServer((request, response) => {
     const chunks: Array<Buffer> = []
     request.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -80,6 +96,10 @@ const serve = (config: ServerConfig, rows: ReadonlyArray<string>) => {
       if (request.url === "/api/updatemicroapprow") {
         response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(updated) })
         return response.end(updated)
+      }
+      if (request.url === "/api/microappdata/row") {
+        if (config.delayMillis > 0) return setTimeout(() => read(response, body), config.delayMillis)
+        return read(response, body)
       }
       const asked = window(body)
       if (request.url !== "/api/microappdata" || asked === undefined) return fail(response, 400, "bad request")

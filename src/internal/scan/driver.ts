@@ -280,14 +280,18 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
 
     const dropAhead = Effect.suspend(() => Fiber.interruptAll(inflight.splice(0).map((entry) => entry.fiber)))
 
+    /** Hands on the rows a page's verdict takes from the answer to the window at `skip`. */
     const emit = (
       taken: { readonly rows: Array<unknown>; readonly indexes: Array<number> },
+      skip: number,
       attempts: number,
       end: boolean
     ) =>
       Effect.suspend(() => {
         if (taken.rows.length === 0) return end ? deliver([], false, true) : Effect.void
-        return Either.match(source.decode(taken.rows, taken.indexes, attempts), {
+        // a row at fault is named by its place in the table as the scan reads it, not in one answer
+        const indexes = taken.indexes.map((index) => skip + index)
+        return Either.match(source.decode(taken.rows, indexes, attempts), {
           onLeft: (error) => Effect.fail<ScanError>(error),
           onRight: (decoded) => {
             engine.counters.rows += decoded.rows.length
@@ -334,10 +338,14 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
           pushedBack: page.attempts > 1,
           full: verdict._tag === "Continue" && !verdict.dropAhead
         })
-        return Effect.zipRight(counted, actOn(verdict, page))
+        return Effect.zipRight(counted, actOn(verdict, window, page))
       })
 
-    const actOn = (verdict: Engine.Verdict, page: RawPage): Effect.Effect<boolean, ScanError> => {
+    const actOn = (
+      verdict: Engine.Verdict,
+      window: Engine.Window,
+      page: RawPage
+    ): Effect.Effect<boolean, ScanError> => {
       switch (verdict._tag) {
         case "Inconsistent":
           return Effect.fail(
@@ -352,13 +360,13 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
             })
           )
         case "End":
-          return Effect.as(Effect.zipRight(dropAhead, emit(verdict, page.attempts, true)), false)
+          return Effect.as(Effect.zipRight(dropAhead, emit(verdict, window.start, page.attempts, true)), false)
         case "Continue":
           // fetch ahead before the consumer takes the rows
           return (verdict.dropAhead ? Effect.zipRight(dropAhead, fill) : fill).pipe(
             // one window in flight only: with more, the pause would let more of them be answered before a drop
             Effect.zipRight(controller.current === 1 ? letRequestsOut : Effect.void),
-            Effect.zipRight(emit(verdict, page.attempts, false)),
+            Effect.zipRight(emit(verdict, window.start, page.attempts, false)),
             Effect.as(true)
           )
       }
