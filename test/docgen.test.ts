@@ -17,6 +17,7 @@ const docgen = readJson("docgen.json") as { readonly exclude: ReadonlyArray<stri
 const packageJson = readJson("package.json") as {
   readonly exports: Record<string, { readonly default: string }>
   readonly scripts: Record<string, string>
+  readonly version: string
 }
 const exportsOf = packageJson.exports
 
@@ -46,6 +47,24 @@ describe("the API reference", () => {
     expect(packageJson.scripts["docs"]).toBe(`docgen && rm -rf docs/api && mv ${docgen.outDir} docs/api`)
     const ignored = fs.readFileSync(path.join(root, ".gitignore"), "utf8").split("\n")
     expect(ignored).toEqual(expect.arrayContaining(["docs/api/", `${docgen.outDir}/`]))
+  })
+
+  it("every @since names a version the CHANGELOG has a section for", () => {
+    const versions = Array.from(
+      fs.readFileSync(path.join(root, "CHANGELOG.md"), "utf8").matchAll(/^## (\d+\.\d+\.\d+)/gm),
+      (match) => match[1]
+    )
+    expect(versions).toContain(packageJson.version)
+    const sources = fs.readdirSync(path.join(root, "src"), { recursive: true, encoding: "utf8" })
+      .filter((file) => file.endsWith(".ts"))
+    const tagged = sources.flatMap((file) =>
+      Array.from(
+        fs.readFileSync(path.join(root, "src", file), "utf8").matchAll(/@since (\S+)/g),
+        (match) => `${file} ${match[1]}`
+      )
+    )
+    expect(tagged.length).toBeGreaterThan(400)
+    expect(tagged.filter((entry) => !versions.includes(entry.split(" ")[1]))).toEqual([])
   })
 
   it("every static of MicroappClient is a method, which docgen documents", () => {
