@@ -1,5 +1,5 @@
 /**
- * Every file the README and the docs/ pages name exists: a path from the project's root, a link to
+ * Every file the README, the docs/ pages and the scan's README name exists: a path from the project's root, a link to
  * another page, a file of the layout drawn in docs/development.md, or a bare file name. Files move;
  * the pages that name them must follow. CHANGELOG.md is history and may name what is gone.
  */
@@ -12,7 +12,8 @@ const root = path.resolve(import.meta.dirname, "..")
 const pages = [
   "README.md",
   ...fs.readdirSync(path.join(root, "docs")).filter((file) => file.endsWith(".md"))
-    .map((file) => `docs/${file}`)
+    .map((file) => `docs/${file}`),
+  "src/internal/scan/README.md"
 ]
 
 /** Where the build writes (the package, the API reference, the benchmarks' programs): named, never committed. */
