@@ -146,6 +146,13 @@ export const mirror = Command.make(
           "the types inferred from the rows read and widened when values disagree"
       )
     ),
+    deletes: Options.choice("deletes", ["confirmed", "exhaustive"]).pipe(
+      Options.withDefault("confirmed" as const),
+      described(
+        "confirmed (the default): a row the pass did not see is deleted once a read of it answers that " +
+          "it does not exist; exhaustive: without reads, only after a pass that saw every row"
+      )
+    ),
     quiet: Options.boolean("quiet").pipe(described("No summary on stderr")),
     ...selection,
     ...connection
@@ -157,6 +164,7 @@ export const mirror = Command.make(
         table: args.table,
         history: args.history,
         view: Option.getOrUndefined(args.view),
+        deletes: args.deletes,
         ...yield* selectionOf(args)
       }).pipe(
         Effect.catchTags({
