@@ -18,7 +18,7 @@ import * as SqlMirror from "../../sql/SqlMirror.js"
 import { CommandFailed, UsageError } from "../exitCodes.js"
 import { changesSummaryLine } from "../progress.js"
 import { stderrLine, untilSignal } from "../stdio.js"
-import { clientLayer, connection, described, selection, selectionOf } from "./options.js"
+import { clientLayer, connection, deletes, described, selection, selectionOf } from "./options.js"
 
 /**
  * The database drivers, imported when a command needs one; a test may swap them.
@@ -146,13 +146,7 @@ export const mirror = Command.make(
           "the types inferred from the rows read and widened when values disagree"
       )
     ),
-    deletes: Options.choice("deletes", ["confirmed", "exhaustive"]).pipe(
-      Options.withDefault("confirmed" as const),
-      described(
-        "confirmed (the default): a row the pass did not see is deleted once a read of it answers that " +
-          "it does not exist; exhaustive: without reads, only after a pass that saw every row"
-      )
-    ),
+    deletes,
     quiet: Options.boolean("quiet").pipe(described("No summary on stderr")),
     ...selection,
     ...connection
