@@ -54,7 +54,7 @@ const parseFilter = (text: string): Either.Either<Filter, UsageError> => {
  * How a change pass deletes (`Changes.PassOptions.deletes`): `--deletes confirmed` (the default)
  * or `exhaustive`.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category options
  */
 export const deletes = Options.choice("deletes", ["confirmed", "exhaustive"]).pipe(
