@@ -5,7 +5,7 @@ import js from "@eslint/js"
 import tseslint from "typescript-eslint"
 
 export default tseslint.config(
-  { ignores: ["dist/**", ".bench-out/**", "node_modules/**"] },
+  { ignores: ["dist/**", ".bench-out/**", ".docgen/**", "node_modules/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   ...effect.configs.dprint,

@@ -20,7 +20,7 @@
  * sink that commits both in one transaction, and resumes from the last checkpoint it committed,
  * sees every change once.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
 import { type Data, type Effect, Schema, type Stream } from "effect"
 import type * as ScanCheckpoint from "./Checkpoint.js"
@@ -39,7 +39,7 @@ import * as RowStream from "./RowStream.js"
  * - `Deleted`: the baseline has the id, the scan did not see it, and a point read answered
  *   `NotFound` (under `deletes: "exhaustive"`: the scan was exhaustive).
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export type Change<A> = Data.TaggedEnum<{
@@ -49,7 +49,7 @@ export type Change<A> = Data.TaggedEnum<{
 }>
 
 /**
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export interface ChangeDefinition extends Data.TaggedEnum.WithGenerics<1> {
@@ -59,7 +59,7 @@ export interface ChangeDefinition extends Data.TaggedEnum.WithGenerics<1> {
 /**
  * Constructors and matchers: `Change.Inserted({...})`, `Change.$is("Deleted")`, `Change.$match`.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category constructors
  */
 export const Change = internal.Change
@@ -68,7 +68,7 @@ export const Change = internal.Change
  * A row's content fingerprint: 16 hex digits (64 bits) of its canonical JSON, the same whatever
  * the order of its keys. Sinks keep it across passes: its value for a given content never changes.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category fingerprints
  */
 export const fingerprint: (row: unknown) => string = Fingerprint.fingerprint
@@ -76,7 +76,7 @@ export const fingerprint: (row: unknown) => string = Fingerprint.fingerprint
 /**
  * A baseline id that a pass has not seen, with the fingerprint the baseline holds for it.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export interface Unseen {
@@ -94,7 +94,7 @@ export interface Unseen {
  *   the pass's exact set of ids (and the ids its point reads already settled), and a sink that
  *   tracks what it saw itself may ignore it.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export interface Baseline<E = never, R = never> {
@@ -106,7 +106,7 @@ export interface Baseline<E = never, R = never> {
  * Baselines in memory: `Baseline.empty` (a first pass: every row is `Inserted`) and
  * `Baseline.fromMap(fingerprints)` (fingerprints by id, e.g. from `fold`).
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category constructors
  */
 export const Baseline: {
@@ -119,7 +119,7 @@ export const Baseline: {
  * rows set and the deleted ones removed. Folding each pass into the last gives the next pass's
  * baseline (`Baseline.fromMap`), for a copy kept in memory.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category baselines
  */
 export const fold: (
@@ -132,7 +132,7 @@ export const fold: (
  * `dedupe` can only be `"exact"`: deletes need the exact set of ids seen (`"recent"` is refused
  * with `InvalidInput`).
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export interface PassOptions<E, R> {
@@ -150,7 +150,7 @@ export interface PassOptions<E, R> {
 /**
  * `client.changes(options)`: the scan's options (`RowsOptions`) and the pass's.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export interface Options<E, R> extends Omit<MicroappClient.RowsOptions, keyof PassOptions<E, R>>, PassOptions<E, R> {}
@@ -167,7 +167,7 @@ export interface Options<E, R> extends Omit<MicroappClient.RowsOptions, keyof Pa
  * of the scan). A sink holding its checkpoint's ids records them, to give back as `SinkIds.ids`
  * and `SinkIds.kept`.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export interface Page<A> {
@@ -183,7 +183,7 @@ export interface Page<A> {
  * runs). Each run of `changes` or `pages` is a pass of its own; `summary` describes the run
  * started last.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export interface Pass<A, E, R> {
@@ -197,13 +197,13 @@ export interface Pass<A, E, R> {
  * `deletes: "exhaustive"`, `"skipped"` when the scan was not exhaustive (no row is then reported
  * deleted).
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export const Deletes = Schema.Literal("pending", "reported", "skipped")
 
 /**
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export type Deletes = typeof Deletes.Type
@@ -213,7 +213,7 @@ export type Deletes = typeof Deletes.Type
  * of candidate deletes, one per candidate (its retries aside); `unconfirmed`: the candidates whose
  * read answered neither found nor not found, kept for a later pass.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export const Counts: Schema.Struct<{
@@ -232,25 +232,25 @@ export const Counts: Schema.Struct<{
  * counted `updated` or `unchanged` with the scan's. So `inserted + updated + unchanged` is the
  * scan's `rows` plus `reads - deleted - unconfirmed`.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export const Summary = Schema.Struct({ ...RowStream.ScanSummary.fields, ...Counts.fields, deletes: Deletes })
 
 /**
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export interface Summary extends Schema.Schema.Type<typeof Summary> {}
 
 /**
- * @since 0.1.0
+ * @since 0.2.0
  * @category type ids
  */
 export const CheckpointTypeId: unique symbol = internal.CheckpointTypeId
 
 /**
- * @since 0.1.0
+ * @since 0.2.0
  * @category type ids
  */
 export type CheckpointTypeId = typeof CheckpointTypeId
@@ -261,7 +261,7 @@ export type CheckpointTypeId = typeof CheckpointTypeId
  * A value: a pass may resume from it any number of times; it resumes without reading or deleting
  * any candidate twice.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export interface Checkpoint {
@@ -271,7 +271,7 @@ export interface Checkpoint {
 }
 
 /**
- * @since 0.1.0
+ * @since 0.2.0
  * @category guards
  */
 export const isCheckpoint: (u: unknown) => u is Checkpoint = internal.isCheckpoint
@@ -282,7 +282,7 @@ export const isCheckpoint: (u: unknown) => u is Checkpoint = internal.isCheckpoi
  * the scan's) and a checksum. Text written by earlier versions (no mode, no reads) reads as a pass
  * with `deletes: "exhaustive"`.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category encoding
  */
 export const toJson: (checkpoint: Checkpoint) => string = internal.toJson
@@ -291,7 +291,7 @@ export const toJson: (checkpoint: Checkpoint) => string = internal.toJson
  * A checkpoint from the text `toJson` wrote; anything else (damaged, edited, counts that no pass
  * could reach, a scan checkpoint under `dedupe: "recent"`) is an `InvalidInput` naming the field.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category decoding
  */
 export const fromJson: (text: string) => Effect.Effect<Checkpoint, InvalidInput> = internal.fromJson
@@ -302,7 +302,7 @@ export const fromJson: (text: string) => Effect.Effect<Checkpoint, InvalidInput>
  * the ids of the pages' `found` and `unconfirmed` so far (both none before the `"deletes"` phase; `kept` may be left
  * out while it is none).
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export interface SinkIds<E = never, R = never> {
@@ -316,7 +316,7 @@ export interface SinkIds<E = never, R = never> {
  * the deleted and kept ids replaced by their counts and digests. O(page) whatever the table's size. A pass
  * does not resume from it directly (`InvalidInput`): `withIds` first.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category sink-held
  */
 export const withoutIds: (checkpoint: Checkpoint) => Checkpoint = internal.withoutIds
@@ -326,7 +326,7 @@ export const withoutIds: (checkpoint: Checkpoint) => Checkpoint = internal.witho
  * `Checkpoint.withIds` checks it (`InvalidInput` with `input` `"ids"` or `"deleted"`). A
  * checkpoint that holds its ids is returned as it is, nothing read.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category sink-held
  */
 export const withIds: <E = never, R = never>(

@@ -122,7 +122,7 @@ export const fromJson: (text: string) => Effect.Effect<Checkpoint, InvalidInput>
 /**
  * The ids a sink gives back: any iterable, or a stream (a database's cursor), read once.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export type Ids<E = never, R = never> = Iterable<string> | Stream.Stream<string, E, R>
@@ -134,7 +134,7 @@ export type Ids<E = never, R = never> = Iterable<string> | Stream.Stream<string,
  * scan does not resume from it directly (`InvalidInput`): `withIds` first. Under
  * `dedupe: "recent"` the checkpoint is returned as it is (its ids are bounded already).
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category sink-held
  */
 export const withoutIds: (checkpoint: Checkpoint) => Checkpoint = internal.withoutIds
@@ -146,7 +146,7 @@ export const withoutIds: (checkpoint: Checkpoint) => Checkpoint = internal.witho
  * one twice, too many (reading stops there), too few, or others (their digest differs); the
  * stream's own failure as it is. A checkpoint that holds its ids is returned as it is, `ids` unread.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category sink-held
  */
 export const withIds: <E = never, R = never>(

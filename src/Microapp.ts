@@ -408,7 +408,7 @@ export interface RowsOptions<M extends AnyMicroapp>
 {}
 
 /**
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export interface ChangesOptions<M extends AnyMicroapp, E, R>

@@ -92,7 +92,7 @@ const Count = Schema.NonNegativeInt
  * What a scan did. Available while it runs and after it ends. A Schema: the figures are declared
  * once, here, and the engine's counters, a checkpoint's and a workflow's summary are made from it.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export const ScanSummary = Schema.Struct({

@@ -22,7 +22,7 @@ export * as Checkpoint from "./Checkpoint.js"
  * Change capture: what changed since the last pass (inserted, updated, deleted rows), with
  * checkpoints, over a baseline the caller keeps.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
 export * as Changes from "./Changes.js"
 

@@ -17,7 +17,6 @@ import {
   expectServing,
   flags,
   idsOf,
-  parseCsv,
   pipedPageSize,
   pipedRows,
   pipedScan,
@@ -27,6 +26,53 @@ import {
   temporaryDirectory
 } from "./cliSupport.js"
 import { eventually } from "./support/eventually.js"
+
+/** A strict RFC 4180 parser: CRLF between records, quotes only around whole fields. */
+const parseCsv = (text: string): Array<Array<string>> => {
+  const records: Array<Array<string>> = []
+  let record: Array<string> = []
+  let field = ""
+  let quoted = false
+  let i = 0
+  while (i < text.length) {
+    const c = text[i]
+    if (quoted) {
+      if (c === "\"" && text[i + 1] === "\"") {
+        field += "\""
+        i += 2
+      } else if (c === "\"") {
+        quoted = false
+        i++
+        if (![",", "\r", undefined].includes(text[i])) throw new Error(`text after a closing quote at ${i}`)
+      } else {
+        field += c
+        i++
+      }
+    } else if (c === "\"") {
+      if (field !== "") throw new Error(`a quote inside an unquoted field at ${i}`)
+      quoted = true
+      i++
+    } else if (c === ",") {
+      record.push(field)
+      field = ""
+      i++
+    } else if (c === "\r" && text[i + 1] === "\n") {
+      record.push(field)
+      records.push(record)
+      record = []
+      field = ""
+      i += 2
+    } else if (c === "\r" || c === "\n") {
+      throw new Error(`a bare line break outside quotes at ${i}`)
+    } else {
+      field += c
+      i++
+    }
+  }
+  if (quoted) throw new Error("an unterminated quoted field")
+  if (field !== "" || record.length > 0) throw new Error("the last record has no CRLF")
+  return records
+}
 
 const cell = (value: unknown): string =>
   value === undefined || value === null ? "" : typeof value === "object" ? JSON.stringify(value) : String(value)

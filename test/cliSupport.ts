@@ -207,53 +207,6 @@ const decodeIdLine = Schema.decodeUnknownSync(Schema.parseJson(Schema.Struct({ _
 export const idsOf = (ndjson: string): Array<string> =>
   ndjson.trimEnd().split("\n").map((line) => decodeIdLine(line)._id)
 
-/** A strict RFC 4180 parser: CRLF between records, quotes only around whole fields. */
-export const parseCsv = (text: string): Array<Array<string>> => {
-  const records: Array<Array<string>> = []
-  let record: Array<string> = []
-  let field = ""
-  let quoted = false
-  let i = 0
-  while (i < text.length) {
-    const c = text[i]
-    if (quoted) {
-      if (c === "\"" && text[i + 1] === "\"") {
-        field += "\""
-        i += 2
-      } else if (c === "\"") {
-        quoted = false
-        i++
-        if (![",", "\r", undefined].includes(text[i])) throw new Error(`text after a closing quote at ${i}`)
-      } else {
-        field += c
-        i++
-      }
-    } else if (c === "\"") {
-      if (field !== "") throw new Error(`a quote inside an unquoted field at ${i}`)
-      quoted = true
-      i++
-    } else if (c === ",") {
-      record.push(field)
-      field = ""
-      i++
-    } else if (c === "\r" && text[i + 1] === "\n") {
-      record.push(field)
-      records.push(record)
-      record = []
-      field = ""
-      i += 2
-    } else if (c === "\r" || c === "\n") {
-      throw new Error(`a bare line break outside quotes at ${i}`)
-    } else {
-      field += c
-      i++
-    }
-  }
-  if (quoted) throw new Error("an unterminated quoted field")
-  if (field !== "" || record.length > 0) throw new Error("the last record has no CRLF")
-  return records
-}
-
 export const updatePath = "/api/updatemicroapprow"
 
 const Outcome = Schema.Struct({
@@ -274,11 +227,11 @@ export const countUpdates = (count: number, value: number, from = 0) =>
     .join("")
 
 /** The closing line of a scan cut short by its reader; its row count in group 1. */
-export const stoppedScan =
+const stoppedScan =
   /^stopped \(standard output closed by its reader\): (\d+) rows, \d+ pages?, [\d.]+ s, 0 duplicates dropped, 0 realignments, up to \d+ requests? in flight\n$/
 
 /** The closing line of `update --from` cut short by its reader; lines counted in group 1, updated in group 2. */
-export const stoppedUpdates =
+const stoppedUpdates =
   /^stopped \(standard output closed by its reader\): (\d+) lines, (\d+) updated \(0 after read-back\), 0 refused, 0 failed, 0 unknown, 0 invalid, 0 retries, 0 throttled, [\d.]+ s\n$/
 
 /** The rows the pipe tests scan: 30 pages of about 100 kB each, a scan long enough to cut short. */

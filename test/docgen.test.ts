@@ -1,7 +1,9 @@
 /**
  * The API reference (`npm run docs`, @effect/docgen) covers every entry point of the package, and
  * documents every static of `MicroappClient`: docgen lists a class's static methods, not static
- * properties, so the layers must stay methods.
+ * properties, so the layers must stay methods. It lands in `docs/api/`, apart from the written pages:
+ * docgen writes its examples two folders below the root (it imports them from `../../src`), so
+ * `npm run docs` has it write to a folder of the root and moves that.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as fs from "node:fs"
@@ -11,9 +13,13 @@ import { MicroappClient } from "../src/index.js"
 const root = path.resolve(import.meta.dirname, "..")
 const readJson = (file: string): unknown => JSON.parse(fs.readFileSync(path.join(root, file), "utf8"))
 
-const docgen = readJson("docgen.json") as { readonly exclude: ReadonlyArray<string> }
-const exportsOf = (readJson("package.json") as { readonly exports: Record<string, { readonly default: string }> })
-  .exports
+const docgen = readJson("docgen.json") as { readonly exclude: ReadonlyArray<string>; readonly outDir: string }
+const packageJson = readJson("package.json") as {
+  readonly exports: Record<string, { readonly default: string }>
+  readonly scripts: Record<string, string>
+  readonly version: string
+}
+const exportsOf = packageJson.exports
 
 /** A docgen exclude glob as a RegExp over paths like `src/testing/App.ts`. */
 const globToRegExp = (glob: string) =>
@@ -34,6 +40,31 @@ describe("the API reference", () => {
     const modules = fs.readdirSync(path.join(root, dir)).filter((file) => file.endsWith(".ts"))
       .map((file) => path.posix.join(dir, file))
     expect(modules.filter(documented).length, dir).toBeGreaterThan(0)
+  })
+
+  it("has a folder of its own, docs/api/, which git ignores, as it does docgen's own", () => {
+    expect(docgen.outDir).toMatch(/^[\w.-]+$/)
+    expect(packageJson.scripts["docs"]).toBe(`docgen && rm -rf docs/api && mv ${docgen.outDir} docs/api`)
+    const ignored = fs.readFileSync(path.join(root, ".gitignore"), "utf8").split("\n")
+    expect(ignored).toEqual(expect.arrayContaining(["docs/api/", `${docgen.outDir}/`]))
+  })
+
+  it("every @since names a version the CHANGELOG has a section for", () => {
+    const versions = Array.from(
+      fs.readFileSync(path.join(root, "CHANGELOG.md"), "utf8").matchAll(/^## (\d+\.\d+\.\d+)/gm),
+      (match) => match[1]
+    )
+    expect(versions).toContain(packageJson.version)
+    const sources = fs.readdirSync(path.join(root, "src"), { recursive: true, encoding: "utf8" })
+      .filter((file) => file.endsWith(".ts"))
+    const tagged = sources.flatMap((file) =>
+      Array.from(
+        fs.readFileSync(path.join(root, "src", file), "utf8").matchAll(/@since (\S+)/g),
+        (match) => `${file} ${match[1]}`
+      )
+    )
+    expect(tagged.length).toBeGreaterThan(400)
+    expect(tagged.filter((entry) => !versions.includes(entry.split(" ")[1]))).toEqual([])
   })
 
   it("every static of MicroappClient is a method, which docgen documents", () => {

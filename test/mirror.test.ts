@@ -16,9 +16,13 @@ import { mirror } from "../scratchpad/pipeline.js"
 import { sqliteSink } from "../scratchpad/sqliteSink.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import { untilRequests } from "./cliSupport.js"
-import { bundled, cleanEnv, committedTo, drift, drifted, killedFiveTimes, scanFaults } from "./processSupport.js"
+import { bundled, cleanEnv, drift, drifted, killedFiveTimes, modifiedAt, scanFaults } from "./processSupport.js"
 import { withEmulator } from "./support.js"
 import { eventually } from "./support/eventually.js"
+
+/** When a SQLite database in WAL mode last committed (ms): its file or its write-ahead log, whichever changed last. */
+const committedTo = (database: string): Effect.Effect<number> =>
+  Effect.zipWith(modifiedAt(database), modifiedAt(`${database}-wal`), Math.max)
 
 const databaseIn = Effect.map(
   Effect.acquireRelease(

@@ -114,10 +114,6 @@ export const killedFiveTimes = (
 export const modifiedAt = (file: string): Effect.Effect<number> =>
   Effect.sync(() => fs.existsSync(file) ? fs.statSync(file).mtimeMs : 0)
 
-/** When a SQLite database in WAL mode last committed (ms): its file or its write-ahead log, whichever changed last. */
-export const committedTo = (database: string): Effect.Effect<number> =>
-  Effect.zipWith(modifiedAt(database), modifiedAt(`${database}-wal`), Math.max)
-
 /** Faults a scan survives with its retries: 8% of requests fail in one of five ways. */
 export const scanFaults: FaultPlan = {
   seed: 7,
@@ -126,7 +122,7 @@ export const scanFaults: FaultPlan = {
 }
 
 /** The ids `drift` touched, by what it did to them. */
-export interface Drifted {
+interface Drifted {
   readonly inserted: Set<string>
   readonly updated: Set<string>
   readonly removed: Set<string>

@@ -27,7 +27,7 @@ const onServer = (statement: (sql: SqlClient.SqlClient) => Effect.Effect<unknown
  * A new database on the run's PostgreSQL, dropped when the layer is released, so that files running
  * in parallel share the server and nothing else.
  */
-export const freshPostgres = (): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, SqlError.SqlError> =>
+const freshPostgres = (): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, SqlError.SqlError> =>
   Layer.unwrapScoped(Effect.map(freshPostgresUrl, postgresClient))
 
 /** The URL of a new database on the run's PostgreSQL, dropped when the scope closes. */

@@ -3,7 +3,7 @@
  * `source`, `op`, `ts_ms`, and the row's `id`), alone or after its key and a TAB, as kcat's
  * `-K '\t'` reads a line into a Kafka message.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import { Effect } from "effect"
@@ -16,7 +16,7 @@ import { failedOn } from "./output.js"
  * `source.snapshot` as Debezium writes it: a snapshot's first row `"first"`, its last `"last"`
  * (a snapshot of one row: `"first"`), the rows between `"true"`, a streamed change `"false"`.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export type SnapshotMarker = "first" | "true" | "last" | "false"
@@ -24,7 +24,7 @@ export type SnapshotMarker = "first" | "true" | "last" | "false"
 /**
  * What the events of a page share: the pass, the Microapp, and when the page was read.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export interface EventContext {
@@ -52,7 +52,7 @@ const markerEnd = (marker: SnapshotMarker) => `"snapshot":"${marker}"}}\n`
  * holds the key, as Debezium's does under a default replica identity; JSON escapes every TAB and
  * line break inside the key and the value.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category encoding
  */
 export const eventLines = (changes: ReadonlyArray<Changes.Change<Row>>, context: EventContext): string => {
@@ -83,7 +83,7 @@ const last = encoder.encode("last")
  * `"last"`, in place; a file that ends otherwise (no event, or the snapshot's only one, `"first"`,
  * or already marked) stays as it is, so a run that goes on after a crash marks it once.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category encoding
  */
 export const markLast = (

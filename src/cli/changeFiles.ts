@@ -10,7 +10,7 @@
  * rest), then one `["id","fingerprint"]` line a row. `STATE.lock` and `FILE.lock` keep a second
  * run away from both while one runs.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
@@ -76,7 +76,7 @@ const fingerprintText = /^[0-9a-f]{16}$/
  * The largest STATE read: about 50 bytes a row of the baseline, and the scan's checkpoint about
  * 16 more while a pass runs, so this is room for about 4 million rows.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category constants
  */
 export const stateFileLimit = 256 * 1024 * 1024
@@ -180,7 +180,7 @@ const encoder = new TextEncoder()
  * Runs the change pass of `options` into `output`, resumable through `state`; the pass's summary.
  * A new pass needs `output` missing or empty; a pass in progress, the `output` it writes.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category commands
  */
 export const writeChanges = (

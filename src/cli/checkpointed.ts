@@ -80,7 +80,7 @@ const CheckpointFile = Schema.Struct({ ...Body.fields, checksum: Schema.String }
  * The largest CKPT read: a scan's checkpoint takes about 16 bytes a row, so this is room for 16
  * million rows; anything larger is refused unread.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category constants
  */
 export const checkpointFileLimit = 256 * 1024 * 1024

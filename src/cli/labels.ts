@@ -2,7 +2,7 @@
  * The check `update` makes before it sends: each label of the new values is one the row has,
  * since the service ignores any other without a word.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
 import { Option } from "effect"
 import { nearestLabel } from "../internal/microapp.js"
@@ -16,7 +16,7 @@ const labelsOf = (row: Row): ReadonlyArray<string> =>
  * Why `rowData` cannot be sent to `row`, when it names a label the row does not have: the
  * labels it does have, and for each unknown label the nearest one.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category checks
  */
 export const unknownLabels = (row: Row, rowData: Readonly<Record<string, unknown>>): Option.Option<string> => {

@@ -5,7 +5,7 @@
  * died on this host is taken over, so a run killed by SIGKILL leaves nothing stuck; one held on
  * another host is refused, as its run cannot be checked from here.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
@@ -48,7 +48,7 @@ const maxTakeovers = 3
  * holding it) while another live run holds it. Creating the lock is also the check that the
  * directory can be written: a failure is `cannot` with its reason, before anything else is done.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category locks
  */
 export const holdLock = (

@@ -57,7 +57,7 @@ export const failedOn = (what: string) => (error: PlatformError | { readonly mes
  * A file's size, when it is a regular file of at most `maxBytes`: none when it does not exist; a
  * usage error, saying it is not `what`, when it is something else or too large.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category files
  */
 export const regularFileSize = (
@@ -89,7 +89,7 @@ export const regularFileSize = (
  * A small file's text, read only when it is a regular file of at most `maxBytes`: none when it
  * does not exist; a usage error, saying it is not `what`, when it is something else or too large.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category files
  */
 export const readSmallFile = (
@@ -114,7 +114,7 @@ export const readSmallFile = (
  * records it) says were committed, the last of them `end`, as the run that committed them wrote
  * them; `remedy` says what to do then.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category files
  */
 export const checkCommitted = (

@@ -84,7 +84,7 @@ export const summaryLine = (summary: ScanSummary, stoppedBy?: EarlyStop): string
  * that was not exhaustive says that rows may have been missed, and, under exhaustive-only
  * deletes, that it reported no delete.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category formatting
  */
 export const changesSummaryLine = (summary: Changes.Summary): string => {

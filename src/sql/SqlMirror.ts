@@ -37,7 +37,7 @@
  * at its end, so a large table never sits in memory. Each of those is deleted once a point read
  * confirms it (`Changes`; `deletes: "exhaustive"` deletes only after an exhaustive scan, unread).
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
 import { SqlClient, type SqlError } from "@effect/sql"
 import { Effect, Option, Ref, Stream } from "effect"
@@ -53,7 +53,7 @@ import * as Mirror from "./internal/mirror.js"
  * a run whose selection (or page size, or overlap) differs from the pass in progress abandons it
  * and starts a new pass.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export interface Options extends Omit<MicroappClient.RowsOptions, "resume" | "dedupe"> {
@@ -79,13 +79,13 @@ export interface Options extends Omit<MicroappClient.RowsOptions, "resume" | "de
  * Another run moved the pass on while this one ran (two mirrors of one table at once): this run
  * stops, its last transaction rolled back; the other goes on.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category errors
  */
 export const ConcurrentRun: typeof Mirror.ConcurrentRun = Mirror.ConcurrentRun
 
 /**
- * @since 0.1.0
+ * @since 0.2.0
  * @category errors
  */
 export type ConcurrentRun = Mirror.ConcurrentRun
@@ -93,7 +93,7 @@ export type ConcurrentRun = Mirror.ConcurrentRun
 /**
  * The table's default name.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category constants
  */
 export const defaultTable = "microapp_rows"
@@ -101,7 +101,7 @@ export const defaultTable = "microapp_rows"
 /**
  * The table of passes.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category constants
  */
 export const passesTable: typeof Mirror.passesTable = Mirror.passesTable
@@ -109,7 +109,7 @@ export const passesTable: typeof Mirror.passesTable = Mirror.passesTable
 /**
  * The history table of `table`.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category constants
  */
 export const historyTableOf = (table: string): string => `${table}_history`
@@ -117,7 +117,7 @@ export const historyTableOf = (table: string): string => `${table}_history`
 /**
  * The table of the ids the pass in progress on `table` has deleted.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category constants
  */
 export const deletesTableOf = (table: string): string => `${table}_pass_deletes`
@@ -125,7 +125,7 @@ export const deletesTableOf = (table: string): string => `${table}_pass_deletes`
 /**
  * The table of the ids the pass in progress on `table` kept after a point read.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category constants
  */
 export const keptTableOf = (table: string): string => `${table}_pass_kept`
@@ -134,7 +134,7 @@ export const keptTableOf = (table: string): string => `${table}_pass_kept`
  * Where the mirror of a Microapp into a table stands: the pass in progress or last completed,
  * whether it is complete, and its summary so far (none before its first commit).
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export interface PassState {
@@ -151,7 +151,7 @@ const maxTableName = 63 - "_pass_deletes".length
  * statement when the database would refuse it, reserve it (`sqlite_*`, `pg_*`), or quote it into
  * a name no one asked for: a letter or `_`, then letters, digits or `_`, at most 50 characters.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category options
  */
 export const tableOf = (options: { readonly table?: string | undefined }): Effect.Effect<string, InvalidInput> => {
@@ -178,7 +178,7 @@ const tablesOf = (table: string, history: boolean): Mirror.Tables => ({
  * first, for a deployment that prepares its database before any run. On PostgreSQL, runs at the
  * same moment create them one at a time.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category running
  */
 export const createTables: (
@@ -195,7 +195,7 @@ export const createTables: (
  * The state of the mirror of `microAppID` into `table` (default `microapp_rows`); none before its
  * first run. A read: it creates nothing.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category running
  */
 export const passState: (
@@ -221,7 +221,7 @@ export const passState: (
  * to its end. Its summary counts the whole pass, across the runs that resumed it; a first pass
  * counts every row as inserted.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category running
  */
 export const run: (

@@ -44,7 +44,7 @@ const forbidden = errorReply(403, "You do not have permission to change rows of 
  * no request makes the emulator work more than linearly in the table, or keep a value it cannot
  * serialize again. The body itself is bounded by `maxRequestBytes` (413).
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category constants
  */
 export const inputBounds = {

@@ -2,7 +2,7 @@
  * A table that changes under its readers: inserts, updates and deletes at a steady rate, drawn
  * from a seeded generator and timed on Effect's clock, so that a test can replay them exactly.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
 import { Duration, Effect, Option } from "effect"
 import { projectsMicroAppID } from "./DemoData.js"
@@ -10,7 +10,7 @@ import * as Prng from "./Prng.js"
 import type { RowStore } from "./RowStore.js"
 
 /**
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export interface ChurnOptions {
@@ -25,7 +25,7 @@ export interface ChurnOptions {
 /**
  * The most changes a second: one each 100 microseconds.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category constants
  */
 export const maxChurnPerSecond = 10_000
@@ -45,7 +45,7 @@ const rowData = (prng: Prng.Prng, name: string) => ({
  * the end, an update of a row anywhere, or a delete of a row anywhere (an update of a locked row
  * is refused, as the service refuses it).
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category constructors
  */
 export const churn = (rows: RowStore, options: ChurnOptions): Effect.Effect<never> =>

@@ -76,7 +76,7 @@ export interface Settings {
  * row in `every` out of each answer (a different one each answer), and `ids` leaves those rows out
  * of every answer. Point reads (`/api/microappdata/row`) still find them: the rows stand.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export interface Lag {

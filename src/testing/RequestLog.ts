@@ -116,7 +116,7 @@ export interface RequestLog {
  * Requests a log keeps by default: every request of any test, a bounded memory for a server
  * that runs for days.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category constants
  */
 export const defaultCapacity = 10_000
@@ -125,7 +125,7 @@ export const defaultCapacity = 10_000
  * Bodies longer than this are logged as their length only, so that the log's memory is bounded by
  * `capacity` times it.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category constants
  */
 export const maxLoggedBodyLength = 16 * 1024
@@ -157,7 +157,7 @@ const snapshot = (record: MutableRecord): RequestRecord => {
 /**
  * An empty log that keeps the most recent `capacity` requests (at least 1).
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category constructors
  */
 export const makeWithCapacity = (capacity: number): Effect.Effect<RequestLog> =>

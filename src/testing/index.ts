@@ -44,12 +44,12 @@ export * from "./DemoData.js"
 export { faultKinds } from "./Fault.js"
 
 /**
- * @since 0.1.0
+ * @since 0.2.0
  */
 export { churn, type ChurnOptions, maxChurnPerSecond } from "./Churn.js"
 
 /**
- * @since 0.1.0
+ * @since 0.2.0
  */
 export { inputBounds, maxRequestBytes } from "./App.js"
 

@@ -13,7 +13,7 @@
  * The mirror's database is the `MirrorDatabase` service, apart from the cluster's storage (which is
  * what `SqlClient` is on a runner); both may be one PostgreSQL.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
 import { SqlClient, SqlError } from "@effect/sql"
 import { Activity, Workflow } from "@effect/workflow"
@@ -28,7 +28,7 @@ import * as SqlMirror from "../sql/SqlMirror.js"
  * The database the mirrors are kept in, a `SqlClient` of its own: on a runner, `SqlClient` is the
  * cluster's storage.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category services
  */
 export class MirrorDatabase extends Context.Tag("effect-microapp/workflow/MirrorDatabase")<
@@ -39,7 +39,7 @@ export class MirrorDatabase extends Context.Tag("effect-microapp/workflow/Mirror
    * The mirrors' database from a layer of `SqlClient` (`PgClient.layer(...)`, say), kept apart from
    * any other `SqlClient` of the runner.
    *
-   * @since 0.1.0
+   * @since 0.2.0
    */
   static readonly layer = <E, R>(client: Layer.Layer<SqlClient.SqlClient, E, R>): Layer.Layer<MirrorDatabase, E, R> =>
     Layer.effect(MirrorDatabase, SqlClient.SqlClient).pipe(Layer.provide(client))
@@ -48,7 +48,7 @@ export class MirrorDatabase extends Context.Tag("effect-microapp/workflow/Mirror
 /**
  * The summary of a pass (`Changes.Summary`) as a Schema: what an execution returns.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category schemas
  */
 export const Summary: Schema.Schema<Changes.Summary> = Changes.Summary
@@ -56,14 +56,14 @@ export const Summary: Schema.Schema<Changes.Summary> = Changes.Summary
 /**
  * The mirror's database failed (`SqlError`, whose cause does not cross the wire): its message.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category errors
  */
 export class MirrorDatabaseError extends Schema.TaggedError<MirrorDatabaseError>()("MirrorDatabaseError", {
   message: Schema.String
 }) {
   /**
-   * @since 0.1.0
+   * @since 0.2.0
    */
   static readonly fromSqlError = (error: SqlError.SqlError): MirrorDatabaseError =>
     new MirrorDatabaseError({ message: error.message })
@@ -73,13 +73,13 @@ export class MirrorDatabaseError extends Schema.TaggedError<MirrorDatabaseError>
  * What an execution fails with: the client's errors, `SqlMirror.ConcurrentRun`, or the mirror
  * database's.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category schemas
  */
 export const MirrorError = Schema.Union(MicroappError, SqlMirror.ConcurrentRun, MirrorDatabaseError)
 
 /**
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export type MirrorError = typeof MirrorError.Type
@@ -89,7 +89,7 @@ export type MirrorError = typeof MirrorError.Type
  * keep the mirror (`table`, `history`), and `slot`, which names the run (the scheduled time as
  * ISO-8601 text, say). Executions with the same Microapp, table and slot are one.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category schemas
  */
 export const Payload = Schema.Struct({
@@ -106,7 +106,7 @@ export const Payload = Schema.Struct({
 })
 
 /**
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export type Payload = typeof Payload.Type
@@ -115,7 +115,7 @@ export type Payload = typeof Payload.Type
  * The workflow: `MicroappMirror.execute(payload)` runs (or joins) the execution of `payload` and
  * returns its pass's summary.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category workflows
  */
 export const MicroappMirror = Workflow.make({
@@ -135,7 +135,7 @@ const Target = Schema.Struct({ pass: Schema.Number })
  * The workflow's implementation, for a runner: each execution in the cluster runs on one runner at
  * a time and goes on on another when its runner dies.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category layers
  */
 export const layer = MicroappMirror.toLayer(Effect.fnUntraced(function*(payload, executionId) {
@@ -194,7 +194,7 @@ const startupLock = "7883941965834842224"
  * an empty database create the cluster's tables one after another, instead of failing on each
  * other's `CREATE TABLE`. On another database, `layer` as it is.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category layers
  */
 export const startingOneAtATime = <A, E, R>(

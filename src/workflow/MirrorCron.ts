@@ -3,7 +3,7 @@
  * of `MicroappMirror` whose run slot is the tick's time. A mirror's next tick is planned when its
  * run ends, so two runs of one mirror never overlap; a slow mirror holds back no other.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
 import { ClusterCron, type Sharding } from "@effect/cluster"
 import type { WorkflowEngine } from "@effect/workflow"
@@ -14,13 +14,13 @@ import { MicroappMirror, type Payload } from "./MicroappMirror.js"
 /**
  * One mirror to keep: a payload of `MicroappMirror` without its slot, which each tick gives.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export type Mirror = Omit<Payload, "slot">
 
 /**
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export interface Options {
@@ -38,7 +38,7 @@ export interface Options {
  * runners assigned this group (`shardingConfig(true)`): those started with the schedule, which
  * handle them; the runs themselves go wherever the cluster places them.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category constants
  */
 export const shardGroup = "microapp-cron"
@@ -48,7 +48,7 @@ export const shardGroup = "microapp-cron"
  * every runner knows the schedules' group, and one `withSchedule` (one that has `MirrorCron.layer`)
  * takes its shards too.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category constructors
  */
 export const shardingConfig = (withSchedule: boolean): {
@@ -62,7 +62,7 @@ export const shardingConfig = (withSchedule: boolean): {
 /**
  * The name of a mirror's cron job: unique per table and Microapp.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category constructors
  */
 export const nameOf = (mirror: Mirror): string =>
@@ -97,7 +97,7 @@ const runTick = (mirror: Mirror) =>
  * Runs each of `mirrors` on `cron`, in the cluster: add it to the runners' layer (with
  * `MicroappMirror.layer`), or to any process with `Sharding` and a `WorkflowEngine`.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category layers
  */
 export const layer = (options: Options): Layer.Layer<never, never, Sharding.Sharding | WorkflowEngine.WorkflowEngine> =>

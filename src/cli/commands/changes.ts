@@ -2,7 +2,7 @@
  * `microapp changes APP --state STATE --output FILE`: what changed in a Microapp since the last
  * pass, as change events (Debezium's envelope) appended to FILE, resumable through STATE.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
 import { Args, Command, Options } from "@effect/cli"
 import { Effect } from "effect"
@@ -12,7 +12,7 @@ import { stderrLine, Stdio, untilSignal } from "../stdio.js"
 import { clientLayer, connection, deletes, described, selection, selectionOf } from "./options.js"
 
 /**
- * @since 0.1.0
+ * @since 0.2.0
  * @category commands
  */
 export const changes = Command.make(

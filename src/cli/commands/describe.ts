@@ -2,7 +2,7 @@
  * `microapp describe APP`: a TypeScript module defining the Microapp with `Microapp.make`, its fields
  * inferred from every row of the live table; `--json` prints the inferred fields instead.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
 import { Args, Command, Options } from "@effect/cli"
 import { Effect, Schema, Stream } from "effect"
@@ -14,7 +14,7 @@ import { clientLayer, connection, described } from "./options.js"
 const InferredFields = Schema.Array(Infer.InferredFieldSchema)
 
 /**
- * @since 0.1.0
+ * @since 0.2.0
  * @category commands
  */
 export const describe = Command.make(

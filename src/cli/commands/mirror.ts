@@ -3,7 +3,7 @@
  * for SQLite, `postgres://...` for PostgreSQL), resumable after a kill. The driver is loaded by this
  * command only, from the user's node_modules: the bin does not carry it.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
 import { Args, Command, Options } from "@effect/cli"
 import * as FileSystem from "@effect/platform/FileSystem"
@@ -23,7 +23,7 @@ import { clientLayer, connection, deletes, described, selection, selectionOf } f
 /**
  * The database drivers, imported when a command needs one; a test may swap them.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category services
  */
 export class SqlDrivers extends Context.Reference<SqlDrivers>()("effect-microapp/cli/SqlDrivers", {
@@ -117,7 +117,7 @@ const databaseLayer = (
   }))
 
 /**
- * @since 0.1.0
+ * @since 0.2.0
  * @category commands
  */
 export const mirror = Command.make(

@@ -54,7 +54,7 @@ const parseFilter = (text: string): Either.Either<Filter, UsageError> => {
  * How a change pass deletes (`Changes.PassOptions.deletes`): `--deletes confirmed` (the default)
  * or `exhaustive`.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category options
  */
 export const deletes = Options.choice("deletes", ["confirmed", "exhaustive"]).pipe(
@@ -69,7 +69,7 @@ export const deletes = Options.choice("deletes", ["confirmed", "exhaustive"]).pi
  * Which rows a command reads, and how: `--filter`, `--sort`, `--order`, `--page-size` and
  * `--concurrency`, as `rows` takes them.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category options
  */
 export const selection = {
@@ -98,7 +98,7 @@ export const selection = {
 /**
  * The values of the `selection` flags given to a command.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export interface SelectionFlags {
@@ -113,7 +113,7 @@ export interface SelectionFlags {
  * The scan options the `selection` flags describe; a usage error for a bad `--filter`, or
  * `--order` without `--sort`.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category options
  */
 export const selectionOf = (flags: SelectionFlags) =>
@@ -183,7 +183,7 @@ export const connection = { baseUrl, token, userId, timeout, retries }
 /**
  * The values of the `connection` flags given to a command.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export interface ConnectionFlags {
@@ -197,7 +197,7 @@ export interface ConnectionFlags {
 /**
  * `microapp` with the `connection` flags given before its command; the commands read them there.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category commands
  */
 export const microappCommand = Command.make("microapp", connection)
@@ -255,7 +255,7 @@ const baseUrlOf = (flags: ConnectionFlags) => required(flags.baseUrl, "--base-ur
  * Where the service is, `--timeout` and `--retries`: each flag as given after the command, else
  * before it, else from its environment variable or default.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category options
  */
 export const endpointOf = (own: ConnectionFlags) =>
@@ -271,7 +271,7 @@ export const endpointOf = (own: ConnectionFlags) =>
 /**
  * `endpointOf` and the credentials, found the same way; a usage error names every one missing.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category options
  */
 export const connectionOf = (

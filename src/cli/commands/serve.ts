@@ -27,7 +27,7 @@ const churnMessage = {
 /**
  * `--faults RATE[:KIND,...]`: the share of requests that meet a fault, and which faults.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category options
  */
 export const parseFaults = (
