@@ -63,6 +63,54 @@ export class InvalidInput extends Schema.TaggedError<InvalidInput>(`${identifier
 }
 
 /**
+ * What was wrong with a checkpoint: its text (`"not JSON"`, `"too large"`, `"too deep"`, `"not a
+ * checkpoint"`, `"version"`, `"checksum"`, a `"field"` out of range or counters no scan could
+ * reach), or its use (`"another query"` resumed from it, `"ids held"` by a sink and not given back,
+ * `"ids differ"` from those the sink gave back).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export const CheckpointProblem = Schema.Literal(
+  "not JSON",
+  "too large",
+  "too deep",
+  "not a checkpoint",
+  "version",
+  "checksum",
+  "field",
+  "another query",
+  "ids held",
+  "ids differ"
+)
+
+/**
+ * @since 0.2.0
+ * @category models
+ */
+export type CheckpointProblem = typeof CheckpointProblem.Type
+
+/**
+ * A checkpoint was refused: its text by `fromJson`, or by `withIds` or a scan's `resume`. Nothing
+ * was sent, so it names no call. An `InvalidInput` (same `_tag`, caught as one); `problem` (or
+ * `instanceof InvalidCheckpoint`) tells it apart from a call's argument refused.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class InvalidCheckpoint extends InvalidInput.extend<InvalidCheckpoint>(`${identifier}/InvalidCheckpoint`)({
+  problem: CheckpointProblem
+}) {}
+
+/**
+ * Whether `u` is a refused checkpoint, not a call's argument refused.
+ *
+ * @since 0.2.0
+ * @category guards
+ */
+export const isInvalidCheckpoint = (u: unknown): u is InvalidCheckpoint => u instanceof InvalidCheckpoint
+
+/**
  * The server refused the credentials (HTTP 401): missing, wrong or expired token.
  *
  * @since 0.1.0
@@ -326,6 +374,8 @@ export class TooManyRows extends Schema.TaggedError<TooManyRows>(`${identifier}/
  * @category schemas
  */
 export const MicroappError = Schema.Union(
+  // before its parent, so that a refused checkpoint keeps its problem across a boundary
+  InvalidCheckpoint,
   InvalidInput,
   Unauthorized,
   Forbidden,

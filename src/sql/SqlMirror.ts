@@ -45,7 +45,7 @@ import * as Changes from "../Changes.js"
 import * as Infer from "../internal/infer.js"
 import type { AnyMicroapp } from "../Microapp.js"
 import { MicroappClient } from "../MicroappClient.js"
-import { InvalidInput, type ScanError } from "../MicroappError.js"
+import { InvalidInput, isInvalidCheckpoint, type ScanError } from "../MicroappError.js"
 import type { Row } from "../Row.js"
 import * as TypedView from "./internal/typedView.js"
 
@@ -455,8 +455,9 @@ const openPass = (
       Changes.withIds(held, mirror.sinkIds(pass)))
     return yield* open(pass, resume).pipe(
       Effect.map((opened) => ({ ...opened, commits })),
+      // a checkpoint of another query (its fields or deletes changed): the pass starts again
       Effect.catchIf((error) =>
-        error.input === "resume", () =>
+        isInvalidCheckpoint(error) && error.problem === "another query", () =>
         fresh)
     )
   })
