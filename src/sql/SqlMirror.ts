@@ -45,7 +45,7 @@ import * as Changes from "../Changes.js"
 import * as Infer from "../internal/infer.js"
 import type { AnyMicroapp } from "../Microapp.js"
 import { MicroappClient } from "../MicroappClient.js"
-import { InvalidInput, isInvalidCheckpoint, type ScanError } from "../MicroappError.js"
+import { InvalidInput, isInvalidCheckpoint, type ScanError, TypeId } from "../MicroappError.js"
 import type { Row } from "../Row.js"
 import * as TypedView from "./internal/typedView.js"
 
@@ -88,6 +88,8 @@ export class ConcurrentRun extends Schema.TaggedError<ConcurrentRun>()("Concurre
   table: Schema.String,
   microAppID: Schema.String
 }) {
+  /** @since 0.2.0 */
+  readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `another run is mirroring ${this.microAppID} into ${this.table} at the same time`
   }
