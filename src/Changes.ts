@@ -22,13 +22,13 @@
  *
  * @since 0.1.0
  */
-import type { Data, Effect, Stream } from "effect"
+import { type Data, type Effect, Schema, type Stream } from "effect"
 import type * as ScanCheckpoint from "./Checkpoint.js"
 import * as internal from "./internal/changes.js"
 import * as Fingerprint from "./internal/fingerprint.js"
 import type { MicroappClient } from "./MicroappClient.js"
 import type { InvalidCheckpoint, ScanError } from "./MicroappError.js"
-import type * as RowStream from "./RowStream.js"
+import * as RowStream from "./RowStream.js"
 
 /**
  * One change. `fingerprint` is the row's content fingerprint now, `previous` the one the baseline
@@ -161,15 +161,18 @@ export interface Options<E, R> extends Omit<MicroappClient.RowsOptions, keyof Pa
  * `pageSize` (their `Deleted`, and `Updated` for rows a point read found changed), and the last
  * page of a pass holds a checkpoint whose phase is `"done"`.
  *
- * `found` and `unconfirmed`: the candidates of this page a point read found (their changes among
- * `changes`), and those it could not confirm deleted. A sink holding its checkpoint's ids records
- * both, to give back as `SinkIds.kept`; both are empty for a page of the scan.
+ * `seen`: the ids of the scan's rows this page compared, changed or not (empty for a page of
+ * candidate deletes). `found` and `unconfirmed`: the candidates of this page a point read found
+ * (their changes among `changes`), and those it could not confirm deleted (both empty for a page
+ * of the scan). A sink holding its checkpoint's ids records them, to give back as `SinkIds.ids`
+ * and `SinkIds.kept`.
  *
  * @since 0.1.0
  * @category models
  */
 export interface Page<A> {
   readonly changes: ReadonlyArray<Change<A>>
+  readonly seen: ReadonlyArray<string>
   readonly found: ReadonlyArray<string>
   readonly unconfirmed: ReadonlyArray<string>
   readonly checkpoint: Checkpoint
@@ -197,7 +200,30 @@ export interface Pass<A, E, R> {
  * @since 0.1.0
  * @category models
  */
-export type Deletes = "pending" | "reported" | "skipped"
+export const Deletes = Schema.Literal("pending", "reported", "skipped")
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Deletes = typeof Deletes.Type
+
+/**
+ * A pass's own counts, declared once: the summary's, and a checkpoint's. `reads`: the point reads
+ * of candidate deletes, one per candidate (its retries aside); `unconfirmed`: the candidates whose
+ * read answered neither found nor not found, kept for a later pass.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const Counts: Schema.Struct<{
+  inserted: typeof Schema.NonNegativeInt
+  updated: typeof Schema.NonNegativeInt
+  unchanged: typeof Schema.NonNegativeInt
+  deleted: typeof Schema.NonNegativeInt
+  reads: typeof Schema.NonNegativeInt
+  unconfirmed: typeof Schema.NonNegativeInt
+}> = internal.Counts
 
 /**
  * The scan's summary and the pass's counts, over all its runs when resumed. `reads` counts the
@@ -209,15 +235,13 @@ export type Deletes = "pending" | "reported" | "skipped"
  * @since 0.1.0
  * @category models
  */
-export interface Summary extends RowStream.ScanSummary {
-  readonly inserted: number
-  readonly updated: number
-  readonly deleted: number
-  readonly unchanged: number
-  readonly deletes: Deletes
-  readonly reads: number
-  readonly unconfirmed: number
-}
+export const Summary = Schema.Struct({ ...RowStream.ScanSummary.fields, ...Counts.fields, deletes: Deletes })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Summary extends Schema.Schema.Type<typeof Summary> {}
 
 /**
  * @since 0.1.0

@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import type { Effect, Stream } from "effect"
+import { type Effect, Schema, type Stream } from "effect"
 import type { Checkpoint } from "./Checkpoint.js"
 import type { ScanError } from "./MicroappError.js"
 
@@ -86,56 +86,59 @@ export interface Page<A> {
   readonly checkpoint: Checkpoint
 }
 
+const Count = Schema.NonNegativeInt
+
 /**
- * What a scan did. Available while it runs and after it ends.
+ * What a scan did. Available while it runs and after it ends. A Schema: the figures are declared
+ * once, here, and the engine's counters, a checkpoint's and a workflow's summary are made from it.
  *
  * @since 0.1.0
  * @category models
  */
-export interface ScanSummary {
+export const ScanSummary = Schema.Struct({
   /** Requests answered, discarded and probing ones included. */
-  readonly pages: number
+  pages: Count,
   /** Rows emitted. */
-  readonly rows: number
+  rows: Count,
   /** Rows seen again (already emitted) and dropped. */
-  readonly duplicatesDropped: number
+  duplicatesDropped: Count,
   /** Windows whose re-read rows had moved (inserts, deletes or re-sorting behind the position). */
-  readonly realignments: number
+  realignments: Count,
   /**
    * Rows that appeared behind the scan's position while it ran: inserted there, or moved there
    * from ahead. They are not in this scan. A lower bound: see docs/scanning.md for what is not seen.
    */
-  readonly appearedBehind: number
+  appearedBehind: Count,
   /**
    * Rows that appeared behind the scan's position but were found among the re-read rows, and
    * emitted there: out of their sorted place, since they arrived after the scan passed it.
    */
-  readonly caughtBehind: number
+  caughtBehind: Count,
   /**
    * Rows that vanished from behind the scan's position while it ran: deleted, or moved ahead (a
    * moved row is then dropped as a duplicate, and counted in `duplicatesDropped`). A lower bound.
    */
-  readonly vanishedBehind: number
+  vanishedBehind: Count,
   /** Pages fetched ahead that turned out misaligned and were fetched again. */
-  readonly pagesDiscarded: number
+  pagesDiscarded: Count,
   /** The most rows the server returns per request, when it was seen to cap pages below what was asked. */
-  readonly serverCap: number | undefined
+  serverCap: Schema.UndefinedOr(Schema.Int.pipe(Schema.positive())),
   /**
    * Attempts beyond the first, over the requests whose pages the scan used: the retries of a window
    * fetched ahead and then dropped, or abandoned in flight when the scan ended, are not in it (the
    * metric `microapp_retries_total` counts every retry).
    */
-  readonly retries: number
+  retries: Count,
   /** Times completeness could not be proven (only under `onInconsistent: "continue"`). */
-  readonly inconsistencies: number
+  inconsistencies: Count,
   /** Rows that failed their Schema and were skipped or passed on raw. */
-  readonly invalidRows: number
+  invalidRows: Count,
   /** The most windows in flight at once. */
-  readonly concurrencyReached: number
+  concurrencyReached: Count,
   /** The windows allowed in flight at the end (where `"auto"` settled). */
-  readonly concurrency: number
+  concurrency: Count,
   /** Whether the scan reached a proven end. */
-  readonly complete: boolean
+  complete: Schema.Boolean,
   /**
    * Complete, and nothing left unproven: no inconsistency, no row arrived behind the position
    * (it may have been re-sorted there from ahead, unread), no row skipped as invalid, and every
@@ -143,12 +146,18 @@ export interface ScanSummary {
    * from the start of the scan to its end, was then emitted exactly once. See docs/scanning.md for
    * what no scan can see.
    */
-  readonly exhaustive: boolean
+  exhaustive: Schema.Boolean,
   /** Times the scan was resumed from a checkpoint. */
-  readonly resumed: number
+  resumed: Count,
   /** Time spent scanning, summed over the runs of a resumed scan. */
-  readonly elapsedMillis: number
-}
+  elapsedMillis: Count
+})
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ScanSummary extends Schema.Schema.Type<typeof ScanSummary> {}
 
 /**
  * A scan: its rows, or its pages with their checkpoints, and its summary (live while the rows are

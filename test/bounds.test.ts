@@ -1,5 +1,5 @@
 import { NodeHttpClient } from "@effect/platform-node"
-import { describe, expect, it } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, FastCheck as FC, Layer, Redacted, Stream } from "effect"
 import { MicroappClient } from "../src/index.js"
 import { MicroappServer } from "../src/testing/index.js"
@@ -177,51 +177,54 @@ const clientWith = (server: MicroappServer.Service, tuning: MicroappClient.Tunin
     userId: server.credentials.userId
   }).pipe(Layer.provide(NodeHttpClient.layerUndici))
 
-describe("every number a call takes has a bound: beyond it, InvalidInput naming it, and nothing sent", () => {
-  for (const option of callOptions) {
-    it.effect.prop(
-      `${option.input} (${option.call.toString().match(/client\.(\w+)/)?.[1]})`,
-      [option.values],
-      ([value]) =>
+// one emulator for every refusal: none of them may reach it, so its log stays empty throughout
+layer(emulator)((it) => {
+  describe("every number a call takes has a bound: beyond it, InvalidInput naming it, and nothing sent", () => {
+    for (const option of callOptions) {
+      it.effect.prop(
+        `${option.input} (${option.call.toString().match(/client\.(\w+)/)?.[1]})`,
+        [option.values],
+        ([value]) =>
+          Effect.gen(function*() {
+            const client = yield* MicroappClient
+            const error = yield* Effect.flip(option.call(client, value as never))
+            expect(error).toMatchObject({ _tag: "InvalidInput", input: option.input })
+            expect(yield* nothingSent).toBe(0)
+          }),
+        { fastCheck: { numRuns: 25 } }
+      )
+    }
+  })
+
+  describe("every setting of the client has a bound: beyond it, every call fails with InvalidInput naming it, and nothing is sent", () => {
+    for (const option of tuningOptions) {
+      it.effect.prop(option.input, [option.values], ([value]) =>
         Effect.gen(function*() {
-          const client = yield* MicroappClient
-          const error = yield* Effect.flip(option.call(client, value as never))
+          const server = yield* MicroappServer
+          const error = yield* Effect.flip(
+            Effect.provide(
+              Effect.flatMap(MicroappClient, (client) => client.query({ microAppID: numbers })),
+              clientWith(server, option.tuning(value as never))
+            )
+          )
           expect(error).toMatchObject({ _tag: "InvalidInput", input: option.input })
           expect(yield* nothingSent).toBe(0)
-        }).pipe(Effect.provide(emulator)),
-      { fastCheck: { numRuns: 25 } }
-    )
-  }
-})
+        }), { fastCheck: { numRuns: 25 } })
+    }
 
-describe("every setting of the client has a bound: beyond it, every call fails with InvalidInput naming it, and nothing is sent", () => {
-  for (const option of tuningOptions) {
-    it.effect.prop(option.input, [option.values], ([value]) =>
+    it.effect("layerLogin and login fail to build with that InvalidInput, before logging in", () =>
       Effect.gen(function*() {
         const server = yield* MicroappServer
-        const error = yield* Effect.flip(
-          Effect.provide(
-            Effect.flatMap(MicroappClient, (client) => client.query({ microAppID: numbers })),
-            clientWith(server, option.tuning(value as never))
-          )
-        )
-        expect(error).toMatchObject({ _tag: "InvalidInput", input: option.input })
+        const options = { baseUrl: server.baseUrl, email: "a@b.c", password: Redacted.make("p"), pageSize: 20_000 }
+        const built = yield* Effect.flip(Effect.provide(MicroappClient, MicroappClient.layerLogin(options)))
+        expect(built).toMatchObject({ _tag: "InvalidInput", input: "pageSize" })
+        expect(yield* Effect.flip(MicroappClient.login(options))).toMatchObject({
+          _tag: "InvalidInput",
+          input: "pageSize"
+        })
         expect(yield* nothingSent).toBe(0)
-      }).pipe(Effect.provide(emulator)), { fastCheck: { numRuns: 25 } })
-  }
-
-  it.effect("layerLogin and login fail to build with that InvalidInput, before logging in", () =>
-    Effect.gen(function*() {
-      const server = yield* MicroappServer
-      const options = { baseUrl: server.baseUrl, email: "a@b.c", password: Redacted.make("p"), pageSize: 20_000 }
-      const built = yield* Effect.flip(Effect.provide(MicroappClient, MicroappClient.layerLogin(options)))
-      expect(built).toMatchObject({ _tag: "InvalidInput", input: "pageSize" })
-      expect(yield* Effect.flip(MicroappClient.login(options))).toMatchObject({
-        _tag: "InvalidInput",
-        input: "pageSize"
-      })
-      expect(yield* nothingSent).toBe(0)
-    }).pipe(Effect.provide(NodeHttpClient.layerUndici), Effect.provide(emulator)))
+      }).pipe(Effect.provide(NodeHttpClient.layerUndici)))
+  })
 })
 
 describe("the bounds themselves are accepted", () => {

@@ -4,14 +4,14 @@
  * inference itself, kind by kind.
  */
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Effect, Schema } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import ts from "typescript"
 import * as Infer from "../src/internal/infer.js"
 import type * as Microapp from "../src/Microapp.js"
 import { MicroappServer, peopleMicroAppID, projectsMicroAppID } from "../src/testing/index.js"
-import { cli, flags, root } from "./cliSupport.js"
+import { cli, flags, root, type Run } from "./cliSupport.js"
 
 /** A directory inside the project (so that its imports resolve), removed at the end. */
 const projectDirectory = Effect.acquireRelease(
@@ -19,28 +19,62 @@ const projectDirectory = Effect.acquireRelease(
   (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
 )
 
-/** tsc's diagnostics for `file` under the project's compiler options. */
-const typeErrors = (file: string): ReadonlyArray<string> => {
+/** tsc's diagnostics for each of `files`, under the project's compiler options: one program for them all. */
+const typeErrors = (files: ReadonlyArray<string>): ReadonlyArray<ReadonlyArray<string>> => {
   const config = ts.readConfigFile(path.join(root, "tsconfig.json"), ts.sys.readFile)
   const parsed = ts.parseJsonConfigFileContent(config.config, ts.sys, root)
-  const program = ts.createProgram([file], { ...parsed.options, noEmit: true })
-  return ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"))
+  const program = ts.createProgram(files, { ...parsed.options, noEmit: true })
+  return files.map((file) =>
+    ts.getPreEmitDiagnostics(program, program.getSourceFile(file)).map((d) =>
+      ts.flattenDiagnosticMessageText(d.messageText, "\n")
+    )
+  )
 }
 
-describe("microapp describe", () => {
-  layer(MicroappServer.layer({ demoRows: 300 }), { excludeTestServices: true })((it) => {
-    for (const [microAppID, name] of [[projectsMicroAppID, "Projects"], [peopleMicroAppID, "People"]] as const) {
-      it.scoped(`the module printed for ${name} compiles and decodes every row of the table`, () =>
-        Effect.gen(function*() {
-          const server = yield* MicroappServer
-          const run = yield* cli(["describe", microAppID, "--name", name, ...flags(server)])
-          expect(run.code, run.stderr).toBe(0)
-          expect(run.stdout).toContain(`import { Microapp } from "effect-microapp"`)
-          const dir = yield* projectDirectory
+const tables = [[projectsMicroAppID, "Projects"], [peopleMicroAppID, "People"]] as const
+
+/**
+ * What `describe` printed for each demo table, written as a module of the project, and tsc's
+ * diagnostics of each module: checked once for all (a program costs seconds; its modules' checks do not).
+ */
+class Printed extends Context.Tag("test/describe/Printed")<
+  Printed,
+  ReadonlyMap<string, { readonly run: Run; readonly file: string; readonly typeErrors: ReadonlyArray<string> }>
+>() {}
+
+const printed = Layer.scoped(
+  Printed,
+  Effect.gen(function*() {
+    const server = yield* MicroappServer
+    const dir = yield* projectDirectory
+    const runs = yield* Effect.forEach(
+      tables,
+      ([microAppID, name]) =>
+        Effect.map(cli(["describe", microAppID, "--name", name, ...flags(server)]), (run) => {
           const file = path.join(dir, `${name}.ts`)
           // the package as the project's own source: dist carries no declarations
           fs.writeFileSync(file, run.stdout.replace(`"effect-microapp"`, `"../../src/index.js"`))
-          expect(typeErrors(file)).toEqual([])
+          return { name, run, file }
+        })
+    )
+    const errors = typeErrors(runs.map(({ file }) => file))
+    return new Map(runs.map(({ file, name, run }, i) => [name, { run, file, typeErrors: errors[i] ?? [] }]))
+  })
+)
+
+describe("microapp describe", () => {
+  layer(Layer.provideMerge(printed, MicroappServer.layer({ demoRows: 300 })), { excludeTestServices: true })((it) => {
+    for (const [microAppID, name] of tables) {
+      it.effect(`the module printed for ${name} compiles and decodes every row of the table`, () =>
+        Effect.gen(function*() {
+          const server = yield* MicroappServer
+          const described = (yield* Printed).get(name)
+          expect(described).toBeDefined()
+          if (described === undefined) return
+          const { file, run } = described
+          expect(run.code, run.stderr).toBe(0)
+          expect(run.stdout).toContain(`import { Microapp } from "effect-microapp"`)
+          expect(described.typeErrors).toEqual([])
           const module = (yield* Effect.promise(() => import(file))) as Record<string, Microapp.AnyMicroapp>
           const definition = module[name] as Microapp.AnyMicroapp & {
             readonly schema: Schema.Schema<unknown, Readonly<Record<string, unknown>>>

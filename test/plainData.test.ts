@@ -7,9 +7,10 @@
 import { NodeHttpClient } from "@effect/platform-node"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Chunk, Effect, Exit, Schema, Stream } from "effect"
+import { Cause, Chunk, Effect, Exit, FastCheck as FC, Schema, Stream } from "effect"
 import { Checkpoint, InvalidInput, Microapp, MicroappClient, type MicroappError, Row } from "../src/index.js"
 import { bounds } from "../src/internal/bounds.js"
+import { faultOf, parseExact } from "../src/internal/http/plainData.js"
 import { Projects } from "../src/testing/index.js"
 import { cli } from "./cliSupport.js"
 import { clientOf, hostileServer, secretToken, secretUser } from "./hostile.js"
@@ -362,4 +363,57 @@ describe("Checkpoint.fromJson bounds its input", () => {
     const read = Effect.runSyncExit(Checkpoint.fromJson(written))
     expect(Exit.isFailure(read)).toBe(true)
   })
+})
+
+describe("numbers a double cannot hold as written", () => {
+  it.prop(
+    "any double, as JSON writes it, is read as itself and passes; an integer a double cannot hold exactly is named",
+    [FC.double({ noNaN: true, noDefaultInfinity: true }), FC.stringMatching(/^-?[1-9][0-9]{15,24}$/)],
+    ([double, digits]) => {
+      const read = parseExact(`{"n":${JSON.stringify(double)}}`) as { n: unknown }
+      expect(read.n).toBe(double === 0 ? 0 : double)
+      expect(faultOf(read)).toBeUndefined()
+      const held = BigInt(Number(digits)) === BigInt(digits)
+      const fault = faultOf(parseExact(`[${digits}]`))
+      expect(fault === undefined).toBe(held)
+      if (fault !== undefined) expect(fault).toMatchObject({ path: [0], reason: expect.stringContaining(digits) })
+    }
+  )
+
+  it.live("a row holding one fails the read naming its row and field; under invalidRows \"skip\" it is left out, counted", () =>
+    Effect.gen(function*() {
+      const body = `{"status":"success","body":{"microAppRows":[` +
+        `{"_id":"66c200000000000000000001","Amount":1.5},` +
+        `{"_id":"66c200000000000000000002","Amount":0.1000000000000000055511151231257827},` +
+        `{"_id":"66c200000000000000000003","Count":12345678901234567891}]}}`
+      const server = yield* hostileServer(() =>
+        Effect.succeed(HttpServerResponse.text(body, { contentType: "application/json" }))
+      )
+      const client = clientOf(server.baseUrl, NodeHttpClient.layerUndici, { retry: false })
+      const failed = yield* Effect.flip(
+        Effect.provide(
+          Effect.flatMap(MicroappClient, (c) => c.query({ microAppID: "66c000000000000000000001" })),
+          client
+        )
+      )
+      expect(failed).toMatchObject({
+        _tag: "UnexpectedResponse",
+        kind: "Row",
+        rowIndex: 1,
+        rowID: "66c200000000000000000002",
+        fieldPath: "Amount"
+      })
+      expect(failed.message).toContain("0.1000000000000000055511151231257827")
+      const skipped = yield* Effect.provide(
+        Effect.flatMap(
+          MicroappClient,
+          (c) =>
+            c.withSchema(Schema.Struct({ _id: Schema.String }), { invalidRows: "skip" }).query({
+              microAppID: "66c000000000000000000001"
+            })
+        ),
+        client
+      )
+      expect(skipped.map((row) => row._id)).toEqual(["66c200000000000000000001"])
+    }).pipe(Effect.scoped))
 })

@@ -240,7 +240,8 @@ describe("typed readers", () => {
       expect(refused.reason).toContain(
         "filters (the checkpoint's: f_status = \"Open\"; this scan's: f_status = \"Done\")"
       )
-    }).pipe(Effect.provide(withEmulator())))
+      // a few hundred projects give pages before and after the checkpoint; the default 2,500 prove no more
+    }).pipe(Effect.provide(withEmulator({ demoRows: 600 }))))
 })
 
 /**

@@ -10,6 +10,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer } from "effect"
 import { SqlMirror } from "../src/sql/index.js"
 import { MicroappServer } from "../src/testing/index.js"
+import { cli, flags } from "./cliSupport.js"
 import { databases, storedData } from "./sqlDatabases.js"
 import { numbersTable, withEmulator } from "./support.js"
 
@@ -128,6 +129,27 @@ for (const database of databases) {
           } else {
             expect(summary).toMatchObject({ deleted: 0, deletes: "skipped" })
           }
+        }))
+
+      it.scoped("microapp mirror confirms its deletes; with --deletes exhaustive it reads nothing, and says no confirmation", () =>
+        Effect.gen(function*() {
+          yield* reset
+          const server = yield* MicroappServer
+          const url = yield* database.url
+          const pass = (extra: ReadonlyArray<string>) =>
+            cli(["mirror", numbers, "--db", url, "--table", "by_cli", "--page-size", "20", ...extra, ...flags(server)])
+          expect((yield* pass([])).code).toBe(0)
+          yield* server.rows.removeRow(idAt(3))
+          const confirmed = yield* pass([])
+          expect(confirmed.stderr).toMatch(
+            /^done: inserted 0, updated 0, deleted 1, unchanged 199, confirmed 1 delete with 1 read, /
+          )
+          yield* server.rows.removeRow(idAt(4))
+          yield* server.log.clear
+          const unread = yield* pass(["--deletes", "exhaustive"])
+          expect(unread.stderr).toMatch(/^done: inserted 0, updated 0, deleted 1, unchanged 198, \d+ rows, /)
+          expect(yield* pointReads).toEqual([])
+          expect((yield* pass(["--deletes", "sometimes"])).code).toBe(2)
         }))
 
       it.effect("a different row in 11 left out of every answer, three passes: no delete, every row kept, each pass's reads counted", () =>

@@ -336,7 +336,8 @@ for (const database of databases) {
           const made = yield* changeTable
           const sql = yield* SqlClient.SqlClient
           const state = SqlMirror.passState({ microAppID: numbers, table })
-          const complete = Effect.map(state, Option.exists((pass) => pass.complete))
+          // the next pass complete (transactions before it, creating tables say, see the last pass complete)
+          const complete = Effect.map(state, Option.exists((pass) => pass.complete && pass.pass === 2))
           // each transaction as it was, but the one that completes the pass never returns: the run is interrupted there
           const completed = yield* Deferred.make<void>()
           const stalledAtTheEnd = new Proxy(sql, {

@@ -7,10 +7,10 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, FastCheck as FC, Layer } from "effect"
-import { Changes } from "../src/index.js"
+import { Changes, Microapp } from "../src/index.js"
 import { SqlMirror } from "../src/sql/index.js"
 import { columnNames } from "../src/sql/internal/typedView.js"
-import { MicroappServer, Projects, projectsMicroAppID } from "../src/testing/index.js"
+import { MicroappServer, peopleMicroAppID, Projects, projectsMicroAppID } from "../src/testing/index.js"
 import { cli, flags } from "./cliSupport.js"
 import { databases, storedData } from "./sqlDatabases.js"
 import { withEmulator } from "./support.js"
@@ -222,6 +222,42 @@ for (const database of databases) {
           const row = (yield* server.rows.table(projectsMicroAppID)).find((row) => row["_id"] === first?._id)
           expect(first?.due instanceof Date ? first.due.toISOString().slice(0, 10) : first?.due).toBe(row?.["Due"])
           expect(storedData(first?.tags)).toEqual(row?.["Tags"])
+        }))
+
+      it.effect("labels with quotes or a leading $, and dates no calendar has: each value read, none fails the view", () =>
+        Effect.gen(function*() {
+          const server = yield* MicroappServer
+          const odd = Microapp.make({
+            microAppID: peopleMicroAppID,
+            fields: {
+              "Say \"hi\"": Microapp.text("f_say"),
+              "$cost": Microapp.number("f_cost"),
+              Due: Microapp.date("f_due")
+            }
+          })
+          const dates = ["2026-02-28", "2026-02-30", "2025-13-01", "0000-01-01", "2024-02-29", "2023-02-29"]
+          yield* server.rows.setRows(
+            peopleMicroAppID,
+            dates.map((Due, i) => ({
+              _id: `64b7c0f1a2d3e4f5a6b7d0${String(i).padStart(2, "0")}`,
+              "Say \"hi\"": `hello ${i}`,
+              "$cost": i + 0.5,
+              Due
+            }))
+          )
+          yield* SqlMirror.run({ microAppID: peopleMicroAppID, table: "odd", view: "odd_view", definition: odd })
+          const sql = yield* SqlClient.SqlClient
+          const rows = yield* sql<{ _id: string; say_hi: string | null; cost: number | null; due: unknown }>`
+            SELECT _id, say_hi, cost, due FROM ${sql("odd_view")} ORDER BY _id`
+          expect(rows.map((row) => row.say_hi)).toEqual(dates.map((_, i) => `hello ${i}`))
+          expect(rows.map((row) => row.cost)).toEqual(dates.map((_, i) => i + 0.5))
+          const day = (due: unknown) => due instanceof Date ? due.toISOString().slice(0, 10) : due
+          // PostgreSQL types the column: a day no calendar has is NULL there; SQLite keeps the text
+          expect(rows.map((row) => day(row.due))).toEqual(
+            database.name === "postgres"
+              ? ["2026-02-28", null, null, null, "2024-02-29", null]
+              : dates
+          )
         }))
 
       it.effect("an inferred view: typed from the rows read, replaced when a later pass widens a field", () =>

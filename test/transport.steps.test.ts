@@ -5,6 +5,7 @@
 import { NodeHttpClient } from "@effect/platform-node"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, Exit, Fiber, Metric, Redacted, Ref, Schedule, TestClock } from "effect"
@@ -113,6 +114,24 @@ describe("classification under the body bound", () => {
         _tag: "Failure",
         cause: { error: { _tag: "UnexpectedResponse", kind: "TooLarge" } }
       })
+    }))
+
+  it.effect("a 2xx read in one piece by its declared length is TooLarge still, from a transport that read past it", () =>
+    Effect.gen(function*() {
+      const url = "http://127.0.0.1:1/api/microappdata"
+      const answer = (declared: number, body: string) =>
+        HttpClientResponse.fromWeb(
+          HttpClientRequest.post(url),
+          new Response(body, { status: 200, headers: { "content-length": String(declared) } })
+        )
+      // a web Response reads its whole body, whatever its Content-Length says
+      const lying = yield* Effect.exit(classify(Effect.succeed(answer(10, "x".repeat(4096))), url, 1024, info))
+      expect(lying).toMatchObject({
+        _tag: "Failure",
+        cause: { error: { _tag: "UnexpectedResponse", kind: "TooLarge" } }
+      })
+      const truthful = yield* classify(Effect.succeed(answer(2, "{}")), url, 1024, info)
+      expect(truthful).toMatchObject({ status: 200, text: "{}", attempts: 1 })
     }))
 
   it.scoped("a 503 with Retry-After is a ServerError with the wait and the server's message", () =>

@@ -134,14 +134,18 @@ type Phase = Changes.Checkpoint["phase"]
 
 type DeletesMode = NonNullable<Changes.PassOptions<never, never>["deletes"]>
 
-interface Counts {
-  readonly inserted: number
-  readonly updated: number
-  readonly unchanged: number
-  readonly deleted: number
-  readonly reads: number
-  readonly unconfirmed: number
-}
+const Count = Schema.NonNegativeInt
+
+export const Counts = Schema.Struct({
+  inserted: Count,
+  updated: Count,
+  unchanged: Count,
+  deleted: Count,
+  reads: Count,
+  unconfirmed: Count
+})
+
+type Counts = typeof Counts.Type
 
 const noCounts: Counts = { inserted: 0, updated: 0, unchanged: 0, deleted: 0, reads: 0, unconfirmed: 0 }
 
@@ -193,8 +197,6 @@ const contentsOf = (ids: IdSet.IdSet): IdSet.ExactContents => {
   return contents?._tag === "Exact" ? contents : noIds
 }
 
-const Count = Schema.NonNegativeInt
-
 const PackedIds = Schema.Struct({ packed: Schema.String, others: Schema.Array(Schema.String) })
 
 const IdsJson = Schema.Union(PackedIds, HeldJson)
@@ -205,10 +207,7 @@ const Json = Schema.Struct({
   phase: Schema.Literal("scan", "deletes", "done"),
   deletes: Schema.optionalWith(Schema.Literal("confirmed", "exhaustive"), { default: () => "exhaustive" }),
   counts: Schema.Struct({
-    inserted: Count,
-    updated: Count,
-    unchanged: Count,
-    deleted: Count,
+    ...Counts.fields,
     reads: Schema.optionalWith(Count, { default: () => 0 }),
     unconfirmed: Schema.optionalWith(Count, { default: () => 0 })
   }),
@@ -534,7 +533,13 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
             unchanged: run.counts.unchanged + unchanged
           }
           return [
-            { changes, found: [], unconfirmed: [], checkpoint: checkpointOf(page.checkpoint, phase, counts, sets) },
+            {
+              changes,
+              seen: page.rows.map((row) => row.id),
+              found: [],
+              unconfirmed: [],
+              checkpoint: checkpointOf(page.checkpoint, phase, counts, sets)
+            },
             { ...run, phase, counts, scan: page.checkpoint }
           ]
         })
@@ -592,7 +597,13 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
               }
               const counts = { ...run.counts, deleted, reads, unchanged, unconfirmed, updated }
               return [
-                { changes, found, unconfirmed: unsettled, checkpoint: checkpointOf(scanned, phase, counts, sets) },
+                {
+                  changes,
+                  seen: [],
+                  found,
+                  unconfirmed: unsettled,
+                  checkpoint: checkpointOf(scanned, phase, counts, sets)
+                },
                 { ...run, phase, counts }
               ]
             }))

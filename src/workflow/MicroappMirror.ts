@@ -18,7 +18,7 @@
 import { SqlClient, SqlError } from "@effect/sql"
 import { Activity, Workflow } from "@effect/workflow"
 import { Context, Effect, Exit, Layer, Option, Schema, Scope } from "effect"
-import type * as Changes from "../Changes.js"
+import * as Changes from "../Changes.js"
 import { MicroappClient } from "../MicroappClient.js"
 import { ScanError, TypeId } from "../MicroappError.js"
 import * as Query from "../Query.js"
@@ -51,33 +51,7 @@ export class MirrorDatabase extends Context.Tag("effect-microapp/workflow/Mirror
  * @since 0.1.0
  * @category schemas
  */
-export const Summary: Schema.Schema<Changes.Summary> = Schema.Struct({
-  pages: Schema.Number,
-  rows: Schema.Number,
-  duplicatesDropped: Schema.Number,
-  realignments: Schema.Number,
-  appearedBehind: Schema.Number,
-  caughtBehind: Schema.Number,
-  vanishedBehind: Schema.Number,
-  pagesDiscarded: Schema.Number,
-  serverCap: Schema.UndefinedOr(Schema.Number),
-  retries: Schema.Number,
-  inconsistencies: Schema.Number,
-  invalidRows: Schema.Number,
-  concurrencyReached: Schema.Number,
-  concurrency: Schema.Number,
-  complete: Schema.Boolean,
-  exhaustive: Schema.Boolean,
-  resumed: Schema.Number,
-  elapsedMillis: Schema.Number,
-  inserted: Schema.Number,
-  updated: Schema.Number,
-  deleted: Schema.Number,
-  unchanged: Schema.Number,
-  deletes: Schema.Literal("pending", "reported", "skipped"),
-  reads: Schema.Number,
-  unconfirmed: Schema.Number
-})
+export const Summary: Schema.Schema<Changes.Summary> = Changes.Summary
 
 /**
  * The mirror's database failed (`SqlError`, whose cause does not cross the wire): its message.

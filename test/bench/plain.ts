@@ -69,3 +69,24 @@ export const scanC = async (baseUrl: string): Promise<Tally> => {
   }
   return seen
 }
+
+/** The writes' hand-written contender: `concurrency` `fetch` workers sending `updates`, each checked. */
+export const updatePool = async (
+  baseUrl: string,
+  updates: ReadonlyArray<unknown>,
+  concurrency: number
+): Promise<void> => {
+  let next = 0
+  const worker = async () => {
+    for (let i = next++; i < updates.length; i = next++) {
+      const response = await fetch(`${baseUrl}/api/updatemicroapprow`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "X-Auth-Token": authToken, "X-User-Id": userId },
+        body: JSON.stringify(updates[i])
+      })
+      const answer = (await response.json()) as { readonly status?: unknown }
+      if (answer.status !== "success") throw new Error(`update ${i}: ${String(answer.status)}`)
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, worker))
+}

@@ -19,9 +19,8 @@ import {
   rotate,
   startServer
 } from "./common.js"
+import { authToken, updatePool, userId } from "./plain.js"
 import { rowId } from "./table.js"
-
-const credentials = { authToken: "bench-token", userId: "bench-user" }
 
 interface Run {
   readonly millis: number
@@ -52,8 +51,8 @@ const main = async (): Promise<Report> => {
   const runtime = ManagedRuntime.make(
     MicroappClient.layer({
       baseUrl: server.baseUrl,
-      authToken: Redacted.make(credentials.authToken),
-      userId: credentials.userId
+      authToken: Redacted.make(authToken),
+      userId
     }).pipe(Layer.provide(NodeHttpClient.layerUndici))
   )
 
@@ -64,25 +63,7 @@ const main = async (): Promise<Report> => {
           outcome._tag === "Updated" ? Effect.void : Effect.die(new Error(`update ${outcome.index}: ${outcome._tag}`))))
     )
 
-  const pool = async () => {
-    let next = 0
-    const worker = async () => {
-      for (let i = next++; i < updates.length; i = next++) {
-        const response = await fetch(`${server.baseUrl}/api/updatemicroapprow`, {
-          method: "POST",
-          headers: {
-            "content-type": "application/json",
-            "X-Auth-Token": credentials.authToken,
-            "X-User-Id": credentials.userId
-          },
-          body: JSON.stringify(updates[i])
-        })
-        const answer = (await response.json()) as { readonly status?: unknown }
-        if (answer.status !== "success") throw new Error(`update ${i}: ${String(answer.status)}`)
-      }
-    }
-    await Promise.all(Array.from({ length: concurrency }, worker))
-  }
+  const pool = () => updatePool(server.baseUrl, updates, concurrency)
 
   const runs = new Map<Contender, Array<Run>>([["client", []], ["pool", []]])
   const contenders: ReadonlyArray<readonly [Contender, () => Promise<void>]> = [["client", client], ["pool", pool]]

@@ -6,7 +6,11 @@
  */
 const logLine = /^timestamp=\S+ level=/
 
-if (process.env["MICROAPP_TEST_LOGS"] === undefined) {
+// a worker that keeps its modules between files (the unit project's) runs this file for each one
+const quieted = Symbol.for("effect-microapp/test/quietLogs")
+
+if (process.env["MICROAPP_TEST_LOGS"] === undefined && !(quieted in console)) {
+  Object.defineProperty(console, quieted, { value: true })
   for (const method of ["log", "info", "warn", "error", "debug", "trace"] as const) {
     const write = console[method].bind(console)
     console[method] = (...args: Array<unknown>) => {

@@ -9,7 +9,7 @@ import { Effect } from "effect"
 import { writeChanges } from "../changeFiles.js"
 import { changesSummaryLine, progressLine, withProgress } from "../progress.js"
 import { stderrLine, Stdio, untilSignal } from "../stdio.js"
-import { clientLayer, connection, described, selection, selectionOf } from "./options.js"
+import { clientLayer, connection, deletes, described, selection, selectionOf } from "./options.js"
 
 /**
  * @since 0.1.0
@@ -37,13 +37,14 @@ export const changes = Command.make(
         "Each line KEY<TAB>EVENT, KEY {\"_id\": ...}: a Kafka message's key and value, as kcat -K '\\t' reads them"
       )
     ),
+    deletes,
     quiet: Options.boolean("quiet").pipe(described("No progress line and no summary on stderr")),
     ...connection
   },
   (args) =>
     Effect.gen(function*() {
       const stdio = yield* Stdio
-      const options = { microAppID: args.microAppID, ...(yield* selectionOf(args)) }
+      const options = { microAppID: args.microAppID, deletes: args.deletes, ...(yield* selectionOf(args)) }
       const summary = yield* writeChanges(
         options,
         args.output,

@@ -18,7 +18,7 @@ import * as SqlMirror from "../../sql/SqlMirror.js"
 import { CommandFailed, UsageError } from "../exitCodes.js"
 import { changesSummaryLine } from "../progress.js"
 import { stderrLine, untilSignal } from "../stdio.js"
-import { clientLayer, connection, described, selection, selectionOf } from "./options.js"
+import { clientLayer, connection, deletes, described, selection, selectionOf } from "./options.js"
 
 /**
  * The database drivers, imported when a command needs one; a test may swap them.
@@ -146,6 +146,7 @@ export const mirror = Command.make(
           "the types inferred from the rows read and widened when values disagree"
       )
     ),
+    deletes,
     quiet: Options.boolean("quiet").pipe(described("No summary on stderr")),
     ...selection,
     ...connection
@@ -157,6 +158,7 @@ export const mirror = Command.make(
         table: args.table,
         history: args.history,
         view: Option.getOrUndefined(args.view),
+        deletes: args.deletes,
         ...yield* selectionOf(args)
       }).pipe(
         Effect.catchTags({

@@ -51,6 +51,21 @@ const parseFilter = (text: string): Either.Either<Filter, UsageError> => {
 }
 
 /**
+ * How a change pass deletes (`Changes.PassOptions.deletes`): `--deletes confirmed` (the default)
+ * or `exhaustive`.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export const deletes = Options.choice("deletes", ["confirmed", "exhaustive"]).pipe(
+  Options.withDefault("confirmed" as const),
+  described(
+    "confirmed (the default): a row the pass did not see is deleted once a read of it answers that " +
+      "it does not exist; exhaustive: without reads, only after a pass that saw every row"
+  )
+)
+
+/**
  * Which rows a command reads, and how: `--filter`, `--sort`, `--order`, `--page-size` and
  * `--concurrency`, as `rows` takes them.
  *

@@ -41,6 +41,13 @@ export const declaredLength = (headers: Readonly<Record<string, string | undefin
 }
 
 /**
+ * A body read in one piece, as the transport read it to its declared length: within `limit` it is
+ * whole, past it (a transport that read past what was declared) it is refused all the same.
+ */
+export const wholeBody = (bytes: ArrayBuffer, limit: number): Body =>
+  bytes.byteLength > limit ? { text: "", complete: false } : { text: decoder.decode(bytes), complete: true }
+
+/**
  * Reads a body up to `limit` bytes, as they come out of the transport (decoded, whatever the
  * encoding): when its declared length (`declaredLength`) is past the limit, nothing is read;
  * otherwise its bytes are counted as they arrive, and the read stops past the limit, whatever

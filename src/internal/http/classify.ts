@@ -2,11 +2,12 @@
  * Body bound and classification: what came back of one attempt, as a `Reply` (a 2xx body read up
  * to the client's bound) or as the `RequestError` it means.
  */
+import type * as Headers from "@effect/platform/Headers"
 import type * as HttpClientError from "@effect/platform/HttpClientError"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { Clock, Effect } from "effect"
 import type { RequestError } from "../../MicroappError.js"
-import { declaredLength, readUpTo } from "./body.js"
+import { declaredLength, readUpTo, wholeBody } from "./body.js"
 import * as Errors from "./errors.js"
 
 /** A successful (2xx) answer: its body as text, its `Content-Encoding`, and how many attempts it took. */
@@ -20,25 +21,39 @@ export interface Reply {
 /** Bytes of a refusal's body read for the server's message: the status alone says what happened. */
 const errorBodyBytes = 64 * 1024
 
-/** Reads at most `limit` bytes of a body; a read that breaks is a `Transport` error. */
-const readAtMost = (response: HttpClientResponse.HttpClientResponse, limit: number, info: Errors.AttemptInfo) =>
-  Effect.mapError(
-    readUpTo(response.stream, limit, declaredLength(response.headers)),
+/**
+ * Reads at most `limit` bytes of a body; a read that breaks is a `Transport` error. A body whose
+ * declared length is within the limit is read in one piece: every transport stops at the declared
+ * length (a longer body is cut there), and one read costs a small answer less than a stream of it.
+ */
+const readAtMost = (
+  response: HttpClientResponse.HttpClientResponse,
+  headers: Headers.Headers,
+  limit: number,
+  info: Errors.AttemptInfo
+) => {
+  const declared = declaredLength(headers)
+  return Effect.mapError(
+    declared !== undefined && declared <= limit
+      ? Effect.map(response.arrayBuffer, (bytes) => wholeBody(bytes, limit))
+      : readUpTo(response.stream, limit, declared),
     (error) => Errors.fromBodyError(error, info)
   )
+}
 
 /** The body bound: a 2xx body read up to `maxBytes`; past them the read stops and the attempt fails (`TooLarge`). */
 export const boundBody = (
   response: HttpClientResponse.HttpClientResponse,
+  headers: Headers.Headers,
   maxBytes: number,
   info: Errors.AttemptInfo
 ): Effect.Effect<Reply, RequestError> =>
-  Effect.flatMap(readAtMost(response, maxBytes, info), (body) =>
+  Effect.flatMap(readAtMost(response, headers, maxBytes, info), (body) =>
     body.complete
       ? Effect.succeed({
         status: response.status,
         text: body.text,
-        encoding: response.headers["content-encoding"],
+        encoding: headers["content-encoding"],
         attempts: info.attempt
       })
       : Effect.fail(Errors.tooLarge(response.status, maxBytes, info)))
@@ -59,18 +74,18 @@ export const classify = <R>(
       error._tag === "RequestError" ? Errors.fromRequestError(error, info) : Errors.fromBodyError(error, info)),
     (response): Effect.Effect<Reply, RequestError> => {
       const status = response.status
+      // a transport may build its headers afresh on each read of them (undici's does)
+      const headers = response.headers
       if (Errors.isRedirect(status)) {
-        return Effect.fail(Errors.redirected(status, response.headers["location"], url, info))
+        return Effect.fail(Errors.redirected(status, headers["location"], url, info))
       }
       if (status >= 200 && status < 300) {
-        return boundBody(response, maxBytes, info)
+        return boundBody(response, headers, maxBytes, info)
       }
       return Effect.flatMap(
-        Effect.zip(readAtMost(response, errorBodyBytes, info), Clock.currentTimeMillis),
+        Effect.zip(readAtMost(response, headers, errorBodyBytes, info), Clock.currentTimeMillis),
         ([{ text }, now]) =>
-          Effect.fail(
-            Errors.fromStatus(status, text, Errors.parseRetryAfter(response.headers["retry-after"], now), info)
-          )
+          Effect.fail(Errors.fromStatus(status, text, Errors.parseRetryAfter(headers["retry-after"], now), info))
       )
     }
   )

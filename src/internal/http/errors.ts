@@ -20,6 +20,7 @@ import {
 } from "../../MicroappError.js"
 import { isEncoded } from "./body.js"
 import type { Endpoint } from "./endpoints.js"
+import { parseExact } from "./plainData.js"
 
 /** Identifies one attempt of one call in the errors it produces. */
 export interface AttemptInfo {
@@ -133,10 +134,10 @@ export const serverSays = (text: string): { readonly message?: string; readonly 
   return plain === "" ? {} : { message: plain.length > 120 ? `${plain.slice(0, 117)}...` : plain }
 }
 
-/** JSON.parse without throwing: `undefined` for anything that is not JSON. */
+/** `parseExact` without throwing: `undefined` for anything that is not JSON. */
 export const parseJson = (text: string): unknown => {
   try {
-    return JSON.parse(text)
+    return parseExact(text)
   } catch {
     return undefined
   }

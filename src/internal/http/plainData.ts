@@ -2,8 +2,9 @@
  * What a row or an update's `rowData` may hold to pass between JSON and JavaScript unchanged:
  * no key named `__proto__` (an assignment of it, as in Schema's parser or `Object.assign`, sets a
  * prototype instead of a property), only finite numbers (JSON.parse reads `1e400` as Infinity,
- * JSON.stringify writes it as null) and nesting within `bounds.valueDepth` (JSON.stringify and
- * Schema's parser recurse).
+ * JSON.stringify writes it as null), only numbers a double holds as written (JSON.parse reads
+ * `9007199254740993` as 9007199254740992: `parseExact` keeps such a number's text, for the check
+ * to name it) and nesting within `bounds.valueDepth` (JSON.stringify and Schema's parser recurse).
  */
 import { Schema } from "effect"
 import { bounds } from "../bounds.js"
@@ -16,11 +17,19 @@ export interface Fault {
 
 const protoKey = "__proto__"
 
+/** The key of the object `parseExact` puts where a number was that a double cannot hold as written: no row has a key with NUL. */
+const inexactKey = "\u0000inexact"
+
+const inexactText = (value: object): string | undefined => {
+  const text = (value as Record<string, unknown>)[inexactKey]
+  return typeof text === "string" ? text : undefined
+}
+
 /** Whether `value`, at `depth`, is or holds a fault: the check every row of every answer passes, so no path is built. */
 const holdsFault = (value: unknown, depth: number): boolean => {
   if (typeof value !== "object") return typeof value === "number" && !Number.isFinite(value)
   if (value === null) return false
-  if (depth > bounds.valueDepth) return true
+  if (depth > bounds.valueDepth || inexactText(value) !== undefined) return true
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       const item: unknown = value[i]
@@ -43,6 +52,10 @@ const locate = (value: unknown, depth: number): Fault => {
     return { path: [], reason: `is ${value}, not a finite number: JSON has none (it writes null)` }
   }
   if (depth > bounds.valueDepth) return { path: [], reason: `is nested deeper than ${bounds.valueDepth} levels` }
+  const inexact = inexactText(value as object)
+  if (inexact !== undefined) {
+    return { path: [], reason: `is ${inexact}, which a double cannot hold: it would be read as ${Number(inexact)}` }
+  }
   const record = value as Record<string, unknown>
   const keys: Array<string | number> = []
   if (Array.isArray(value)) {
@@ -62,6 +75,64 @@ const locate = (value: unknown, depth: number): Fault => {
   if (key === undefined) return { path: [], reason: "holds nothing JSON cannot carry" }
   const fault = locate(record[key], depth + 1)
   return { path: [key, ...fault.path], reason: fault.reason }
+}
+
+/** A number's text as digits and an exponent, for texts of one value to compare equal: `1.50e2` and `150` alike. */
+const canonical = (text: string): string => {
+  const [mantissa = "", exponent = "0"] = text.toLowerCase().split("e")
+  const negative = mantissa.startsWith("-")
+  const [whole = "", fraction = ""] = mantissa.replace(/^[-+]/, "").split(".")
+  const digits = (whole + fraction).replace(/^0+/, "")
+  const significant = digits.replace(/0+$/, "")
+  if (significant === "") return "0"
+  const power = Number(exponent) - fraction.length + (digits.length - significant.length)
+  return `${negative ? "-" : ""}${significant}e${power}`
+}
+
+/**
+ * Whether JSON.parse reads `token` as another number than it says: its shortest text differs, or,
+ * for an integer, the double differs by less than that text shows (`20000000000000070` reads as
+ * ...068, whose shortest text is ...070). Infinity is left to `faultOf`'s own rule.
+ */
+const changedByParse = (token: string): boolean => {
+  const read = Number(token)
+  if (!Number.isFinite(read)) return false
+  if (/^-?\d+$/.test(token)) return BigInt(token) !== BigInt(read)
+  return canonical(token) !== canonical(String(read))
+}
+
+// a number token that may not survive JSON.parse: 16 digits or more, or an exponent (a string may match too)
+const mayBeInexact = /[:,[]\s*-?(?:\d[\d.]{15,}|\d[\d.]*[eE])/
+
+const isDigit = (code: number): boolean => code >= 48 && code <= 57
+
+/**
+ * `JSON.parse(text)`, each number a double cannot hold as written (`9007199254740993`,
+ * `0.1000000000000000055511151231257827`, `1e-400`) left as an object holding its text, which
+ * `faultOf` reports. Texts without a long number (nearly all) are parsed as they are.
+ */
+export const parseExact = (text: string): unknown => {
+  if (!mayBeInexact.test(text)) return JSON.parse(text)
+  let kept = ""
+  let from = 0
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code === 34) {
+      // a string: to its closing quote, past escaped ones
+      for (i++; i < text.length && text.charCodeAt(i) !== 34; i++) if (text.charCodeAt(i) === 92) i++
+      continue
+    }
+    if (code !== 45 && !isDigit(code)) continue
+    let end = i + 1
+    while (end < text.length && /[\d.eE+-]/.test(text[end] ?? "")) end++
+    const token = text.slice(i, end)
+    if (changedByParse(token)) {
+      kept += `${text.slice(from, i)}{${JSON.stringify(inexactKey)}:${JSON.stringify(token)}}`
+      from = end
+    }
+    i = end - 1
+  }
+  return JSON.parse(from === 0 ? text : kept + text.slice(from))
 }
 
 /** The first place where `value` (the first level of nesting) cannot pass unchanged, if any. */

@@ -3,7 +3,7 @@
  * requests per second, the duration metric, the retry policy and the call counter. Each takes the
  * effect it wraps and gives it back with its one concern added.
  */
-import { Cause, Clock, Effect, Exit, Metric, Option, Ref, type Schedule } from "effect"
+import { Cause, Clock, Effect, Exit, Metric, Option, type Schedule } from "effect"
 import type { RequestError } from "../../MicroappError.js"
 import * as Metrics from "../metrics.js"
 import type { Endpoint } from "./endpoints.js"
@@ -94,6 +94,8 @@ export const recordDuration =
 /**
  * The retry policy: `attempt(n)` run as `schedule` allows, numbered from 1, all before `deadline`
  * (when the call's budget, from its first attempt, runs out); one attempt without a schedule.
+ * The schedule is run only once the first attempt failed, and is then given that failure first,
+ * as `Effect.retry` would have been: most calls succeed at once, and need none of it.
  */
 export const retrying = <A>(
   schedule: Schedule.Schedule<unknown, RequestError> | undefined,
@@ -103,11 +105,11 @@ export const retrying = <A>(
   Effect.flatMap(Clock.currentTimeMillis, (start) => {
     const deadline = start + budgetMillis
     if (schedule === undefined) return attempt(1, deadline)
-    return Effect.flatMap(
-      Ref.make(0),
-      (attempts) =>
-        Effect.retry(Effect.flatMap(Ref.updateAndGet(attempts, (n) => n + 1), (n) => attempt(n, deadline)), schedule)
-    )
+    return Effect.catchAll(attempt(1, deadline), (first) => {
+      // the schedule's first input is the failure of attempt 1, replayed; each later run is an attempt
+      let n = 0
+      return Effect.retry(Effect.suspend(() => ++n === 1 ? Effect.fail(first) : attempt(n, deadline)), schedule)
+    })
   })
 
 /** The call counter: `microapp_requests_total` by endpoint and outcome (success, or the error's tag). */

@@ -7,6 +7,7 @@
  * encoding. The id set (`Seen`, O(table)) is kept apart from the rest (`Progress`, O(page)).
  */
 import { Option, Predicate, Schema } from "effect"
+import * as RowStream from "../../RowStream.js"
 import * as IdSet from "./IdSet.js"
 
 export const Count = Schema.NonNegativeInt
@@ -63,29 +64,31 @@ export interface Cursor extends Schema.Schema.Type<typeof Cursor> {}
  * The figures of a scan: the engine's, and those the driver keeps (`rows`, `invalidRows`,
  * `concurrencyReached`, `concurrency`, `elapsedMillis`, `resumed`), over all its runs.
  */
-export const Counters = Schema.Struct({
-  complete: Schema.Boolean,
-  pages: Count,
-  /** Rows handed on: decoded, or raw under `invalidRows: "raw"`. */
-  rows: Count,
-  /** Rows the engine took. */
-  emitted: Count,
-  invalidRows: Count,
-  retries: Count,
-  duplicatesDropped: Count,
-  realignments: Count,
-  appearedBehind: Count,
-  caughtBehind: Count,
-  vanishedBehind: Count,
-  pagesDiscarded: Count,
-  inconsistencies: Count,
-  serverCap: Schema.NullOr(Positive),
-  concurrencyReached: Count,
-  concurrency: Count,
-  /** Summed over the runs of a resumed scan. */
-  elapsedMillis: Count,
-  resumed: Count
-})
+export const Counters = (({ exhaustive: _, serverCap: __, ...figures }) =>
+  // in the order checkpoints have always written them: a checkpoint's text keeps its keys' order
+  Schema.Struct({
+    complete: figures.complete,
+    pages: figures.pages,
+    /** Rows handed on: decoded, or raw under `invalidRows: "raw"`. */
+    rows: figures.rows,
+    /** Rows the engine took. */
+    emitted: Count,
+    invalidRows: figures.invalidRows,
+    retries: figures.retries,
+    duplicatesDropped: figures.duplicatesDropped,
+    realignments: figures.realignments,
+    appearedBehind: figures.appearedBehind,
+    caughtBehind: figures.caughtBehind,
+    vanishedBehind: figures.vanishedBehind,
+    pagesDiscarded: figures.pagesDiscarded,
+    inconsistencies: figures.inconsistencies,
+    serverCap: Schema.NullOr(Positive),
+    concurrencyReached: figures.concurrencyReached,
+    concurrency: figures.concurrency,
+    /** Summed over the runs of a resumed scan. */
+    elapsedMillis: figures.elapsedMillis,
+    resumed: figures.resumed
+  }))(RowStream.ScanSummary.fields)
 
 export interface Counters extends Schema.Schema.Type<typeof Counters> {}
 

@@ -55,6 +55,19 @@ export const columnNames = (labels: ReadonlyArray<string>): ReadonlyArray<string
 const quoted = (text: string): string => `'${text.replaceAll("'", "''")}'`
 const identifier = (name: string): string => `"${name.replaceAll("\"", "\"\"")}"`
 
+/**
+ * A `YYYY-MM-DD` text as a timestamptz at midnight UTC, or null when no calendar has that day: a
+ * cast of one would fail the whole query. Nested, as only CASE orders what PostgreSQL evaluates.
+ */
+const calendarDay = (text: string): string => {
+  const [year, month, day] = [[1, 4], [6, 2], [9, 2]].map(([from, length]) =>
+    `substr(${text}, ${from}, ${length})::int`
+  )
+  const lastDay = `extract(day from make_date(${year}, ${month}, 1) + interval '1 month - 1 day')`
+  return `CASE WHEN ${text} ~ '^\\d{4}-\\d{2}-\\d{2}$' THEN CASE WHEN ${year} >= 1 AND ${month} BETWEEN 1 AND 12 THEN ` +
+    `CASE WHEN ${day} BETWEEN 1 AND ${lastDay} THEN (${text})::date::timestamp AT TIME ZONE 'UTC' END END END`
+}
+
 /** A field's value in PostgreSQL, typed; null when the row's value is not of the kind. */
 const pgColumn = (field: ViewField): string => {
   const json = `data->${quoted(field.label)}`
@@ -70,17 +83,23 @@ const pgColumn = (field: ViewField): string => {
     case "boolean":
       return when("boolean", `(${text})::boolean`)
     case "date":
-      return `CASE WHEN ${text} ~ '^\\d{4}-\\d{2}-\\d{2}$' THEN (${text})::date::timestamp AT TIME ZONE 'UTC' END`
+      return calendarDay(text)
     default:
       return json
   }
 }
 
-/** A field's value in SQLite (`json_extract`), with the type SQLite has for it. */
+/**
+ * A field's value in SQLite, with the type SQLite has for it. A JSON path cannot hold a `"` (SQLite
+ * 3.45 reads none, escaped or not): such a label is looked up among the row's keys instead.
+ */
 const sqliteColumn = (field: ViewField): string => {
-  const path = quoted(`$."${field.label.replaceAll("\"", "\\\"")}"`)
-  const value = `json_extract(data, ${path})`
-  const type = `json_type(data, ${path})`
+  const path = quoted(`$."${field.label}"`)
+  const member = (column: "value" | "type") =>
+    `(SELECT ${column} FROM json_each(data) WHERE key = ${quoted(field.label)})`
+  const [value, type, json] = field.label.includes("\"")
+    ? [member("value"), member("type"), member("value")]
+    : [`json_extract(data, ${path})`, `json_type(data, ${path})`, `data -> ${path}`]
   switch (field.kind) {
     case "text":
     case "date":
@@ -92,7 +111,7 @@ const sqliteColumn = (field: ViewField): string => {
     case "boolean":
       return `CASE WHEN ${type} IN ('true', 'false') THEN ${value} END`
     default:
-      return `data -> ${path}`
+      return json
   }
 }
 
