@@ -3,8 +3,10 @@
  * model-based test with drift, faults, a server cap and resumes through JSON, typed passes, and
  * the options and checkpoints a pass refuses.
  */
-import { describe, expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Chunk, Effect, Schema, Stream } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
 import { Changes, InvalidCheckpoint, Microapp, MicroappClient } from "../src/index.js"
 import { MicroappServer } from "../src/testing/index.js"
 import * as Prng from "../src/testing/Prng.js"
@@ -491,4 +493,21 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
         expect(yield* refused(sealed(body))).toBe("field at checkpoint.counts")
       }))
   })
+})
+
+/** Texts written by version 1: both deletes modes, mid-scan and done, whole and sink-held. */
+const writtenBefore: ReadonlyArray<string> = JSON.parse(
+  fs.readFileSync(path.join(import.meta.dirname, "fixtures", "changes-checkpoints-v1.json"), "utf8")
+)
+
+describe("a pass's checkpoints written before", () => {
+  it.effect("read back, and are written again byte for byte", () =>
+    Effect.gen(function*() {
+      expect(writtenBefore.length).toBe(12)
+      for (const text of writtenBefore) {
+        const checkpoint = yield* Changes.fromJson(text)
+        expect(Changes.toJson(checkpoint)).toBe(text)
+        expect(JSON.stringify(checkpoint)).toBe(text)
+      }
+    }))
 })
