@@ -27,7 +27,7 @@ import type * as ScanCheckpoint from "./Checkpoint.js"
 import * as internal from "./internal/changes.js"
 import * as Fingerprint from "./internal/fingerprint.js"
 import type { MicroappClient } from "./MicroappClient.js"
-import type { InvalidInput, ScanError } from "./MicroappError.js"
+import type { InvalidCheckpoint, ScanError } from "./MicroappError.js"
 import * as RowStream from "./RowStream.js"
 
 /**
@@ -130,7 +130,7 @@ export const fold: (
 /**
  * The options of a pass besides the scan's: the baseline, and a checkpoint to go on from.
  * `dedupe` can only be `"exact"`: deletes need the exact set of ids seen (`"recent"` is refused
- * with `InvalidInput`).
+ * with `InvalidInput`). A `resume` refused is an `InvalidCheckpoint`.
  *
  * @since 0.2.0
  * @category models
@@ -268,6 +268,8 @@ export interface Checkpoint {
   readonly [CheckpointTypeId]: CheckpointTypeId
   readonly phase: "scan" | "deletes" | "done"
   readonly summary: Summary
+  /** Its JSON value, opaque (what `JSON.stringify` writes): `toJson` is its text, `fromJson` reads it back. */
+  toJSON(): unknown
 }
 
 /**
@@ -289,12 +291,13 @@ export const toJson: (checkpoint: Checkpoint) => string = internal.toJson
 
 /**
  * A checkpoint from the text `toJson` wrote; anything else (damaged, edited, counts that no pass
- * could reach, a scan checkpoint under `dedupe: "recent"`) is an `InvalidInput` naming the field.
+ * could reach, a scan checkpoint under `dedupe: "recent"`) is an `InvalidCheckpoint` naming the field,
+ * its `problem` saying what is wrong.
  *
  * @since 0.2.0
  * @category decoding
  */
-export const fromJson: (text: string) => Effect.Effect<Checkpoint, InvalidInput> = internal.fromJson
+export const fromJson: (text: string) => Effect.Effect<Checkpoint, InvalidCheckpoint> = internal.fromJson
 
 /**
  * What a sink gives back to make a sink-held pass checkpoint whole: `ids`, every id the scan has
@@ -314,7 +317,7 @@ export interface SinkIds<E = never, R = never> {
 /**
  * The checkpoint in its sink-held form: the scan's checkpoint as `Checkpoint.withoutIds` makes it,
  * the deleted and kept ids replaced by their counts and digests. O(page) whatever the table's size. A pass
- * does not resume from it directly (`InvalidInput`): `withIds` first.
+ * does not resume from it directly (`InvalidCheckpoint`, problem `"ids held"`): `withIds` first.
  *
  * @since 0.2.0
  * @category sink-held
@@ -323,7 +326,8 @@ export const withoutIds: (checkpoint: Checkpoint) => Checkpoint = internal.witho
 
 /**
  * A sink-held checkpoint made whole again from the ids the sink gives back, each set checked as
- * `Checkpoint.withIds` checks it (`InvalidInput` with `input` `"ids"` or `"deleted"`). A
+ * `Checkpoint.withIds` checks it (`InvalidCheckpoint`, problem `"ids differ"`, with `input` `"ids"`,
+ * `"deleted"` or `"kept"`). A
  * checkpoint that holds its ids is returned as it is, nothing read.
  *
  * @since 0.2.0
@@ -332,4 +336,4 @@ export const withoutIds: (checkpoint: Checkpoint) => Checkpoint = internal.witho
 export const withIds: <E = never, R = never>(
   checkpoint: Checkpoint,
   ids: SinkIds<E, R>
-) => Effect.Effect<Checkpoint, InvalidInput | E, R> = internal.withIds
+) => Effect.Effect<Checkpoint, InvalidCheckpoint | E, R> = internal.withIds

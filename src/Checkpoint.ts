@@ -27,7 +27,7 @@
  */
 import { type Effect, type Schema, type Stream } from "effect"
 import * as internal from "./internal/scan/checkpoint.js"
-import type { InvalidInput } from "./MicroappError.js"
+import type { InvalidCheckpoint } from "./MicroappError.js"
 import type * as RowStream from "./RowStream.js"
 
 /**
@@ -112,12 +112,13 @@ export const toJson: (checkpoint: Checkpoint) => string = internal.toJson
 /**
  * A checkpoint from the text `toJson` wrote. Anything else (not JSON, truncated, not a checkpoint,
  * another version, a field out of range, counters that no scan could reach, a checksum that does
- * not match) is an `InvalidInput` whose `input` names the field and whose `reason` says what is wrong.
+ * not match) is an `InvalidCheckpoint` whose `input` names the field, whose `problem` says which kind
+ * of fault it is and whose `reason` says what is wrong. Nothing was sent: it names no call.
  *
  * @since 0.1.0
  * @category decoding
  */
-export const fromJson: (text: string) => Effect.Effect<Checkpoint, InvalidInput> = internal.fromJson
+export const fromJson: (text: string) => Effect.Effect<Checkpoint, InvalidCheckpoint> = internal.fromJson
 
 /**
  * The ids a sink gives back: any iterable, or a stream (a database's cursor), read once.
@@ -131,7 +132,7 @@ export type Ids<E = never, R = never> = Iterable<string> | Stream.Stream<string,
  * The checkpoint in its sink-held form: the same position and counters, the ids emitted replaced
  * by their count and an order-independent 64-bit digest. Its JSON is O(page) whatever the
  * table's size, for a sink that commits the rows it was handed and can give their ids back. A
- * scan does not resume from it directly (`InvalidInput`): `withIds` first. Under
+ * scan does not resume from it directly (`InvalidCheckpoint`, problem `"ids held"`): `withIds` first. Under
  * `dedupe: "recent"` the checkpoint is returned as it is (its ids are bounded already).
  *
  * @since 0.2.0
@@ -142,7 +143,7 @@ export const withoutIds: (checkpoint: Checkpoint) => Checkpoint = internal.witho
 /**
  * A sink-held checkpoint made whole again from the ids the sink committed (each row it was handed
  * that had an `_id`, in any order): the checkpoint a scan resumes from exactly as from the one
- * `pages` handed out. `InvalidInput` (`input: "ids"`) when they are not exactly the ids it counts:
+ * `pages` handed out. `InvalidCheckpoint` (problem `"ids differ"`, `input: "ids"`) when they are not exactly the ids it counts:
  * one twice, too many (reading stops there), too few, or others (their digest differs); the
  * stream's own failure as it is. A checkpoint that holds its ids is returned as it is, `ids` unread.
  *
@@ -152,4 +153,4 @@ export const withoutIds: (checkpoint: Checkpoint) => Checkpoint = internal.witho
 export const withIds: <E = never, R = never>(
   checkpoint: Checkpoint,
   ids: Ids<E, R>
-) => Effect.Effect<Checkpoint, InvalidInput | E, R> = internal.withIds
+) => Effect.Effect<Checkpoint, InvalidCheckpoint | E, R> = internal.withIds

@@ -63,6 +63,54 @@ export class InvalidInput extends Schema.TaggedError<InvalidInput>(`${identifier
 }
 
 /**
+ * What was wrong with a checkpoint: its text (`"not JSON"`, `"too large"`, `"too deep"`, `"not a
+ * checkpoint"`, `"version"`, `"checksum"`, a `"field"` out of range or counters no scan could
+ * reach), or its use (`"another query"` resumed from it, `"ids held"` by a sink and not given back,
+ * `"ids differ"` from those the sink gave back).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export const CheckpointProblem = Schema.Literal(
+  "not JSON",
+  "too large",
+  "too deep",
+  "not a checkpoint",
+  "version",
+  "checksum",
+  "field",
+  "another query",
+  "ids held",
+  "ids differ"
+)
+
+/**
+ * @since 0.2.0
+ * @category models
+ */
+export type CheckpointProblem = typeof CheckpointProblem.Type
+
+/**
+ * A checkpoint was refused: its text by `fromJson`, or by `withIds` or a scan's `resume`. Nothing
+ * was sent, so it names no call. An `InvalidInput` (same `_tag`, caught as one); `problem` (or
+ * `instanceof InvalidCheckpoint`) tells it apart from a call's argument refused.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class InvalidCheckpoint extends InvalidInput.extend<InvalidCheckpoint>(`${identifier}/InvalidCheckpoint`)({
+  problem: CheckpointProblem
+}) {}
+
+/**
+ * Whether `u` is a refused checkpoint, not a call's argument refused.
+ *
+ * @since 0.2.0
+ * @category guards
+ */
+export const isInvalidCheckpoint = (u: unknown): u is InvalidCheckpoint => u instanceof InvalidCheckpoint
+
+/**
  * The server refused the credentials (HTTP 401): missing, wrong or expired token.
  *
  * @since 0.1.0
@@ -319,13 +367,15 @@ export class TooManyRows extends Schema.TaggedError<TooManyRows>(`${identifier}/
 }
 
 /**
- * Every error a call of the client can fail with, as one Schema, e.g. to send errors across a
- * boundary.
+ * What one request can fail with, as one Schema: `getRow`, `query`, `queryRaw` and `updateRow`
+ * fail with these only. A refused checkpoint comes before its parent `InvalidInput`, so that it
+ * keeps its class and `problem` across a boundary.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category schemas
  */
-export const MicroappError = Schema.Union(
+export const RequestError = Schema.Union(
+  InvalidCheckpoint,
   InvalidInput,
   Unauthorized,
   Forbidden,
@@ -336,10 +386,44 @@ export const MicroappError = Schema.Union(
   Timeout,
   RequestRejected,
   Redirected,
-  UnexpectedResponse,
-  ScanInconsistent,
-  TooManyRows
+  UnexpectedResponse
 )
+
+/**
+ * What one request can fail with: `getRow`, `query`, `queryRaw` and `updateRow` fail with these
+ * only.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type RequestError = typeof RequestError.Type
+
+/**
+ * What a scan (`rows`, `scan`'s streams, `pages`) can fail with, as one Schema: a request's
+ * errors, and `ScanInconsistent` when it cannot prove it saw every row.
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const ScanError = Schema.Union(...RequestError.members, ScanInconsistent)
+
+/**
+ * What a scan (`rows`, `scan`'s streams, `pages`) can fail with: a request's errors, and
+ * `ScanInconsistent` when it cannot prove it saw every row.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type ScanError = typeof ScanError.Type
+
+/**
+ * Every error a call of the client can fail with, as one Schema, e.g. to send errors across a
+ * boundary.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const MicroappError = Schema.Union(...ScanError.members, TooManyRows)
 
 /**
  * Every error a call of the client can fail with.
@@ -350,51 +434,28 @@ export const MicroappError = Schema.Union(
 export type MicroappError = typeof MicroappError.Type
 
 /**
- * What one request can fail with: `getRow`, `query`, `queryRaw` and `updateRow` fail with these
- * only.
+ * `RequestError` under the name of the call: the same union, kept as a name of the public API.
  *
- * @since 0.1.0
- * @category errors
- */
-export type RequestError =
-  | InvalidInput
-  | Unauthorized
-  | Forbidden
-  | NotFound
-  | RateLimited
-  | ServerError
-  | Transport
-  | Timeout
-  | RequestRejected
-  | Redirected
-  | UnexpectedResponse
-
-/**
  * @since 0.1.0
  * @category errors
  */
 export type GetRowError = RequestError
 
 /**
+ * `RequestError` under the name of the call: the same union, kept as a name of the public API.
+ *
  * @since 0.1.0
  * @category errors
  */
 export type QueryError = RequestError
 
 /**
- * @since 0.1.0
- * @category errors
- */
-export type UpdateRowError = RequestError
-
-/**
- * What a scan (`rows`, `scan`'s streams, `pages`) can fail with: a request's errors, and
- * `ScanInconsistent` when it cannot prove it saw every row.
+ * `RequestError` under the name of the call: the same union, kept as a name of the public API.
  *
  * @since 0.1.0
  * @category errors
  */
-export type ScanError = RequestError | ScanInconsistent
+export type UpdateRowError = RequestError
 
 /**
  * What `collect` can fail with: a scan's errors, and `TooManyRows`.
@@ -404,13 +465,16 @@ export type ScanError = RequestError | ScanInconsistent
  */
 export type CollectError = ScanError | TooManyRows
 
+const isMember = Schema.is(MicroappError)
+
 /**
- * Whether `u` is an error of this library: marked with its `TypeId`, whatever its `_tag`.
+ * Whether `u` is an error of a call of the client: marked with the library's `TypeId` (which the
+ * SQL mirror's and the workflow's errors carry too), and one of the union's classes.
  *
  * @since 0.1.0
  * @category guards
  */
-export const isMicroappError = (u: unknown): u is MicroappError => Predicate.hasProperty(u, TypeId)
+export const isMicroappError = (u: unknown): u is MicroappError => Predicate.hasProperty(u, TypeId) && isMember(u)
 
 /**
  * One line for people: what happened, then the tag, and the HTTP status, method and path of the

@@ -3,9 +3,11 @@
  * model-based test with drift, faults, a server cap and resumes through JSON, typed passes, and
  * the options and checkpoints a pass refuses.
  */
-import { describe, expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Chunk, Effect, Schema, Stream } from "effect"
-import { Changes, Microapp, MicroappClient } from "../src/index.js"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { Changes, InvalidCheckpoint, Microapp, MicroappClient } from "../src/index.js"
 import { MicroappServer } from "../src/testing/index.js"
 import * as Prng from "../src/testing/Prng.js"
 import { numbersTable, withEmulator } from "./support.js"
@@ -429,7 +431,33 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
             resume: page.checkpoint
           })
         )
-        expect(other).toMatchObject({ _tag: "InvalidInput", input: "resume" })
+        expect(other).toBeInstanceOf(InvalidCheckpoint)
+        expect(other).toMatchObject({ _tag: "InvalidInput", input: "resume", problem: "another query" })
+        const otherDeletes = yield* Effect.flip(
+          client.changes({
+            microAppID: numbers,
+            pageSize: 50,
+            baseline: Changes.Baseline.empty,
+            deletes: "exhaustive",
+            resume: page.checkpoint
+          })
+        )
+        expect(otherDeletes).toMatchObject({ input: "resume", problem: "another query" })
+        const held = yield* Effect.flip(
+          client.changes({
+            microAppID: numbers,
+            pageSize: 50,
+            baseline: Changes.Baseline.empty,
+            resume: Changes.withoutIds(page.checkpoint)
+          })
+        )
+        expect(held).toMatchObject({ input: "resume", problem: "ids held" })
+        const differ = yield* Effect.flip(
+          Changes.withIds(Changes.withoutIds(page.checkpoint), { ids: ["not-an-id-it-counts"], deleted: [] })
+        )
+        expect(differ).toBeInstanceOf(InvalidCheckpoint)
+        expect(differ).toMatchObject({ input: "ids", problem: "ids differ" })
+        expect(differ.method).toBeUndefined()
         expect(yield* server.log.requests).toEqual([])
       }))
 
@@ -443,16 +471,43 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
         const back = yield* Changes.fromJson(text)
         expect(back.summary).toEqual(last.checkpoint.summary)
         expect(Changes.toJson(back)).toBe(text)
-        const refused = (text: string) => Effect.map(Effect.flip(Changes.fromJson(text)), (error) => error.input)
-        expect(yield* refused(text.slice(0, -10))).toBe("checkpoint")
-        expect(yield* refused(text.replace("\"inserted\":300", "\"inserted\":299"))).toBe("checkpoint.checksum")
-        expect(yield* refused("{\"checksum\":\"x\",\"__proto__\":{}}")).toMatch(/^checkpoint/)
-        // consistent counts under a correct checksum are still checked against the scan
-        const { checksum: _, ...json } = JSON.parse(text) as Record<string, unknown>
-        const body = { ...json, counts: { inserted: 1, updated: 0, unchanged: 0, deleted: 0 } }
-        expect(yield* refused(JSON.stringify({ ...body, checksum: Changes.fingerprint(body) }))).toBe(
-          "checkpoint.counts"
+        // nothing was sent: a refusal is an InvalidCheckpoint that names no call
+        const refused = (text: string) =>
+          Effect.map(Effect.flip(Changes.fromJson(text)), (error) => {
+            expect(error).toBeInstanceOf(InvalidCheckpoint)
+            expect([error.method, error.path]).toEqual([undefined, undefined])
+            return `${error.problem} at ${error.input}`
+          })
+        expect(yield* refused(text.slice(0, -10))).toBe("not JSON at checkpoint")
+        expect(yield* refused("{}")).toBe("not a checkpoint at checkpoint")
+        expect(yield* refused(text.replace("\"inserted\":300", "\"inserted\":299"))).toBe(
+          "checksum at checkpoint.checksum"
         )
+        expect(yield* refused("{\"checksum\":\"x\",\"__proto__\":{}}")).toMatch(/^field at checkpoint/)
+        const { checksum: _, ...json } = JSON.parse(text) as Record<string, unknown>
+        const sealed = (body: Record<string, unknown>) =>
+          JSON.stringify({ ...body, checksum: Changes.fingerprint(body) })
+        expect(yield* refused(sealed({ ...json, version: 2 }))).toBe("version at checkpoint.version")
+        // consistent counts under a correct checksum are still checked against the scan
+        const body = { ...json, counts: { inserted: 1, updated: 0, unchanged: 0, deleted: 0 } }
+        expect(yield* refused(sealed(body))).toBe("field at checkpoint.counts")
       }))
   })
+})
+
+/** Texts written by version 1: both deletes modes, mid-scan and done, whole and sink-held. */
+const writtenBefore: ReadonlyArray<string> = JSON.parse(
+  fs.readFileSync(path.join(import.meta.dirname, "fixtures", "changes-checkpoints-v1.json"), "utf8")
+)
+
+describe("a pass's checkpoints written before", () => {
+  it.effect("read back, and are written again byte for byte", () =>
+    Effect.gen(function*() {
+      expect(writtenBefore.length).toBe(12)
+      for (const text of writtenBefore) {
+        const checkpoint = yield* Changes.fromJson(text)
+        expect(Changes.toJson(checkpoint)).toBe(text)
+        expect(JSON.stringify(checkpoint)).toBe(text)
+      }
+    }))
 })

@@ -1,10 +1,10 @@
 /**
  * Checkpoints as values and as JSON: what they hold, their size, the Schema, and every way a text
- * can fail to be one (each a typed `InvalidInput` that says what is wrong).
+ * can fail to be one (each a typed `InvalidCheckpoint` that says what is wrong).
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Chunk, Effect, Either, Predicate, Schema, Stream } from "effect"
-import { Checkpoint, MicroappClient, type RowStream } from "../src/index.js"
+import { Checkpoint, type CheckpointProblem, InvalidCheckpoint, MicroappClient, type RowStream } from "../src/index.js"
 import { numbersTable, withEmulator } from "./support.js"
 
 const numbers = "000000000000000000000c01"
@@ -120,87 +120,105 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
   })
 
   describe("Checkpoint.fromJson refuses anything else, saying what is wrong", () => {
-    it.effect("each kind of damage: a typed InvalidInput naming the field and the fault", () =>
+    it.effect("each kind of damage: an InvalidCheckpoint naming the field, the kind of fault and the fault", () =>
       Effect.gen(function*() {
         const { pages } = yield* scanPages()
         const checkpoint = checkpointAt(pages, 2)
         const good = Checkpoint.toJson(checkpoint)
-        const cases: ReadonlyArray<readonly [string, string, string, string]> = [
-          ["garbage", "not a checkpoint at all", "checkpoint", "is not JSON"],
-          ["truncated", good.slice(0, Math.floor(good.length / 2)), "checkpoint", "is not JSON (truncated"],
-          ["an array", "[1, 2]", "checkpoint", "is not a checkpoint"],
-          ["an object without a version", "{\"position\": 3}", "checkpoint", "is not a checkpoint"],
+        const cases: ReadonlyArray<readonly [string, string, string, CheckpointProblem, string]> = [
+          ["garbage", "not a checkpoint at all", "checkpoint", "not JSON", "is not JSON"],
+          ["truncated", good.slice(0, Math.floor(good.length / 2)), "checkpoint", "not JSON", "is not JSON (truncated"],
+          ["an array", "[1, 2]", "checkpoint", "not a checkpoint", "is not a checkpoint"],
+          ["an object without a version", "{\"position\": 3}", "checkpoint", "not a checkpoint", "is not a checkpoint"],
           [
             "a future version",
             edited(checkpoint, [["version"], set(2)]),
             "checkpoint.version",
+            "version",
             "version 2 is newer than this library reads (1)"
           ],
-          ["an unknown version", edited(checkpoint, [["version"], set(0)]), "checkpoint.version", "unknown version 0"],
+          [
+            "an unknown version",
+            edited(checkpoint, [["version"], set(0)]),
+            "checkpoint.version",
+            "version",
+            "unknown version 0"
+          ],
           [
             "a field missing",
             edited(checkpoint, [["state", "tail"], set(undefined)]),
             "checkpoint.state.tail",
+            "field",
             "is missing"
           ],
           [
             "a position below 0",
             edited(checkpoint, [["state", "position"], set(-1)]),
             "checkpoint.state.position",
+            "field",
             "-1"
           ],
           [
             "a count that is not a number",
             edited(checkpoint, [["counters", "pages"], set("3")]),
             "checkpoint.counters.pages",
+            "field",
             "\"3\""
           ],
           [
             "more re-read ids than rows re-read",
             edited(checkpoint, [["state", "tail"], (tail) => Array.isArray(tail) ? [...tail, ...tail] : tail]),
             "checkpoint.state.tail",
+            "field",
             "more than the 11 rows re-read"
           ],
           [
             "more rows re-read than the overlap allows",
             edited(checkpoint, [["state", "reread"], set(40)]),
             "checkpoint.state.reread",
+            "field",
             "more than overlap + 1 (11)"
           ],
           [
             "fewer rows emitted than ids kept",
             edited(checkpoint, [["counters", "emitted"], set(1000)], [["counters", "rows"], set(1000)]),
             "checkpoint.seen",
+            "field",
             "holds 1500 ids, more than the 1000 rows emitted"
           ],
           [
             "more rows handed on than emitted",
             edited(checkpoint, [["counters", "rows"], set(2000)]),
             "checkpoint.counters.rows",
+            "field",
             "more than the 1500 emitted"
           ],
           [
             "ids that are not base64",
             edited(checkpoint, [["seen", "packed"], text((packed) => `!${packed.slice(1)}`)]),
             "checkpoint.seen.packed",
+            "field",
             "is not base64"
           ],
           [
             "ids cut short (not a multiple of 12 bytes)",
             edited(checkpoint, [["seen", "packed"], text((packed) => packed.slice(4))]),
             "checkpoint.seen.packed",
+            "field",
             "multiple of 16"
           ],
           [
             "ids of the wrong dedupe",
             edited(checkpoint, [["query", "dedupe"], set("recent")]),
             "checkpoint.seen",
+            "field",
             "but the query's dedupe is \"recent\""
           ],
           [
             "a count changed by hand",
             edited(checkpoint, [["counters", "duplicatesDropped"], increment]),
             "checkpoint.checksum",
+            "checksum",
             "does not match the content"
           ],
           [
@@ -210,18 +228,27 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
               text((packed) => `${packed[0] === "B" ? "C" : "B"}${packed.slice(1)}`)
             ]),
             "checkpoint.checksum",
+            "checksum",
             "does not match the content"
           ],
           [
             "the query changed by hand",
             edited(checkpoint, [["query", "microAppID"], set("x")]),
             "checkpoint.checksum",
+            "checksum",
             "does not match"
           ]
         ]
-        for (const [name, text, input, reason] of cases) {
+        for (const [name, text, input, problem, reason] of cases) {
           const error = yield* Effect.flip(Checkpoint.fromJson(text))
-          expect({ name, tag: error._tag, input: error.input }).toEqual({ name, tag: "InvalidInput", input })
+          expect(error, name).toBeInstanceOf(InvalidCheckpoint)
+          expect({ name, tag: error._tag, input: error.input, problem: error.problem, method: error.method }).toEqual({
+            name,
+            tag: "InvalidInput",
+            input,
+            problem,
+            method: undefined
+          })
           expect(error.reason, name).toContain(reason)
         }
         // the same text, re-indented, is still the checkpoint

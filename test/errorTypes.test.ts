@@ -6,17 +6,25 @@
 import { describe, expect, expectTypeOf, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
 import {
+  Changes,
+  Checkpoint,
   type CollectError,
   type GetRowError,
+  type InvalidCheckpoint,
+  type InvalidInput,
+  isMicroappError,
   Microapp,
   MicroappClient,
   type QueryError,
   type RequestError,
   type ScanError,
   type ScanInconsistent,
+  TypeId,
   type UpdateRowError
 } from "../src/index.js"
+import { SqlMirror } from "../src/sql/index.js"
 import { Projects, projectsMicroAppID } from "../src/testing/index.js"
+import { MicroappMirror } from "../src/workflow/index.js"
 import { withEmulator } from "./support.js"
 
 type ErrorOf<T> = T extends Effect.Effect<infer _A, infer E, infer _R> ? E
@@ -68,6 +76,20 @@ export const typeChecks = Effect.gen(function*() {
   >()
   expectTypeOf<ErrorOf<ReturnType<typeof projects.rows>>>().toEqualTypeOf<ScanError>()
   expectTypeOf<ErrorOf<ReturnType<typeof projects.collect>>>().toEqualTypeOf<CollectError>()
+  // a refused checkpoint is an InvalidCheckpoint, which the fixed signature's InvalidInput still names
+  expectTypeOf<ErrorOf<ReturnType<typeof Checkpoint.fromJson>>>().toEqualTypeOf<InvalidCheckpoint>()
+  expectTypeOf<ErrorOf<ReturnType<typeof Changes.fromJson>>>().toEqualTypeOf<InvalidCheckpoint>()
+  expectTypeOf(Checkpoint.fromJson).toExtend<(text: string) => Effect.Effect<Checkpoint.Checkpoint, InvalidInput>>()
+  expectTypeOf<ErrorOf<ReturnType<typeof Checkpoint.withIds<never, never>>>>().toEqualTypeOf<InvalidCheckpoint>()
+  expectTypeOf<ErrorOf<ReturnType<typeof Changes.withIds<never, never>>>>().toEqualTypeOf<InvalidCheckpoint>()
+  // toJson takes checkpoints only
+  // @ts-expect-error a value that is not a checkpoint
+  Changes.toJson({ phase: "scan" })
+  // @ts-expect-error a scan checkpoint is not a pass's
+  Changes.toJson(null as unknown as Checkpoint.Checkpoint)
+  const mirrorRun: Effect.Effect<void, MicroappMirror.MirrorError> = Effect.void
+  // @ts-expect-error a mirror's execution never fails with TooManyRows: it collects nothing
+  yield* mirrorRun.pipe(Effect.catchTag("TooManyRows", () => Effect.void))
 })
 
 describe("error types per call", () => {
@@ -82,5 +104,14 @@ describe("error types per call", () => {
         const tooMany = yield* Effect.flip(client.collect({ microAppID: projectsMicroAppID, max: 5 }))
         expect(tooMany._tag).toBe("TooManyRows")
       }))
+  })
+
+  it("the SQL mirror's and the workflow's errors carry the library's TypeId; neither is a call's error", () => {
+    const concurrent = new SqlMirror.ConcurrentRun({ table: "t", microAppID: "m" })
+    const database = new MicroappMirror.MirrorDatabaseError({ message: "disk full" })
+    for (const error of [concurrent, database]) {
+      expect(error[TypeId]).toBe(TypeId)
+      expect(isMicroappError(error)).toBe(false)
+    }
   })
 })

@@ -2,7 +2,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { Data, Effect, Schema } from "effect"
 import {
   describe as describeError,
+  InvalidCheckpoint,
   InvalidInput,
+  isInvalidCheckpoint,
   isMicroappError,
   MicroappError,
   NotFound,
@@ -14,8 +16,15 @@ import {
   TypeId
 } from "../src/index.js"
 
-/** One error of each kind, with the fields a call would give it. */
-const samples: ReadonlyArray<MicroappError> = MicroappError.members.map((member) => {
+type Member = (typeof MicroappError.members)[number]
+
+type Tagged = Exclude<Member, typeof InvalidCheckpoint>
+
+/** A member's own name: a refused checkpoint shares its parent's `_tag`. */
+const nameOf = (member: Member): string => member === InvalidCheckpoint ? "InvalidCheckpoint" : (member as Tagged)._tag
+
+/** One error of a kind, with the fields a call would give it. */
+const sampleOf = (member: Tagged): MicroappError => {
   const where = { method: "POST", path: "/api/microappdata" }
   switch (member._tag) {
     case "InvalidInput":
@@ -31,11 +40,19 @@ const samples: ReadonlyArray<MicroappError> = MicroappError.members.map((member)
     default:
       return new member({ ...where, status: 500 })
   }
-})
+}
+
+/** One error of each kind; a checkpoint's refusal names no call. */
+const samples: ReadonlyArray<MicroappError> = MicroappError.members.map((member) =>
+  member === InvalidCheckpoint
+    ? new InvalidCheckpoint({ input: "checkpoint.checksum", reason: "does not match", problem: "checksum" })
+    : sampleOf(member as Tagged)
+)
 
 describe("error identity", () => {
   it("every error of the union is marked with the library's TypeId, one Symbol.for shared by every copy", () => {
     expect(samples.map((error) => error._tag)).toEqual([
+      "InvalidInput",
       "InvalidInput",
       "Unauthorized",
       "Forbidden",
@@ -72,8 +89,8 @@ describe("error identity", () => {
 
   it("each error's Schema has a namespaced identifier", () => {
     for (const member of MicroappError.members) {
-      expect(String(member.ast)).toContain(`effect-microapp/MicroappError/${member._tag}`)
-      expect(member.identifier).toBe(`effect-microapp/MicroappError/${member._tag}`)
+      expect(String(member.ast)).toContain(`effect-microapp/MicroappError/${nameOf(member)}`)
+      expect(member.identifier).toBe(`effect-microapp/MicroappError/${nameOf(member)}`)
     }
   })
 
@@ -88,6 +105,21 @@ describe("error identity", () => {
       expect(isMicroappError(back)).toBe(true)
     }
   })
+
+  it.effect("a refused checkpoint is an InvalidInput to catchTag and the types, told apart by its class and problem", () =>
+    Effect.gen(function*() {
+      const refused = new InvalidCheckpoint({ input: "checkpoint", reason: "is not JSON", problem: "not JSON" })
+      const asInput: InvalidInput = refused
+      const caught = yield* Effect.fail<MicroappError>(asInput).pipe(
+        Effect.catchTag("InvalidInput", (error) => Effect.succeed(isInvalidCheckpoint(error) ? error.problem : "call"))
+      )
+      expect(caught).toBe("not JSON")
+      expect(refused).toBeInstanceOf(InvalidInput)
+      expect(refused.method).toBeUndefined()
+      expect(describeError(refused)).toBe("invalid checkpoint: is not JSON (InvalidInput)")
+      expect(isInvalidCheckpoint(new InvalidInput({ input: "limit", reason: "must be positive" }))).toBe(false)
+      expect(isMicroappError(refused)).toBe(true)
+    }))
 
   it.effect("catchTag still picks errors by _tag", () =>
     Effect.gen(function*() {

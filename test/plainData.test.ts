@@ -330,10 +330,10 @@ describe("Checkpoint.fromJson bounds its input", () => {
   ]
   for (const depth of [3_000, 100_000]) {
     for (const [name, shape] of shapes) {
-      it.effect(`${name} nested ${depth} deep: InvalidInput`, () =>
+      it.effect(`${name} nested ${depth} deep: InvalidCheckpoint, too deep`, () =>
         Effect.gen(function*() {
           const error = yield* refusal(shape(depth))
-          expect(error).toMatchObject({ _tag: "InvalidInput", input: "checkpoint" })
+          expect(error).toMatchObject({ _tag: "InvalidInput", input: "checkpoint", problem: "too deep" })
           expect(error.reason).toContain(`nested deeper than ${bounds.checkpointDepth}`)
           const decoded = Schema.decodeUnknownEither(Checkpoint.CheckpointFromJson)(shape(depth))
           expect(decoded._tag === "Left" ? decoded.left.message : "accepted").toContain("nested deeper")
@@ -347,12 +347,12 @@ describe("Checkpoint.fromJson bounds its input", () => {
       expect(error).toMatchObject({ _tag: "InvalidInput", input: "checkpoint.query" })
     }))
 
-  it.effect("a text past the size bound: InvalidInput, before it is parsed", () =>
+  it.effect("a text past the size bound: InvalidCheckpoint, too large, before it is parsed", () =>
     Effect.gen(function*() {
       // a rope of repeats: its length is known without the characters being made
       const text = `{"version":1,"seen":"${"A".repeat(bounds.checkpointChars)}"}`
       const error = yield* refusal(text)
-      expect(error).toMatchObject({ _tag: "InvalidInput", input: "checkpoint" })
+      expect(error).toMatchObject({ _tag: "InvalidInput", input: "checkpoint", problem: "too large" })
       expect(error.reason).toContain("characters")
     }))
 

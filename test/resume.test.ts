@@ -236,7 +236,7 @@ describe("typed readers", () => {
       const collected = yield* projects.collect({ ...options, resume, max: 10_000 })
       expect(collected.map((row) => row._id)).toEqual(Array.from(rest, (row) => row._id))
       const refused = yield* Effect.flip(projects.scan({ ...options, filters: { Status: "Done" }, resume }))
-      expect(refused).toMatchObject({ _tag: "InvalidInput", input: "resume" })
+      expect(refused).toMatchObject({ _tag: "InvalidInput", input: "resume", problem: "another query" })
       expect(refused.reason).toContain(
         "filters (the checkpoint's: f_status = \"Open\"; this scan's: f_status = \"Done\")"
       )
@@ -280,18 +280,18 @@ describe("resume", () => {
       ]
       for (const [change, reason] of others) {
         const refused = yield* Effect.flip(client.scan({ microAppID: numbers, ...options, ...change, resume }))
-        expect(refused).toMatchObject({ _tag: "InvalidInput", input: "resume" })
+        expect(refused).toMatchObject({ _tag: "InvalidInput", input: "resume", problem: "another query" })
         expect(refused.reason).toContain("the checkpoint is of another query")
         expect(refused.reason).toContain(reason)
         const viaRows = yield* Effect.flip(
           Stream.runDrain(client.rows({ microAppID: numbers, ...options, ...change, resume }))
         )
-        expect(viaRows).toMatchObject({ _tag: "InvalidInput", input: "resume" })
+        expect(viaRows).toMatchObject({ _tag: "InvalidInput", input: "resume", problem: "another query" })
       }
       // a parsed JSON object is not a checkpoint
       const parsed = JSON.parse(Checkpoint.toJson(resume))
       const notOne = yield* Effect.flip(client.scan({ microAppID: numbers, ...options, resume: parsed }))
-      expect(notOne).toMatchObject({ _tag: "InvalidInput", input: "resume" })
+      expect(notOne).toMatchObject({ _tag: "InvalidInput", input: "resume", problem: "not a checkpoint" })
       expect(notOne.reason).toContain("must be a Checkpoint")
       expect(yield* requestCount).toBe(0)
       // what only tunes the scan may differ

@@ -82,7 +82,7 @@ layer(withEmulator({ tables: [table] }), { excludeTestServices: true })((it) => 
           const held = yield* Checkpoint.fromJson(text)
           expect(held.summary).toEqual(last.summary)
           const refusal = yield* Effect.flip(scanOf(o, held))
-          expect(refusal).toMatchObject({ _tag: "InvalidInput", input: "resume" })
+          expect(refusal).toMatchObject({ _tag: "InvalidInput", input: "resume", problem: "ids held" })
           expect(refusal.reason).toMatch(/holds no ids, its sink does/)
 
           const whole = yield* Checkpoint.withIds(held, Stream.fromIterable(reorder(committed, o.shuffle)))
@@ -154,7 +154,11 @@ layer(withEmulator({ tables: [table] }), { excludeTestServices: true })((it) => 
           const held = yield* Changes.fromJson(Changes.toJson(Changes.withoutIds(last)))
           expect(Changes.toJson(Changes.withoutIds(last))).not.toContain("packed")
           expect(held.summary).toEqual(last.summary)
-          expect(yield* Effect.flip(passOf(held))).toMatchObject({ _tag: "InvalidInput", input: "resume" })
+          expect(yield* Effect.flip(passOf(held))).toMatchObject({
+            _tag: "InvalidInput",
+            input: "resume",
+            problem: "ids held"
+          })
 
           const whole = yield* Changes.withIds(held, { ids: scanned, deleted: Stream.fromIterable(deleted) })
           const fromSelf = yield* passOf(yield* Changes.fromJson(Changes.toJson(last)))

@@ -311,6 +311,23 @@ for (const database of databases) {
           yield* expectEqualToMicroapp(table, large)
         }))
 
+      it.effect("a pass stopped midway, run again over another query (another page size): its checkpoint set aside, a new pass", () =>
+        Effect.gen(function*() {
+          const server = yield* MicroappServer
+          const table = "requeried"
+          yield* stoppedAt(mirror(table, { microAppID: large, concurrency: 1 }), table, 6)
+          yield* server.log.clearHook
+          const sql = yield* SqlClient.SqlClient
+          const [stored] = yield* sql<{ checkpoint: string | null }>`
+            SELECT checkpoint FROM ${sql(SqlMirror.passesTable)} WHERE row_table = ${table}`
+          expect(stored?.checkpoint).toEqual(expect.any(String))
+          const again = yield* mirror(table, { microAppID: large, concurrency: 1, pageSize: pageSize + 7 })
+          expect(again).toMatchObject({ resumed: 0, deleted: 0 })
+          expect(again.inserted + again.unchanged).toBe(1200)
+          expect(again.inserted).toBeLessThan(1200)
+          yield* expectEqualToMicroapp(table, large)
+        }))
+
       it.effect("a run interrupted after the commit that completed its pass: the pass's counts are kept; the next run starts a new one", () =>
         Effect.gen(function*() {
           yield* reset

@@ -19,7 +19,7 @@ import { createHash } from "node:crypto"
 import * as Changes from "../Changes.js"
 import { nestsDeeperThan } from "../internal/scan/checkpoint.js"
 import { MicroappClient } from "../MicroappClient.js"
-import type { MicroappError } from "../MicroappError.js"
+import { isInvalidCheckpoint, type MicroappError } from "../MicroappError.js"
 import { Filter } from "../Query.js"
 import type { ScanSummary } from "../RowStream.js"
 import { eventLines, markLast } from "./changeEvents.js"
@@ -258,7 +258,7 @@ export const writeChanges = (
     const release = yield* packageVersion
     const pass = yield* client.changes({ ...options, baseline: Changes.Baseline.fromMap(baseline), resume }).pipe(
       Effect.mapError((error) =>
-        error._tag === "InvalidInput" && error.input === "resume"
+        isInvalidCheckpoint(error) && error.problem === "another query"
           ? new UsageError({ message: `${state} belongs to another query: ${error.reason}` })
           : error
       )

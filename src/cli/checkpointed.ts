@@ -27,7 +27,7 @@ import * as Checkpoint from "../Checkpoint.js"
 import { nestsDeeperThan } from "../internal/scan/checkpoint.js"
 import { idOf } from "../internal/scan/IdSet.js"
 import { MicroappClient } from "../MicroappClient.js"
-import type { MicroappError } from "../MicroappError.js"
+import { isInvalidCheckpoint, type MicroappError } from "../MicroappError.js"
 import type { ScanSummary } from "../RowStream.js"
 import { type CommandFailed, UsageError } from "./exitCodes.js"
 import { holdLock } from "./lockFile.js"
@@ -269,7 +269,7 @@ export const writeCheckpointed = (
     const client = yield* MicroappClient
     const scan = yield* client.scan({ ...options, ...(resume === undefined ? {} : { resume }) }).pipe(
       Effect.mapError((error) =>
-        error._tag === "InvalidInput" && error.input === "resume"
+        isInvalidCheckpoint(error) && error.problem === "another query"
           ? new UsageError({ message: `${ckpt} belongs to another query: ${error.reason}` })
           : error
       )

@@ -10,7 +10,7 @@ import { Chunk, Data, Effect, Either, Predicate, Ref, Schema, Stream } from "eff
 import type * as Changes from "../Changes.js"
 import * as ScanCheckpoint from "../Checkpoint.js"
 import type { InvalidRowPolicy, MicroappClient } from "../MicroappClient.js"
-import { InvalidInput, type RequestError, UnexpectedResponse } from "../MicroappError.js"
+import { type InvalidCheckpoint, InvalidInput, type RequestError, UnexpectedResponse } from "../MicroappError.js"
 import * as RowStream from "../RowStream.js"
 import { validateEither } from "./bounds.js"
 import { fingerprint } from "./fingerprint.js"
@@ -21,7 +21,9 @@ import { faultOf } from "./http/plainData.js"
 import {
   CheckpointImpl as ScanCheckpointImpl,
   gatherIds,
+  invalidCheckpoint,
   parseJsonText,
+  problemAt,
   withIds as scanWithIds,
   withoutIds as scanWithoutIds
 } from "./scan/checkpoint.js"
@@ -170,6 +172,19 @@ class CheckpointImpl implements Changes.Checkpoint {
   get summary(): Changes.Summary {
     return summaryOf(this.scan.summary, this.phase, this.mode, this.counts)
   }
+  /** The checkpoint's JSON object, its checksum last: what `JSON.stringify` writes, not its inner workings. */
+  toJSON(): unknown {
+    const body = {
+      version: 1,
+      phase: this.phase,
+      deletes: this.mode,
+      counts: this.counts,
+      deleted: encodeSeen(this.deleted),
+      kept: encodeSeen(this.kept),
+      scan: encodeScan(this.scan)
+    }
+    return { ...body, checksum: fingerprint(body) }
+  }
 }
 
 export const isCheckpoint = (u: unknown): u is Changes.Checkpoint => u instanceof CheckpointImpl
@@ -205,97 +220,102 @@ const Json = Schema.Struct({
 const encodeScan = Schema.encodeSync(ScanCheckpoint.Checkpoint)
 
 /** Under a key, so that a failure's path starts with "checkpoint". */
-const decodeJson = validateEither(Schema.Struct({ checkpoint: Json }), endpoints.rows, "checkpoint")
+const validateJson = validateEither(Schema.Struct({ checkpoint: Json }), undefined, "checkpoint")
 
-export const toJson = (checkpoint: Changes.Checkpoint): string => {
-  // a value that only looks like a checkpoint is written as null, which fromJson refuses
-  if (!(checkpoint instanceof CheckpointImpl)) return "null"
-  const body = {
-    version: 1,
-    phase: checkpoint.phase,
-    deletes: checkpoint.mode,
-    counts: checkpoint.counts,
-    deleted: encodeSeen(checkpoint.deleted),
-    kept: encodeSeen(checkpoint.kept),
-    scan: encodeScan(checkpoint.scan)
-  }
-  return JSON.stringify({ ...body, checksum: fingerprint(body) })
-}
+const decodeJson = (json: unknown) =>
+  Either.mapLeft(
+    validateJson(json),
+    (error) => invalidCheckpoint(problemAt(error.input.split(".")), error.input, error.reason)
+  )
 
+/** The checkpoint's text: what its `toJSON` returns, written by `JSON.stringify`. */
+export const toJson = (checkpoint: Changes.Checkpoint): string => JSON.stringify(checkpoint)
+
+/** A call's argument refused, before the pass sends anything. */
 const invalid = (input: string, reason: string) =>
   new InvalidInput({ method: "POST", path: endpoints.rows.path, input, reason })
+
+const invalidField = (input: string, reason: string) => invalidCheckpoint("field", input, reason)
 
 /** The first way in which a decoded checkpoint is not a state a pass could have been in, if any. */
 const problemOf = (
   json: typeof Json.Type,
   held: { readonly deleted: number; readonly kept: number }
-): InvalidInput | undefined => {
+): InvalidCheckpoint | undefined => {
   const scan = json.scan.summary
   const { counts, deletes, phase } = json
   // the rows compared beyond the scan's are those point reads found
   const found = counts.inserted + counts.updated + counts.unchanged - scan.rows
   if (json.scan.query.dedupe !== "exact") {
-    return invalid("checkpoint.scan.query.dedupe", "must be \"exact\": a change pass keeps every id it saw")
+    return invalidField("checkpoint.scan.query.dedupe", "must be \"exact\": a change pass keeps every id it saw")
   }
   if (found < 0) {
-    return invalid(
+    return invalidField(
       "checkpoint.counts",
       `count ${counts.inserted + counts.updated + counts.unchanged} rows compared, but the scan handed on ${scan.rows}`
     )
   }
   const answered = found + counts.unconfirmed
   if (counts.reads < answered || counts.reads > answered + counts.deleted) {
-    return invalid(
+    return invalidField(
       "checkpoint.counts.reads",
       `is ${counts.reads}, but ${found} rows found, ${counts.unconfirmed} unconfirmed and ${counts.deleted} deleted`
     )
   }
   if ((phase === "scan") === scan.complete) {
-    return invalid("checkpoint.phase", `is "${phase}", but the scan is ${scan.complete ? "" : "not "}complete`)
+    return invalidField("checkpoint.phase", `is "${phase}", but the scan is ${scan.complete ? "" : "not "}complete`)
   }
   if (deletes === "exhaustive" && phase === "deletes" && !scan.exhaustive) {
-    return invalid("checkpoint.phase", "is \"deletes\", but the scan was not exhaustive")
+    return invalidField("checkpoint.phase", "is \"deletes\", but the scan was not exhaustive")
   }
   if (counts.deleted !== held.deleted) {
-    return invalid(
+    return invalidField(
       "checkpoint.counts.deleted",
       `is ${counts.deleted}, but the checkpoint holds ${held.deleted} deleted ids`
     )
   }
   if (answered !== held.kept) {
-    return invalid(
+    return invalidField(
       "checkpoint.kept",
       `holds ${held.kept} ids, but the counts keep ${answered} rows a read found or left`
     )
   }
   if (deletes === "exhaustive" && counts.reads > 0) {
-    return invalid("checkpoint.counts.reads", "must be 0: exhaustive-only deletes read no row")
+    return invalidField("checkpoint.counts.reads", "must be 0: exhaustive-only deletes read no row")
   }
   if (counts.reads > 0 && phase === "scan") {
-    return invalid("checkpoint.counts.reads", "must be 0 until the scan has ended")
+    return invalidField("checkpoint.counts.reads", "must be 0 until the scan has ended")
   }
   if (counts.deleted > 0 && (phase === "scan" || (deletes === "exhaustive" && !scan.exhaustive))) {
-    return invalid("checkpoint.counts.deleted", "must be 0 until the scan has ended")
+    return invalidField("checkpoint.counts.deleted", "must be 0 until the scan has ended")
   }
   return undefined
 }
 
-const parse = (text: string): Either.Either<CheckpointImpl, InvalidInput> =>
+const parse = (text: string): Either.Either<CheckpointImpl, InvalidCheckpoint> =>
   Either.flatMap(parseJsonText(text), decodeParsed)
 
-const decodeParsed = (json: unknown): Either.Either<CheckpointImpl, InvalidInput> => {
+const decodeParsed = (json: unknown): Either.Either<CheckpointImpl, InvalidCheckpoint> => {
   // before Schema, which recurses and would set a prototype from a __proto__ key
   const fault = faultOf(json)
-  if (fault !== undefined) return Either.left(invalid(["checkpoint", ...fault.path].join("."), fault.reason))
+  if (fault !== undefined) return Either.left(invalidField(["checkpoint", ...fault.path].join("."), fault.reason))
   if (!Predicate.isRecord(json) || typeof json.checksum !== "string") {
     return Either.left(
-      invalid("checkpoint", "is not a change pass checkpoint: a JSON object with a checksum is expected")
+      invalidCheckpoint(
+        "not a checkpoint",
+        "checkpoint",
+        "is not a change pass checkpoint: a JSON object with a checksum is expected"
+      )
     )
   }
   const { checksum, ...body } = json
   if (fingerprint(body) !== checksum) {
     return Either.left(
-      invalid("checkpoint.checksum", "does not match the content: the checkpoint was damaged or edited")
+      invalidCheckpoint(
+        "checksum",
+        "checkpoint.checksum",
+        "does not match the content: the checkpoint was damaged or edited"
+      )
     )
   }
   return Either.flatMap(decodeJson({ checkpoint: json }), ({ checkpoint }) =>
@@ -316,7 +336,7 @@ const decodeParsed = (json: unknown): Either.Either<CheckpointImpl, InvalidInput
 const idsOf = (
   json: typeof IdsJson.Type,
   field: "deleted" | "kept"
-): Either.Either<HeldOrExact, InvalidInput> =>
+): Either.Either<HeldOrExact, InvalidCheckpoint> =>
   "held" in json
     ? Either.right({ _tag: "Held", size: json.held, digest: json.digest })
     : Either.mapLeft(
@@ -324,7 +344,7 @@ const idsOf = (
         IdSet.restore(IdSet.exactContents(json.packed, json.others), { journal: true, capacity: 0 }),
         contentsOf
       ),
-      (reason) => invalid(`checkpoint.${field}`, reason)
+      (reason) => invalidField(`checkpoint.${field}`, reason)
     )
 
 const heldOf = (ids: HeldOrExact): IdSet.HeldContents => ids._tag === "Exact" ? IdSet.heldContents(ids) : ids
@@ -346,10 +366,16 @@ export const withoutIds = (checkpoint: Changes.Checkpoint): Changes.Checkpoint =
 export const withIds = <E = never, R = never>(
   checkpoint: Changes.Checkpoint,
   ids: Changes.SinkIds<E, R>
-): Effect.Effect<Changes.Checkpoint, InvalidInput | E, R> =>
+): Effect.Effect<Changes.Checkpoint, InvalidCheckpoint | E, R> =>
   Effect.suspend(() => {
     if (!(checkpoint instanceof CheckpointImpl)) {
-      return Effect.fail(invalid("checkpoint", "is not a checkpoint of a change pass (Changes.fromJson reads one)"))
+      return Effect.fail(
+        invalidCheckpoint(
+          "not a checkpoint",
+          "checkpoint",
+          "is not a checkpoint of a change pass (Changes.fromJson reads one)"
+        )
+      )
     }
     const gathered = (held: HeldOrExact, given: Changes.SinkIds<E, R>["kept"], input: "deleted" | "kept") =>
       held._tag === "Exact" ? Effect.succeed(held) : gatherIds(held, given ?? [], input)
@@ -369,7 +395,7 @@ const holdsNoIds = (checkpoint: CheckpointImpl): boolean =>
   checkpoint.deleted._tag === "Held" || checkpoint.kept._tag === "Held" ||
   (checkpoint.scan instanceof ScanCheckpointImpl && checkpoint.scan.state.seen._tag === "Held")
 
-export const fromJson = (text: string): Effect.Effect<Changes.Checkpoint, InvalidInput> =>
+export const fromJson = (text: string): Effect.Effect<Changes.Checkpoint, InvalidCheckpoint> =>
   Effect.suspend(() => parse(text))
 
 /**
@@ -440,13 +466,22 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
       return yield* invalid("deletes", "must be \"confirmed\" or \"exhaustive\"")
     }
     if (resume !== undefined && !(resume instanceof CheckpointImpl)) {
-      return yield* invalid("resume", "is not a checkpoint of a change pass (Changes.fromJson reads one)")
+      return yield* invalidCheckpoint(
+        "not a checkpoint",
+        "resume",
+        "is not a checkpoint of a change pass (Changes.fromJson reads one)"
+      )
     }
     if (resume !== undefined && resume.mode !== mode) {
-      return yield* invalid("resume", `is a checkpoint of a pass with ${resume.mode} deletes, not ${mode} ones`)
+      return yield* invalidCheckpoint(
+        "another query",
+        "resume",
+        `is a checkpoint of a pass with ${resume.mode} deletes, not ${mode} ones`
+      )
     }
     if (resume !== undefined && holdsNoIds(resume)) {
-      return yield* invalid(
+      return yield* invalidCheckpoint(
+        "ids held",
         "resume",
         "the checkpoint holds no ids, its sink does: resume from `Changes.withIds(checkpoint, { ids, deleted, kept })`"
       )

@@ -20,7 +20,7 @@ import { Activity, Workflow } from "@effect/workflow"
 import { Context, Effect, Exit, Layer, Option, Schema, Scope } from "effect"
 import * as Changes from "../Changes.js"
 import { MicroappClient } from "../MicroappClient.js"
-import { MicroappError } from "../MicroappError.js"
+import { ScanError, TypeId } from "../MicroappError.js"
 import * as Query from "../Query.js"
 import * as SqlMirror from "../sql/SqlMirror.js"
 
@@ -62,6 +62,8 @@ export const Summary: Schema.Schema<Changes.Summary> = Changes.Summary
 export class MirrorDatabaseError extends Schema.TaggedError<MirrorDatabaseError>()("MirrorDatabaseError", {
   message: Schema.String
 }) {
+  /** @since 0.2.0 */
+  readonly [TypeId]: TypeId = TypeId
   /**
    * @since 0.2.0
    */
@@ -70,13 +72,13 @@ export class MirrorDatabaseError extends Schema.TaggedError<MirrorDatabaseError>
 }
 
 /**
- * What an execution fails with: the client's errors, `SqlMirror.ConcurrentRun`, or the mirror
- * database's.
+ * What an execution fails with: a scan's errors (a run collects nothing, so never `TooManyRows`),
+ * `SqlMirror.ConcurrentRun`, or the mirror database's.
  *
  * @since 0.2.0
  * @category schemas
  */
-export const MirrorError = Schema.Union(MicroappError, SqlMirror.ConcurrentRun, MirrorDatabaseError)
+export const MirrorError = Schema.Union(...ScanError.members, SqlMirror.ConcurrentRun, MirrorDatabaseError)
 
 /**
  * @since 0.2.0

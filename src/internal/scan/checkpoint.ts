@@ -4,7 +4,7 @@
  */
 import { Effect, Either, ParseResult, Predicate, Schema, SchemaAST, Stream } from "effect"
 import type { Checkpoint, Query as QueryObject, TypeId as CheckpointTypeId } from "../../Checkpoint.js"
-import { InvalidInput } from "../../MicroappError.js"
+import { type CheckpointProblem, InvalidCheckpoint } from "../../MicroappError.js"
 import * as Query from "../../Query.js"
 import type * as RowStream from "../../RowStream.js"
 import { bounds } from "../bounds.js"
@@ -228,7 +228,14 @@ export const CheckpointSchema: Schema.Schema<Checkpoint, unknown> = Schema.trans
 
 const decodeJson = Schema.decodeUnknownEither(CheckpointSchema, { errors: "first" })
 
-const invalidCheckpoint = (input: string, reason: string) => new InvalidInput({ input, reason })
+/** What a checkpoint's decoding refused at `path` (its keys from the top): the version, the checksum, or another field. */
+export const problemAt = (path: ReadonlyArray<string>): CheckpointProblem => {
+  const key = path.at(-1)
+  return key === "version" || key === "checksum" ? key : "field"
+}
+
+export const invalidCheckpoint = (problem: CheckpointProblem, input: string, reason: string) =>
+  new InvalidCheckpoint({ input, reason, problem })
 
 const quote = 0x22
 const backslash = 0x5c
@@ -267,10 +274,11 @@ export const nestsDeeperThan = (text: string, limit: number): boolean => {
  * The JSON value of a checkpoint's text, its size and nesting bounded before JSON.parse runs: what
  * comes after it (Schema, its error messages) recurses. Change passes' checkpoints read theirs too.
  */
-export const parseJsonText = (text: string): Either.Either<unknown, InvalidInput> => {
-  if (typeof text !== "string") return Either.left(invalidCheckpoint("checkpoint", "must be a string"))
+export const parseJsonText = (text: string): Either.Either<unknown, InvalidCheckpoint> => {
+  if (typeof text !== "string") return Either.left(invalidCheckpoint("not JSON", "checkpoint", "must be a string"))
   if (text.length > bounds.checkpointChars) {
     return Either.left(invalidCheckpoint(
+      "too large",
       "checkpoint",
       `is ${text.length.toLocaleString("en-US")} characters, more than the ${
         bounds.checkpointChars.toLocaleString("en-US")
@@ -279,6 +287,7 @@ export const parseJsonText = (text: string): Either.Either<unknown, InvalidInput
   }
   if (nestsDeeperThan(text, bounds.checkpointDepth)) {
     return Either.left(invalidCheckpoint(
+      "too deep",
       "checkpoint",
       `is nested deeper than ${bounds.checkpointDepth} levels: not a checkpoint (its format has four)`
     ))
@@ -288,30 +297,37 @@ export const parseJsonText = (text: string): Either.Either<unknown, InvalidInput
     json = JSON.parse(text)
   } catch (error) {
     const detail = error instanceof Error ? `: ${error.message}` : ""
-    return Either.left(invalidCheckpoint("checkpoint", `is not JSON (truncated, or not a checkpoint)${detail}`))
+    return Either.left(
+      invalidCheckpoint("not JSON", "checkpoint", `is not JSON (truncated, or not a checkpoint)${detail}`)
+    )
   }
   return Either.right(json)
 }
 
 /** A checkpoint from its JSON text, or what is wrong with the text. */
-const parseText = (text: string): Either.Either<Checkpoint, InvalidInput> =>
+const parseText = (text: string): Either.Either<Checkpoint, InvalidCheckpoint> =>
   Either.flatMap(parseJsonText(text), decodeParsed)
 
-const decodeParsed = (json: unknown): Either.Either<Checkpoint, InvalidInput> => {
+const decodeParsed = (json: unknown): Either.Either<Checkpoint, InvalidCheckpoint> => {
   if (!Predicate.isRecord(json) || !("version" in json)) {
     return Either.left(
-      invalidCheckpoint("checkpoint", "is not a checkpoint: a JSON object with a version is expected")
+      invalidCheckpoint(
+        "not a checkpoint",
+        "checkpoint",
+        "is not a checkpoint: a JSON object with a version is expected"
+      )
     )
   }
   return Either.mapLeft(decodeJson(json), (error) => {
     const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
     const path = issue === undefined ? [] : issue.path.map(String)
-    return invalidCheckpoint(["checkpoint", ...path].join("."), issue?.message ?? error.message)
+    return invalidCheckpoint(problemAt(path), ["checkpoint", ...path].join("."), issue?.message ?? error.message)
   })
 }
 
 /** A checkpoint from its JSON text, or what is wrong with the text. */
-export const fromJson = (text: string): Effect.Effect<Checkpoint, InvalidInput> => Effect.suspend(() => parseText(text))
+export const fromJson = (text: string): Effect.Effect<Checkpoint, InvalidCheckpoint> =>
+  Effect.suspend(() => parseText(text))
 
 /** A checkpoint from its JSON text, checked as `fromJson` checks it (`Schema.parseJson` would parse unbounded text). */
 export const CheckpointFromJson: Schema.Schema<Checkpoint, string> = Schema.transformOrFail(
@@ -375,7 +391,7 @@ export const withoutIds = (checkpoint: Checkpoint): Checkpoint =>
     : checkpoint
 
 const idsRefused = (input: string, reason: string) =>
-  invalidCheckpoint(input, `the sink's ids are not the checkpoint's: ${reason}`)
+  invalidCheckpoint("ids differ", input, `the sink's ids are not the checkpoint's: ${reason}`)
 
 /**
  * The checkpoint with the ids its sink gave back, checked against the count and digest it kept;
@@ -384,11 +400,15 @@ const idsRefused = (input: string, reason: string) =>
 export const withIds = <E = never, R = never>(
   checkpoint: Checkpoint,
   ids: Iterable<string> | Stream.Stream<string, E, R>
-): Effect.Effect<Checkpoint, InvalidInput | E, R> =>
+): Effect.Effect<Checkpoint, InvalidCheckpoint | E, R> =>
   Effect.suspend(() => {
     if (!(checkpoint instanceof CheckpointImpl)) {
       return Effect.fail(
-        invalidCheckpoint("checkpoint", "must be a Checkpoint: from a page of `pages`, or from `Checkpoint.fromJson`")
+        invalidCheckpoint(
+          "not a checkpoint",
+          "checkpoint",
+          "must be a Checkpoint: from a page of `pages`, or from `Checkpoint.fromJson`"
+        )
       )
     }
     const { seen } = checkpoint.state
@@ -407,7 +427,7 @@ export const gatherIds = <E, R>(
   held: IdSet.HeldContents,
   ids: Iterable<string> | Stream.Stream<string, E, R>,
   input: string
-): Effect.Effect<IdSet.ExactContents, InvalidInput | E, R> => {
+): Effect.Effect<IdSet.ExactContents, InvalidCheckpoint | E, R> => {
   const set = IdSet.exact({ journal: true })
   const refused = (reason: string) => Effect.fail(idsRefused(input, reason))
   return Effect.flatMap(
@@ -436,15 +456,20 @@ export const gatherIds = <E, R>(
 export const resumeFrom = (
   resume: Checkpoint | undefined,
   query: QueryJson
-): Either.Either<CheckpointImpl | undefined, InvalidInput> => {
+): Either.Either<CheckpointImpl | undefined, InvalidCheckpoint> => {
   if (resume === undefined) return Either.right(undefined)
   if (!(resume instanceof CheckpointImpl)) {
     return Either.left(
-      invalidCheckpoint("resume", "must be a Checkpoint: from a page of `pages`, or from `Checkpoint.fromJson`")
+      invalidCheckpoint(
+        "not a checkpoint",
+        "resume",
+        "must be a Checkpoint: from a page of `pages`, or from `Checkpoint.fromJson`"
+      )
     )
   }
   if (resume.state.seen._tag === "Held") {
     return Either.left(invalidCheckpoint(
+      "ids held",
       "resume",
       "the checkpoint holds no ids, its sink does: resume from `Checkpoint.withIds(checkpoint, ids)` with the ids the sink committed"
     ))
@@ -452,5 +477,7 @@ export const resumeFrom = (
   const differ = differences(resume.query, query)
   return differ.length === 0
     ? Either.right(resume)
-    : Either.left(invalidCheckpoint("resume", `the checkpoint is of another query: ${differ.join(", ")}`))
+    : Either.left(
+      invalidCheckpoint("another query", "resume", `the checkpoint is of another query: ${differ.join(", ")}`)
+    )
 }

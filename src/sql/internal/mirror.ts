@@ -8,6 +8,7 @@ import * as Changes from "../../Changes.js"
 import * as Infer from "../../internal/infer.js"
 import type { AnyMicroapp } from "../../Microapp.js"
 import { MicroappClient } from "../../MicroappClient.js"
+import { isInvalidCheckpoint, TypeId } from "../../MicroappError.js"
 import type { Row } from "../../Row.js"
 import * as TypedView from "./typedView.js"
 
@@ -19,6 +20,7 @@ export class ConcurrentRun extends Schema.TaggedError<ConcurrentRun>()("Concurre
   table: Schema.String,
   microAppID: Schema.String
 }) {
+  readonly [TypeId]: TypeId = TypeId
   override get message(): string {
     return `another run is mirroring ${this.microAppID} into ${this.table} at the same time`
   }
@@ -375,8 +377,9 @@ export const openPass = (
       Changes.withIds(held, sinkIds(target, pass)))
     return yield* open(pass, resume).pipe(
       Effect.map((opened) => ({ ...opened, commits })),
+      // a checkpoint of another query (its fields or deletes changed): the pass starts again
       Effect.catchIf((error) =>
-        error.input === "resume", () =>
+        isInvalidCheckpoint(error) && error.problem === "another query", () =>
         fresh)
     )
   })
