@@ -28,7 +28,7 @@ import {
   withoutIds as scanWithoutIds
 } from "./scan/checkpoint.js"
 import * as IdSet from "./scan/IdSet.js"
-import { encodeSeen, HeldJson } from "./scan/state.js"
+import { Count, encodeSeen, HeldJson } from "./scan/state.js"
 import { storableFault } from "./storable.js"
 
 export const Change = Data.taggedEnum<Changes.ChangeDefinition>()
@@ -133,8 +133,6 @@ export const CheckpointTypeId: Changes.CheckpointTypeId = Symbol.for(
 type Phase = Changes.Checkpoint["phase"]
 
 type DeletesMode = NonNullable<Changes.PassOptions<never, never>["deletes"]>
-
-const Count = Schema.NonNegativeInt
 
 export const Counts = Schema.Struct({
   inserted: Count,

@@ -124,9 +124,15 @@ export const parseExact = (text: string): unknown => {
     }
     if (code !== 45 && !isDigit(code)) continue
     let end = i + 1
-    while (end < text.length && /[\d.eE+-]/.test(text[end] ?? "")) end++
+    let exponent = false
+    for (; end < text.length; end++) {
+      const next = text.charCodeAt(end)
+      if (next === 101 || next === 69) exponent = true
+      else if (!isDigit(next) && next !== 46 && next !== 43 && next !== 45) break
+    }
     const token = text.slice(i, end)
-    if (changedByParse(token)) {
+    // fewer than 16 characters and no exponent: at most 15 digits, which a double always holds
+    if ((exponent || end - i > 15) && changedByParse(token)) {
       kept += `${text.slice(from, i)}{${JSON.stringify(inexactKey)}:${JSON.stringify(token)}}`
       from = end
     }
