@@ -99,7 +99,7 @@ const entryOf = (line: string): Either.Either<readonly [string, string], string>
   )
 
 /** STATE, if it exists; a clear usage error if it is not a state file of `microapp changes` as written. */
-const load = (
+export const load = (
   state: string
 ): Effect.Effect<Option.Option<State>, UsageError | CommandFailed, FileSystem.FileSystem> =>
   Effect.gen(function*() {
@@ -153,7 +153,7 @@ const load = (
   })
 
 /** Replaces STATE atomically (a temporary file beside it, synced, renamed over it); a new STATE is private. */
-const save = (state: string, header: Header, baseline: ReadonlyMap<string, string>) =>
+export const save = (state: string, header: Header, baseline: ReadonlyMap<string, string>) =>
   atomicFile(state, (destination) =>
     Effect.gen(function*() {
       const text = JSON.stringify(header)

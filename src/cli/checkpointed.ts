@@ -97,7 +97,7 @@ const canonical = (body: Body): string => JSON.stringify(body, Object.keys(Body.
 const checksumOf = (text: string): string => createHash("sha256").update(text).digest("hex")
 
 /** CKPT, if it exists; a clear usage error if it is not a checkpoint of `microapp rows` as written. */
-const load = (
+export const load = (
   ckpt: string
 ): Effect.Effect<Option.Option<Body>, UsageError | CommandFailed, FileSystem.FileSystem> =>
   Effect.gen(function*() {
@@ -126,7 +126,7 @@ const load = (
   })
 
 /** Replaces CKPT atomically (a temporary file beside it, synced, renamed over it); a new CKPT is private. */
-const save = (ckpt: string, body: Body) =>
+export const save = (ckpt: string, body: Body) =>
   atomicFile(ckpt, (destination) => {
     const text = canonical(body)
     return destination.write(`${text.slice(0, -1)},"checksum":"${checksumOf(text)}"}\n`)

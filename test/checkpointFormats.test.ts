@@ -1,0 +1,228 @@
+/**
+ * The four checkpoint formats side by side: the texts each writes read back and are written again
+ * byte for byte (fixtures written by each format as it stood), and each refuses a text whose
+ * checksum, version, size, depth or JSON is wrong, with the same kind of answer.
+ */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Option } from "effect"
+import { createHash } from "node:crypto"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as ChangeFiles from "../src/cli/changeFiles.js"
+import * as Checkpointed from "../src/cli/checkpointed.js"
+import { Changes, Checkpoint } from "../src/index.js"
+import { temporaryDirectory } from "./cliSupport.js"
+
+const fixture = (name: string): ReadonlyArray<string> =>
+  JSON.parse(fs.readFileSync(path.join(import.meta.dirname, "fixtures", name), "utf8"))
+
+/** CKPT files written by `microapp rows --checkpoint`: each format, finished or not, a version 2 one, unicode in the scan's query. */
+const ckptTexts = fixture("cli-checkpoints-v3.json")
+
+/** STATE files written by `microapp changes --state`: with and without a pass, filters of each type, unicode in ids and paths. */
+const stateTexts = fixture("cli-change-states-v1.json")
+
+const scanTexts = fixture("checkpoints-v1.json")
+const changesTexts = fixture("changes-checkpoints-v1.json")
+
+const files = Layer.merge(NodeFileSystem.layer, NodePath.layer)
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
+
+/** A header line's object with `checksum` last, as both CLI formats write it. */
+const sealed = (text: string, checksum: string) => `${text.slice(0, -1)},"checksum":"${checksum}"}`
+
+/** CKPT's text with `fields` under a checksum made anew: what only a forger writes. */
+const forgedCkpt = (fields: Record<string, unknown>) => {
+  const text = JSON.stringify(fields, ["kind", "version", "format", "length", "finished", "scan"])
+  return `${sealed(text, sha256(text))}\n`
+}
+
+/** STATE's text with `header` and baseline `lines` under a checksum made anew. */
+const forgedState = (header: string, lines: ReadonlyArray<string> = []) => {
+  const rest = lines.map((line) => `${line}\n`).join("")
+  return `${sealed(header, sha256(`${header}\n${rest}`))}\n${rest}`
+}
+
+/** The message of the usage error `effect` fails with. */
+const messageOf = <A, E extends { readonly message: string }, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.map(Effect.flip(effect), (error) => error.message)
+
+const headerOf = (text: string): Record<string, unknown> => JSON.parse(text.slice(0, text.indexOf("\n")))
+
+describe("CKPT of microapp rows", () => {
+  it.scoped("each fixture reads back, its scan's checkpoint too, and is written again byte for byte", () =>
+    Effect.gen(function*() {
+      expect(ckptTexts.length).toBe(5)
+      const dir = yield* temporaryDirectory
+      for (const [i, text] of ckptTexts.entries()) {
+        const read = path.join(dir, `read-${i}.ckpt`)
+        const written = path.join(dir, `written-${i}.ckpt`)
+        fs.writeFileSync(read, text)
+        const body = Option.getOrThrow(yield* Checkpointed.load(read))
+        yield* Checkpointed.save(written, body)
+        expect(fs.readFileSync(written, "utf8")).toBe(text)
+        expect(Checkpoint.toJson(yield* Checkpoint.fromJson(body.scan))).toBe(body.scan)
+      }
+    }).pipe(Effect.provide(files)))
+
+  it.scoped("refuses a wrong checksum, version, size, depth or JSON, naming the file and what is wrong", () =>
+    Effect.gen(function*() {
+      const dir = yield* temporaryDirectory
+      const ckpt = path.join(dir, "out.ckpt")
+      const text = ckptTexts[0] ?? ""
+      const fields = JSON.parse(text) as Record<string, unknown>
+      const refusal = (content: string) => {
+        fs.writeFileSync(ckpt, content)
+        return messageOf(Checkpointed.load(ckpt))
+      }
+      expect(yield* refusal(text.replace("\"length\":4821", "\"length\":4822"))).toBe(
+        `${ckpt}: changed or damaged since it was written (its checksum does not match its content): ` +
+          "restore it, or remove it to start again"
+      )
+      expect(yield* refusal(forgedCkpt({ ...fields, version: 4 }))).toBe(
+        `${ckpt} is not a checkpoint of microapp rows: version: version 4 is newer than this microapp reads (3)`
+      )
+      expect(yield* refusal(forgedCkpt({ ...fields, version: 1 }))).toBe(
+        `${ckpt} is not a checkpoint of microapp rows: version: version 1 has no checksum, so what it records ` +
+          "cannot be trusted"
+      )
+      expect(yield* refusal(`${"[".repeat(5)}${"]".repeat(5)}`)).toBe(
+        `${ckpt} is not a checkpoint of microapp rows: nested too deep`
+      )
+      expect(yield* refusal(text.slice(0, 100))).toMatch(
+        new RegExp(`^${ckpt} is not a checkpoint of microapp rows: .*JSON`)
+      )
+      // sparse: no disk used
+      fs.writeFileSync(ckpt, "")
+      fs.truncateSync(ckpt, Checkpointed.checkpointFileLimit + 1)
+      expect(yield* messageOf(Checkpointed.load(ckpt))).toMatch(
+        new RegExp(`^${ckpt} is too large to be a checkpoint of microapp rows`)
+      )
+    }).pipe(Effect.provide(files)))
+})
+
+describe("STATE of microapp changes", () => {
+  it.scoped("each fixture reads back, its pass's checkpoint too, and is written again byte for byte", () =>
+    Effect.gen(function*() {
+      expect(stateTexts.length).toBe(5)
+      const dir = yield* temporaryDirectory
+      for (const [i, text] of stateTexts.entries()) {
+        const read = path.join(dir, `read-${i}.state`)
+        const written = path.join(dir, `written-${i}.state`)
+        fs.writeFileSync(read, text)
+        const { baseline, header } = Option.getOrThrow(yield* ChangeFiles.load(read))
+        yield* ChangeFiles.save(written, header, baseline)
+        expect(fs.readFileSync(written, "utf8")).toBe(text)
+        const saved = header.pass?.checkpoint ?? null
+        if (saved !== null) expect(Changes.toJson(yield* Changes.fromJson(saved))).toBe(saved)
+      }
+    }).pipe(Effect.provide(files)))
+
+  it.scoped("refuses a wrong checksum, version, size, depth or JSON, naming the file and what is wrong", () =>
+    Effect.gen(function*() {
+      const dir = yield* temporaryDirectory
+      const state = path.join(dir, "changes.state")
+      const text = stateTexts[0] ?? ""
+      const { checksum: _, ...header } = headerOf(text)
+      const lines = text.trimEnd().split("\n").slice(1)
+      const refusal = (content: string) => {
+        fs.writeFileSync(state, content)
+        return messageOf(ChangeFiles.load(state))
+      }
+      const notState = `${state} is not a state file of microapp changes`
+      expect(yield* refusal(text.replace("fedcba9876543210", "fedcba9876543211"))).toBe(
+        `${state}: changed or damaged since it was written (its checksum does not match its content): ` +
+          "restore it, or remove it to start again with a snapshot"
+      )
+      expect(yield* refusal(forgedState(JSON.stringify({ ...header, version: 2 }), lines))).toBe(
+        `${notState}: version: version 2 is not the one this microapp reads (1)`
+      )
+      expect(yield* refusal(forgedState(JSON.stringify({ ...header, version: 0 }), lines))).toBe(
+        `${notState}: version: version 0 is not the one this microapp reads (1)`
+      )
+      expect(yield* refusal(forgedState(JSON.stringify({ ...header, filters: [[[[[]]]]] }), lines))).toBe(
+        `${notState}: nested too deep`
+      )
+      expect(yield* refusal(forgedState("{\"kind\":}"))).toMatch(new RegExp(`^${notState}: .*JSON`))
+      expect(yield* refusal("not a state file\n")).toBe(
+        `${notState}: its first line is not a header with a checksum`
+      )
+      fs.writeFileSync(state, "")
+      fs.truncateSync(state, ChangeFiles.stateFileLimit + 1)
+      expect(yield* messageOf(ChangeFiles.load(state))).toMatch(
+        new RegExp(`^${state} is too large to be a state file of microapp changes`)
+      )
+    }).pipe(Effect.provide(files)))
+})
+
+/** What `fromJson` refused: its problem, where, and why. */
+const refusedBy =
+  <A>(fromJson: (text: string) => Effect.Effect<A, { problem: string; input: string; reason: string }>) =>
+  (text: string) =>
+    Effect.map(Effect.flip(fromJson(text)), ({ input, problem, reason }) => ({ problem, input, reason }))
+
+describe("a scan's checkpoint", () => {
+  const refused = refusedBy(Checkpoint.fromJson)
+  const text = scanTexts[0] ?? ""
+  it.effect("refuses a wrong checksum, version, depth or JSON with its problem", () =>
+    Effect.gen(function*() {
+      expect(yield* refused(text.replace("\"position\":88", "\"position\":87"))).toEqual({
+        problem: "checksum",
+        input: "checkpoint.checksum",
+        reason: "does not match the content: the checkpoint was changed or corrupted"
+      })
+      expect(yield* refused(text.replace("{\"version\":1,", "{\"version\":2,"))).toEqual({
+        problem: "version",
+        input: "checkpoint.version",
+        reason: "version 2 is newer than this library reads (1): read it with a newer effect-microapp"
+      })
+      expect(yield* refused(text.replace("{\"version\":1,", "{\"version\":0,"))).toEqual({
+        problem: "version",
+        input: "checkpoint.version",
+        reason: "unknown version 0: this library reads version 1"
+      })
+      expect(yield* refused(`{"version":1,"query":${"[".repeat(17)}${"]".repeat(17)}}`)).toEqual({
+        problem: "too deep",
+        input: "checkpoint",
+        reason: "is nested deeper than 16 levels: not a checkpoint (its format has four)"
+      })
+      expect(yield* refused(text.slice(0, 50))).toMatchObject({
+        problem: "not JSON",
+        input: "checkpoint",
+        reason: expect.stringMatching(/^is not JSON \(truncated, or not a checkpoint\): /)
+      })
+    }))
+})
+
+describe("a change pass's checkpoint", () => {
+  const refused = refusedBy(Changes.fromJson)
+  const text = changesTexts[0] ?? ""
+  const { checksum: _, ...body } = JSON.parse(text) as Record<string, unknown>
+  const resealed = (fields: Record<string, unknown>) =>
+    JSON.stringify({ ...fields, checksum: Changes.fingerprint(fields) })
+  it.effect("refuses a wrong checksum, version, depth or JSON with its problem", () =>
+    Effect.gen(function*() {
+      expect(yield* refused(text.replace("\"updated\":48", "\"updated\":47"))).toEqual({
+        problem: "checksum",
+        input: "checkpoint.checksum",
+        reason: "does not match the content: the checkpoint was damaged or edited"
+      })
+      expect(yield* refused(resealed({ ...body, version: 2 }))).toMatchObject({
+        problem: "version",
+        input: "checkpoint.version"
+      })
+      expect(yield* refused(resealed({ ...body, version: 0 }))).toMatchObject({
+        problem: "version",
+        input: "checkpoint.version"
+      })
+      expect(yield* refused(`{"version":1,"scan":${"[".repeat(17)}${"]".repeat(17)}}`)).toEqual({
+        problem: "too deep",
+        input: "checkpoint",
+        reason: "is nested deeper than 16 levels: not a checkpoint (its format has four)"
+      })
+      expect(yield* refused(text.slice(0, 50))).toMatchObject({ problem: "not JSON", input: "checkpoint" })
+    }))
+})
