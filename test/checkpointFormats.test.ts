@@ -83,14 +83,15 @@ describe("CKPT of microapp rows", () => {
           "restore it, or remove it to start again"
       )
       expect(yield* refusal(forgedCkpt({ ...fields, version: 4 }))).toBe(
-        `${ckpt} is not a checkpoint of microapp rows: version: version 4 is newer than this microapp reads (3)`
+        `${ckpt} is not a checkpoint of microapp rows: version: version 4 is newer than this microapp reads (3): ` +
+          "read it with a newer microapp"
       )
       expect(yield* refusal(forgedCkpt({ ...fields, version: 1 }))).toBe(
         `${ckpt} is not a checkpoint of microapp rows: version: version 1 has no checksum, so what it records ` +
           "cannot be trusted"
       )
       expect(yield* refusal(`${"[".repeat(5)}${"]".repeat(5)}`)).toBe(
-        `${ckpt} is not a checkpoint of microapp rows: nested too deep`
+        `${ckpt} is not a checkpoint of microapp rows: it is nested deeper than 4 levels, as no checkpoint is`
       )
       expect(yield* refusal(text.slice(0, 100))).toMatch(
         new RegExp(`^${ckpt} is not a checkpoint of microapp rows: .*JSON`)
@@ -138,13 +139,13 @@ describe("STATE of microapp changes", () => {
           "restore it, or remove it to start again with a snapshot"
       )
       expect(yield* refusal(forgedState(JSON.stringify({ ...header, version: 2 }), lines))).toBe(
-        `${notState}: version: version 2 is not the one this microapp reads (1)`
+        `${notState}: version: version 2 is newer than this microapp reads (1): read it with a newer microapp`
       )
       expect(yield* refusal(forgedState(JSON.stringify({ ...header, version: 0 }), lines))).toBe(
-        `${notState}: version: version 0 is not the one this microapp reads (1)`
+        `${notState}: version: unknown version 0: this microapp reads version 1`
       )
       expect(yield* refusal(forgedState(JSON.stringify({ ...header, filters: [[[[[]]]]] }), lines))).toBe(
-        `${notState}: nested too deep`
+        `${notState}: it is nested deeper than 4 levels, as no checkpoint is`
       )
       expect(yield* refusal(forgedState("{\"kind\":}"))).toMatch(new RegExp(`^${notState}: .*JSON`))
       expect(yield* refusal("not a state file\n")).toBe(
@@ -172,7 +173,7 @@ describe("a scan's checkpoint", () => {
       expect(yield* refused(text.replace("\"position\":88", "\"position\":87"))).toEqual({
         problem: "checksum",
         input: "checkpoint.checksum",
-        reason: "does not match the content: the checkpoint was changed or corrupted"
+        reason: "does not match the content: the checkpoint was changed or damaged"
       })
       expect(yield* refused(text.replace("{\"version\":1,", "{\"version\":2,"))).toEqual({
         problem: "version",
@@ -187,7 +188,7 @@ describe("a scan's checkpoint", () => {
       expect(yield* refused(`{"version":1,"query":${"[".repeat(17)}${"]".repeat(17)}}`)).toEqual({
         problem: "too deep",
         input: "checkpoint",
-        reason: "is nested deeper than 16 levels: not a checkpoint (its format has four)"
+        reason: "is nested deeper than 16 levels, as no checkpoint is"
       })
       expect(yield* refused(text.slice(0, 50))).toMatchObject({
         problem: "not JSON",
@@ -208,20 +209,22 @@ describe("a change pass's checkpoint", () => {
       expect(yield* refused(text.replace("\"updated\":48", "\"updated\":47"))).toEqual({
         problem: "checksum",
         input: "checkpoint.checksum",
-        reason: "does not match the content: the checkpoint was damaged or edited"
+        reason: "does not match the content: the checkpoint was changed or damaged"
       })
-      expect(yield* refused(resealed({ ...body, version: 2 }))).toMatchObject({
+      expect(yield* refused(resealed({ ...body, version: 2 }))).toEqual({
         problem: "version",
-        input: "checkpoint.version"
+        input: "checkpoint.version",
+        reason: "version 2 is newer than this library reads (1): read it with a newer effect-microapp"
       })
-      expect(yield* refused(resealed({ ...body, version: 0 }))).toMatchObject({
+      expect(yield* refused(resealed({ ...body, version: 0 }))).toEqual({
         problem: "version",
-        input: "checkpoint.version"
+        input: "checkpoint.version",
+        reason: "unknown version 0: this library reads version 1"
       })
       expect(yield* refused(`{"version":1,"scan":${"[".repeat(17)}${"]".repeat(17)}}`)).toEqual({
         problem: "too deep",
         input: "checkpoint",
-        reason: "is nested deeper than 16 levels: not a checkpoint (its format has four)"
+        reason: "is nested deeper than 16 levels, as no checkpoint is"
       })
       expect(yield* refused(text.slice(0, 50))).toMatchObject({ problem: "not JSON", input: "checkpoint" })
     }))

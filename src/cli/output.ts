@@ -10,6 +10,8 @@ import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import { Chunk, Effect, Exit, Option, Random, Schema, type Scope, Stream } from "effect"
+import type { Versions } from "../internal/checkpointCodec.js"
+import type { InvalidCheckpoint } from "../MicroappError.js"
 import { CommandFailed, UsageError } from "./exitCodes.js"
 import type { Destination, WriteError } from "./stdio.js"
 
@@ -107,6 +109,24 @@ export const readSmallFile = (
       Effect.map(Option.some),
       Effect.mapError(failedOn(`cannot read ${file}`))
     )
+  })
+
+/** Who reads the CLI's checkpoint files, as a refusal of their version says. */
+export const microappReads: Omit<Versions, "current"> = { reader: "this microapp", upgrade: "a newer microapp" }
+
+const unparsed = new Set<InvalidCheckpoint["problem"]>(["not JSON", "too large", "too deep"])
+
+/**
+ * A checkpoint file the codec refused, as a usage error: changed since it was written (its
+ * checksum), with `remedy`; else not `what` it should be, and where not.
+ */
+export const refusedFile = (file: string, what: string, remedy: string) => (error: InvalidCheckpoint) =>
+  new UsageError({
+    message: error.problem === "checksum"
+      ? `${file}: changed or damaged since it was written (its checksum does not match its content): ${remedy}`
+      : `${file} is not ${what}: ${
+        error.input !== "" ? `${error.input}: ` : unparsed.has(error.problem) ? "it " : ""
+      }${error.reason}`
   })
 
 /**

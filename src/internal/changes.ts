@@ -12,7 +12,7 @@ import * as ScanCheckpoint from "../Checkpoint.js"
 import type { InvalidRowPolicy, MicroappClient } from "../MicroappClient.js"
 import { type InvalidCheckpoint, InvalidInput, type RequestError, UnexpectedResponse } from "../MicroappError.js"
 import * as RowStream from "../RowStream.js"
-import { validateEither } from "./bounds.js"
+import * as Codec from "./checkpointCodec.js"
 import { fingerprint } from "./fingerprint.js"
 import { formatPath, type RowDecoder } from "./http/decode.js"
 import { endpoints } from "./http/endpoints.js"
@@ -21,9 +21,8 @@ import { faultOf } from "./http/plainData.js"
 import {
   CheckpointImpl as ScanCheckpointImpl,
   gatherIds,
-  invalidCheckpoint,
   parseJsonText,
-  problemAt,
+  versions,
   withIds as scanWithIds,
   withoutIds as scanWithoutIds
 } from "./scan/checkpoint.js"
@@ -201,7 +200,7 @@ const IdsJson = Schema.Union(PackedIds, HeldJson)
 
 // the fields of confirmed deletes are absent from the checkpoints of earlier versions: exhaustive-only, no reads
 const Json = Schema.Struct({
-  version: Schema.Literal(1),
+  version: Codec.Version(versions),
   phase: Schema.Literal("scan", "deletes", "done"),
   deletes: Schema.optionalWith(Schema.Literal("confirmed", "exhaustive"), { default: () => "exhaustive" }),
   counts: Schema.Struct({
@@ -217,14 +216,7 @@ const Json = Schema.Struct({
 
 const encodeScan = Schema.encodeSync(ScanCheckpoint.Checkpoint)
 
-/** Under a key, so that a failure's path starts with "checkpoint". */
-const validateJson = validateEither(Schema.Struct({ checkpoint: Json }), undefined, "checkpoint")
-
-const decodeJson = (json: unknown) =>
-  Either.mapLeft(
-    validateJson(json),
-    (error) => invalidCheckpoint(problemAt(error.input.split(".")), error.input, error.reason)
-  )
+const decodeJson = Codec.decoder(Json)
 
 /** The checkpoint's text: what its `toJSON` returns, written by `JSON.stringify`. */
 export const toJson = (checkpoint: Changes.Checkpoint): string => JSON.stringify(checkpoint)
@@ -233,7 +225,7 @@ export const toJson = (checkpoint: Changes.Checkpoint): string => JSON.stringify
 const invalid = (input: string, reason: string) =>
   new InvalidInput({ method: "POST", path: endpoints.rows.path, input, reason })
 
-const invalidField = (input: string, reason: string) => invalidCheckpoint("field", input, reason)
+const invalidField = (input: string, reason: string) => Codec.invalidCheckpoint("field", input, reason)
 
 /** The first way in which a decoded checkpoint is not a state a pass could have been in, if any. */
 const problemOf = (
@@ -299,7 +291,7 @@ const decodeParsed = (json: unknown): Either.Either<CheckpointImpl, InvalidCheck
   if (fault !== undefined) return Either.left(invalidField(["checkpoint", ...fault.path].join("."), fault.reason))
   if (!Predicate.isRecord(json) || typeof json.checksum !== "string") {
     return Either.left(
-      invalidCheckpoint(
+      Codec.invalidCheckpoint(
         "not a checkpoint",
         "checkpoint",
         "is not a change pass checkpoint: a JSON object with a checksum is expected"
@@ -307,16 +299,8 @@ const decodeParsed = (json: unknown): Either.Either<CheckpointImpl, InvalidCheck
     )
   }
   const { checksum, ...body } = json
-  if (fingerprint(body) !== checksum) {
-    return Either.left(
-      invalidCheckpoint(
-        "checksum",
-        "checkpoint.checksum",
-        "does not match the content: the checkpoint was damaged or edited"
-      )
-    )
-  }
-  return Either.flatMap(decodeJson({ checkpoint: json }), ({ checkpoint }) =>
+  if (fingerprint(body) !== checksum) return Either.left(Codec.checksumRefused("checkpoint.checksum"))
+  return Either.flatMap(decodeJson(json, "checkpoint"), (checkpoint) =>
     Either.flatMap(
       Either.all([idsOf(checkpoint.deleted, "deleted"), idsOf(checkpoint.kept, "kept")]),
       ([deleted, kept]) => {
@@ -368,7 +352,7 @@ export const withIds = <E = never, R = never>(
   Effect.suspend(() => {
     if (!(checkpoint instanceof CheckpointImpl)) {
       return Effect.fail(
-        invalidCheckpoint(
+        Codec.invalidCheckpoint(
           "not a checkpoint",
           "checkpoint",
           "is not a checkpoint of a change pass (Changes.fromJson reads one)"
@@ -464,21 +448,21 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
       return yield* invalid("deletes", "must be \"confirmed\" or \"exhaustive\"")
     }
     if (resume !== undefined && !(resume instanceof CheckpointImpl)) {
-      return yield* invalidCheckpoint(
+      return yield* Codec.invalidCheckpoint(
         "not a checkpoint",
         "resume",
         "is not a checkpoint of a change pass (Changes.fromJson reads one)"
       )
     }
     if (resume !== undefined && resume.mode !== mode) {
-      return yield* invalidCheckpoint(
+      return yield* Codec.invalidCheckpoint(
         "another query",
         "resume",
         `is a checkpoint of a pass with ${resume.mode} deletes, not ${mode} ones`
       )
     }
     if (resume !== undefined && holdsNoIds(resume)) {
-      return yield* invalidCheckpoint(
+      return yield* Codec.invalidCheckpoint(
         "ids held",
         "resume",
         "the checkpoint holds no ids, its sink does: resume from `Changes.withIds(checkpoint, { ids, deleted, kept })`"
