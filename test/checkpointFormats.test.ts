@@ -6,13 +6,14 @@
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Option } from "effect"
+import { Effect, FastCheck as FC, Layer, Option, ParseResult, Schema } from "effect"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as ChangeFiles from "../src/cli/changeFiles.js"
 import * as Checkpointed from "../src/cli/checkpointed.js"
 import { Changes, Checkpoint } from "../src/index.js"
+import * as Codec from "../src/internal/checkpointCodec.js"
 import { temporaryDirectory } from "./cliSupport.js"
 
 const fixture = (name: string): ReadonlyArray<string> =>
@@ -228,4 +229,40 @@ describe("a change pass's checkpoint", () => {
       })
       expect(yield* refused(text.slice(0, 50))).toMatchObject({ problem: "not JSON", input: "checkpoint" })
     }))
+})
+
+describe("the codec's envelope", () => {
+  const jsonObject = FC.dictionary(FC.string(), FC.jsonValue(), { minKeys: 1 })
+  it.prop("seal adds the checksum as the last key, and unseal gives back the text and the checksum", [
+    jsonObject,
+    FC.stringMatching(/^[0-9a-f]{8,64}$/)
+  ], ([object, checksum]) => {
+    const text = JSON.stringify(object)
+    const sealedText = Codec.seal(text, checksum)
+    expect(JSON.parse(sealedText)).toEqual({ ...JSON.parse(text), checksum })
+    expect(Codec.unseal(sealedText)).toEqual({ text, checksum })
+  })
+
+  it.prop("the canonical text is one whatever the order of the keys", [FC.jsonValue()], ([value]) => {
+    const Body = Schema.Struct({ b: Schema.Unknown, a: Schema.Struct({ d: Schema.Unknown, c: Schema.Unknown }) })
+    const keys = Codec.keyOrder(Body)
+    expect(keys).toEqual(["b", "a", "d", "c"])
+    const inOrder = { b: value, a: { d: 1, c: value } }
+    const reversed = { a: { c: value, d: 1 }, b: value }
+    expect(Codec.canonical(reversed, keys)).toBe(Codec.canonical(inOrder, keys))
+  })
+
+  it("a version: read from the oldest to the current, else newer, older or unknown", () => {
+    const decode = Schema.decodeUnknownEither(
+      Codec.Version({ current: 3, oldest: { version: 2, before: "is too old" }, reader: "this", upgrade: "that" })
+    )
+    const reason = (n: number) => {
+      const decoded = decode(n)
+      return decoded._tag === "Right" ? "read" : ParseResult.ArrayFormatter.formatErrorSync(decoded.left)[0]?.message
+    }
+    expect([2, 3].map(reason)).toEqual(["read", "read"])
+    expect(reason(4)).toBe("version 4 is newer than this reads (3): read it with that")
+    expect(reason(1)).toBe("version 1 is too old")
+    expect(reason(2.5)).toBe("unknown version 2.5: this reads version 3")
+  })
 })

@@ -25,7 +25,7 @@ import type { ScanSummary } from "../RowStream.js"
 import { eventLines, markLast } from "./changeEvents.js"
 import { type CommandFailed, UsageError } from "./exitCodes.js"
 import { holdLock } from "./lockFile.js"
-import { atomicFile, checkCommitted, failedOn, microappReads, refusedFile, regularFileSize } from "./output.js"
+import { atomicFile, checkCommitted, failedOn, refusedFile, regularFileSize } from "./output.js"
 import { packageVersion } from "./packageVersion.js"
 import type { Stdio, WriteError } from "./stdio.js"
 
@@ -51,7 +51,7 @@ type Pass = typeof Pass.Type
 /** STATE's first line, but its checksum. */
 const Header = Schema.Struct({
   kind: Schema.Literal(kind),
-  version: Codec.Version({ ...microappReads, current: version }),
+  version: Codec.Version({ current: version, reader: "this microapp", upgrade: "a newer microapp" }),
   microAppID: Schema.String,
   filters: Schema.Array(Filter),
   /** The baseline's lines that follow. */

@@ -38,7 +38,6 @@ import {
   type Format,
   formats,
   type JsonRow,
-  microappReads,
   ndjsonLines,
   readSmallFile,
   refusedFile,
@@ -52,8 +51,9 @@ const version = 3
 
 /** The oldest version read is the first with a checksum. */
 const Version = Codec.Version({
-  ...microappReads,
   current: version,
+  reader: "this microapp",
+  upgrade: "a newer microapp",
   oldest: { version: 2, before: "has no checksum, so what it records cannot be trusted" }
 })
 
@@ -158,16 +158,17 @@ const committedIds = (file: string, ckpt: string, length: number) =>
       ))
   )
 
+/** The scan's checkpoint CKPT holds, checked as `Checkpoint.fromJson` checks it. */
+const scanOf = (state: Body, ckpt: string) =>
+  Effect.mapError(Checkpoint.fromJson(state.scan), (error) => new UsageError({ message: `${ckpt}: ${error.reason}` }))
+
 /**
  * A usage error unless CKPT's `finished` agrees with its scan's checkpoint (complete) and with FILE
  * (as many rows as the scan read): `finished` alone would end a run over a FILE cut short.
  */
 const checkFinished = (state: Body, output: string, ckpt: string) =>
   Effect.gen(function*() {
-    const checkpoint = yield* Effect.mapError(
-      Checkpoint.fromJson(state.scan),
-      (error) => new UsageError({ message: `${ckpt}: ${error.reason}` })
-    )
+    const checkpoint = yield* scanOf(state, ckpt)
     if (!checkpoint.summary.complete) {
       return yield* new UsageError({
         message:
@@ -238,10 +239,7 @@ export const writeCheckpointed = (
     const resume = yield* Option.match(stored, {
       onNone: () => Effect.succeed(undefined),
       onSome: (state) =>
-        Effect.mapError(
-          Checkpoint.fromJson(state.scan),
-          (error) => new UsageError({ message: `${ckpt}: ${error.reason}` })
-        ).pipe(
+        scanOf(state, ckpt).pipe(
           // a version 2 CKPT holds its ids: FILE is not read
           Effect.flatMap((checkpoint) => Checkpoint.withIds(checkpoint, committedIds(growing, ckpt, state.length))),
           Effect.catchTag("InvalidInput", (error) =>

@@ -10,7 +10,6 @@ import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import { Chunk, Effect, Exit, Option, Random, Schema, type Scope, Stream } from "effect"
-import type { Versions } from "../internal/checkpointCodec.js"
 import type { InvalidCheckpoint } from "../MicroappError.js"
 import { CommandFailed, UsageError } from "./exitCodes.js"
 import type { Destination, WriteError } from "./stdio.js"
@@ -110,9 +109,6 @@ export const readSmallFile = (
       Effect.mapError(failedOn(`cannot read ${file}`))
     )
   })
-
-/** Who reads the CLI's checkpoint files, as a refusal of their version says. */
-export const microappReads: Omit<Versions, "current"> = { reader: "this microapp", upgrade: "a newer microapp" }
 
 const unparsed = new Set<InvalidCheckpoint["problem"]>(["not JSON", "too large", "too deep"])
 

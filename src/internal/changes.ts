@@ -6,7 +6,7 @@
  * checkpoint wraps the scan's with the counts, the phase, the ids already reported deleted and
  * the ids its point reads kept.
  */
-import { Chunk, Data, Effect, Either, Predicate, Ref, Schema, Stream } from "effect"
+import { Chunk, Data, Effect, Either, Ref, Schema, Stream } from "effect"
 import type * as Changes from "../Changes.js"
 import * as ScanCheckpoint from "../Checkpoint.js"
 import type { InvalidRowPolicy, MicroappClient } from "../MicroappClient.js"
@@ -21,7 +21,7 @@ import { faultOf } from "./http/plainData.js"
 import {
   CheckpointImpl as ScanCheckpointImpl,
   gatherIds,
-  parseJsonText,
+  textBounds,
   versions,
   withIds as scanWithIds,
   withoutIds as scanWithoutIds
@@ -227,6 +227,13 @@ const invalid = (input: string, reason: string) =>
 
 const invalidField = (input: string, reason: string) => Codec.invalidCheckpoint("field", input, reason)
 
+const notAPassCheckpoint = (input: string) =>
+  Codec.invalidCheckpoint(
+    "not a checkpoint",
+    input,
+    "is not a checkpoint of a change pass (Changes.fromJson reads one)"
+  )
+
 /** The first way in which a decoded checkpoint is not a state a pass could have been in, if any. */
 const problemOf = (
   json: typeof Json.Type,
@@ -283,22 +290,15 @@ const problemOf = (
 }
 
 const parse = (text: string): Either.Either<CheckpointImpl, InvalidCheckpoint> =>
-  Either.flatMap(parseJsonText(text), decodeParsed)
+  Either.flatMap(Codec.parse(text, textBounds, "checkpoint"), decodeParsed)
 
 const decodeParsed = (json: unknown): Either.Either<CheckpointImpl, InvalidCheckpoint> => {
   // before Schema, which recurses and would set a prototype from a __proto__ key
   const fault = faultOf(json)
   if (fault !== undefined) return Either.left(invalidField(["checkpoint", ...fault.path].join("."), fault.reason))
-  if (!Predicate.isRecord(json) || typeof json.checksum !== "string") {
-    return Either.left(
-      Codec.invalidCheckpoint(
-        "not a checkpoint",
-        "checkpoint",
-        "is not a change pass checkpoint: a JSON object with a checksum is expected"
-      )
-    )
-  }
-  const { checksum, ...body } = json
+  const object = Codec.objectWith(json, "checksum", "a change pass checkpoint")
+  if (Either.isLeft(object)) return Either.left(object.left)
+  const { checksum, ...body } = object.right
   if (fingerprint(body) !== checksum) return Either.left(Codec.checksumRefused("checkpoint.checksum"))
   return Either.flatMap(decodeJson(json, "checkpoint"), (checkpoint) =>
     Either.flatMap(
@@ -350,15 +350,7 @@ export const withIds = <E = never, R = never>(
   ids: Changes.SinkIds<E, R>
 ): Effect.Effect<Changes.Checkpoint, InvalidCheckpoint | E, R> =>
   Effect.suspend(() => {
-    if (!(checkpoint instanceof CheckpointImpl)) {
-      return Effect.fail(
-        Codec.invalidCheckpoint(
-          "not a checkpoint",
-          "checkpoint",
-          "is not a checkpoint of a change pass (Changes.fromJson reads one)"
-        )
-      )
-    }
+    if (!(checkpoint instanceof CheckpointImpl)) return Effect.fail(notAPassCheckpoint("checkpoint"))
     const gathered = (held: HeldOrExact, given: Changes.SinkIds<E, R>["kept"], input: "deleted" | "kept") =>
       held._tag === "Exact" ? Effect.succeed(held) : gatherIds(held, given ?? [], input)
     return Effect.map(
@@ -448,11 +440,7 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
       return yield* invalid("deletes", "must be \"confirmed\" or \"exhaustive\"")
     }
     if (resume !== undefined && !(resume instanceof CheckpointImpl)) {
-      return yield* Codec.invalidCheckpoint(
-        "not a checkpoint",
-        "resume",
-        "is not a checkpoint of a change pass (Changes.fromJson reads one)"
-      )
+      return yield* notAPassCheckpoint("resume")
     }
     if (resume !== undefined && resume.mode !== mode) {
       return yield* Codec.invalidCheckpoint(

@@ -4,39 +4,36 @@
  * canonical text (keys in the order of the format's Schema) and a checksum written after it, last.
  * Every refusal is an `InvalidCheckpoint` naming its problem; each format picks its checksum.
  */
-import { Either, ParseResult, Schema, SchemaAST } from "effect"
+import { Either, ParseResult, Predicate, Schema, SchemaAST } from "effect"
 import type { ParseOptions } from "effect/SchemaAST"
 import { type CheckpointProblem, InvalidCheckpoint } from "../MicroappError.js"
 
 export const invalidCheckpoint = (problem: CheckpointProblem, input: string, reason: string) =>
   new InvalidCheckpoint({ input, reason, problem })
 
-/** What a format reads: its versions, and who reads them, as a refusal says. */
+/**
+ * What a format reads: the version it writes (the newest), the oldest and why one before it is
+ * not read, and who reads them ("this microapp") and what reads a newer one, as a refusal says.
+ */
 export interface Versions {
-  /** The version written, the newest read. */
   readonly current: number
-  /** The oldest version read, and why one before it is not. */
   readonly oldest?: { readonly version: number; readonly before: string }
-  /** "this library", "this microapp". */
   readonly reader: string
-  /** What reads a newer version: "a newer microapp". */
   readonly upgrade: string
 }
 
 /** A format's version: a whole number it reads, or refused saying whether it is newer, older or unknown. */
-export const Version = ({ current, oldest, reader, upgrade }: Versions) => {
-  const first = oldest?.version ?? current
-  return Schema.Number.pipe(Schema.filter((n) =>
-    Number.isSafeInteger(n) && n >= first && n <= current ||
-    (!Number.isSafeInteger(n)
-      ? `unknown version ${n}: ${reader} reads version ${current}`
-      : n > current
-      ? `version ${n} is newer than ${reader} reads (${current}): read it with ${upgrade}`
-      : oldest !== undefined
-      ? `version ${n} ${oldest.before}`
-      : `unknown version ${n}: ${reader} reads version ${current}`)
-  ))
-}
+export const Version = ({ current, oldest, reader, upgrade }: Versions) =>
+  Schema.Number.pipe(
+    Schema.filter((n) =>
+      Number.isSafeInteger(n) && n > current
+        ? `version ${n} is newer than ${reader} reads (${current}): read it with ${upgrade}`
+        : (Number.isSafeInteger(n) && n >= (oldest?.version ?? current)) ||
+          (Number.isSafeInteger(n) && oldest !== undefined
+            ? `version ${n} ${oldest.before}`
+            : `unknown version ${n}: ${reader} reads version ${current}`)
+    )
+  )
 
 /** The keys of the objects `ast` encodes, each object's in its Schema's order. */
 const keysOf = (ast: SchemaAST.AST): Array<string> => {
@@ -150,6 +147,14 @@ export const parse = (text: string, bounds: Bounds, input: string): Either.Eithe
     return Either.left(invalidCheckpoint("not JSON", input, `is not JSON (truncated, or not a checkpoint)${detail}`))
   }
 }
+
+/** `json` as an object with `key`, or refused as not `what` it should be at all. */
+export const objectWith = (json: unknown, key: string, what: string) =>
+  Predicate.isRecord(json) && key in json
+    ? Either.right(json)
+    : Either.left(
+      invalidCheckpoint("not a checkpoint", "checkpoint", `is not ${what}: a JSON object with a ${key} is expected`)
+    )
 
 /** What a checkpoint's decoding refused at `path` (its keys from the top): the version, the checksum, or another field. */
 const problemAt = (path: ReadonlyArray<PropertyKey>): CheckpointProblem => {

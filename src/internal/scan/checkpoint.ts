@@ -39,7 +39,7 @@ export type QueryJson = QueryObject
 /** What the client's formats read: a change pass's checkpoint is at version 1 too. */
 export const versions: Codec.Versions = { current: version, reader: "this library", upgrade: "a newer effect-microapp" }
 
-/** The bounds of the client's formats' texts. */
+/** The bounds of the client's formats' texts: a change pass's checkpoint holds a scan's. */
 export const textBounds: Codec.Bounds = { chars: bounds.checkpointChars, depth: bounds.checkpointDepth }
 
 /** The JSON object of a checkpoint: the scan's state beside its version and query, and the checksum of them all. */
@@ -168,10 +168,9 @@ const problemOf = (query: QueryJson, { counters, seen, state }: ScanState.ScanSt
   return undefined
 }
 
-const CheckpointSelf = Schema.declare(isCheckpoint, {
-  identifier: "Checkpoint",
-  message: () => "must be a Checkpoint: from a page of `pages`, or from `Checkpoint.fromJson`"
-})
+const mustBe = "must be a Checkpoint: from a page of `pages`, or from `Checkpoint.fromJson`"
+
+const CheckpointSelf = Schema.declare(isCheckpoint, { identifier: "Checkpoint", message: () => mustBe })
 
 const decodeJsonObject = ParseResult.decodeUnknown(Json)
 
@@ -205,25 +204,14 @@ export const CheckpointSchema: Schema.Schema<Checkpoint, unknown> = Schema.trans
 
 const decodeJson = Codec.decoder(CheckpointSchema)
 
-/** The JSON value of a checkpoint's text, within the client's bounds. Change passes' checkpoints read theirs too. */
-export const parseJsonText = (text: string) => Codec.parse(text, textBounds, "checkpoint")
-
 /** A checkpoint from its JSON text, or what is wrong with the text. */
 const parseText = (text: string): Either.Either<Checkpoint, InvalidCheckpoint> =>
-  Either.flatMap(parseJsonText(text), decodeParsed)
-
-const decodeParsed = (json: unknown): Either.Either<Checkpoint, InvalidCheckpoint> => {
-  if (!Predicate.isRecord(json) || !("version" in json)) {
-    return Either.left(
-      Codec.invalidCheckpoint(
-        "not a checkpoint",
-        "checkpoint",
-        "is not a checkpoint: a JSON object with a version is expected"
-      )
-    )
-  }
-  return decodeJson(json, "checkpoint")
-}
+  Either.flatMap(
+    Either.flatMap(Codec.parse(text, textBounds, "checkpoint"), (json) =>
+      Codec.objectWith(json, "version", "a checkpoint")),
+    (object) =>
+      decodeJson(object, "checkpoint")
+  )
 
 /** A checkpoint from its JSON text, or what is wrong with the text. */
 export const fromJson = (text: string): Effect.Effect<Checkpoint, InvalidCheckpoint> =>
@@ -303,13 +291,7 @@ export const withIds = <E = never, R = never>(
 ): Effect.Effect<Checkpoint, InvalidCheckpoint | E, R> =>
   Effect.suspend(() => {
     if (!(checkpoint instanceof CheckpointImpl)) {
-      return Effect.fail(
-        Codec.invalidCheckpoint(
-          "not a checkpoint",
-          "checkpoint",
-          "must be a Checkpoint: from a page of `pages`, or from `Checkpoint.fromJson`"
-        )
-      )
+      return Effect.fail(Codec.invalidCheckpoint("not a checkpoint", "checkpoint", mustBe))
     }
     const { seen } = checkpoint.state
     if (seen._tag !== "Held") return Effect.succeed(checkpoint)
@@ -359,13 +341,7 @@ export const resumeFrom = (
 ): Either.Either<CheckpointImpl | undefined, InvalidCheckpoint> => {
   if (resume === undefined) return Either.right(undefined)
   if (!(resume instanceof CheckpointImpl)) {
-    return Either.left(
-      Codec.invalidCheckpoint(
-        "not a checkpoint",
-        "resume",
-        "must be a Checkpoint: from a page of `pages`, or from `Checkpoint.fromJson`"
-      )
-    )
+    return Either.left(Codec.invalidCheckpoint("not a checkpoint", "resume", mustBe))
   }
   if (resume.state.seen._tag === "Held") {
     return Either.left(Codec.invalidCheckpoint(
