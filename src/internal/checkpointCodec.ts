@@ -5,7 +5,6 @@
  * Every refusal is an `InvalidCheckpoint` naming its problem; each format picks its checksum.
  */
 import { Either, ParseResult, Predicate, Schema, SchemaAST } from "effect"
-import type { ParseOptions } from "effect/SchemaAST"
 import { type CheckpointProblem, InvalidCheckpoint } from "../MicroappError.js"
 
 export const invalidCheckpoint = (problem: CheckpointProblem, input: string, reason: string) =>
@@ -166,7 +165,7 @@ const problemAt = (path: ReadonlyArray<PropertyKey>): CheckpointProblem => {
  * A decoder of a format's JSON value by `schema`, its first failure an `InvalidCheckpoint` at the
  * failing key's path under `root` (the path alone when `root` is empty).
  */
-export const decoder = <A, I>(schema: Schema.Schema<A, I>, options?: ParseOptions) => {
+export const decoder = <A, I>(schema: Schema.Schema<A, I>, options?: SchemaAST.ParseOptions) => {
   const decode = Schema.decodeUnknownEither(schema, { ...options, errors: "first" })
   return (json: unknown, root: string): Either.Either<A, InvalidCheckpoint> =>
     Either.mapLeft(decode(json), (error) => {
