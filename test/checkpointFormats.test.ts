@@ -47,9 +47,34 @@ const forgedState = (header: string, lines: ReadonlyArray<string> = []) => {
   return `${sealed(header, sha256(`${header}\n${rest}`))}\n${rest}`
 }
 
-/** The message of the usage error `effect` fails with. */
-const messageOf = <A, E extends { readonly message: string }, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.map(Effect.flip(effect), (error) => error.message)
+/** The message `load` refuses `file` with once it holds `content`, or that many bytes (sparse: no disk used). */
+const refusalOf = <A, E extends { readonly message: string }, R>(
+  load: (file: string) => Effect.Effect<A, E, R>,
+  file: string
+) =>
+(content: string | number) => {
+  fs.writeFileSync(file, typeof content === "string" ? content : "")
+  if (typeof content === "number") fs.truncateSync(file, content)
+  return Effect.map(Effect.flip(load(file)), (error) => error.message)
+}
+
+/** Each of `texts` as a file, read by `load`, written again by `save`: the same bytes; then `check` of what was read. */
+const writtenAgain = <A, E, R, E2, R2>(
+  texts: ReadonlyArray<string>,
+  load: (file: string) => Effect.Effect<Option.Option<A>, E, R>,
+  save: (file: string, read: A) => Effect.Effect<unknown, E2, R2>,
+  check: (read: A) => Effect.Effect<void, unknown>
+) =>
+  Effect.gen(function*() {
+    const dir = yield* temporaryDirectory
+    for (const [i, text] of texts.entries()) {
+      fs.writeFileSync(path.join(dir, `read-${i}`), text)
+      const read = Option.getOrThrow(yield* load(path.join(dir, `read-${i}`)))
+      yield* save(path.join(dir, `written-${i}`), read)
+      expect(fs.readFileSync(path.join(dir, `written-${i}`), "utf8")).toBe(text)
+      yield* check(read)
+    }
+  })
 
 const headerOf = (text: string): Record<string, unknown> => JSON.parse(text.slice(0, text.indexOf("\n")))
 
@@ -57,16 +82,12 @@ describe("CKPT of microapp rows", () => {
   it.scoped("each fixture reads back, its scan's checkpoint too, and is written again byte for byte", () =>
     Effect.gen(function*() {
       expect(ckptTexts.length).toBe(5)
-      const dir = yield* temporaryDirectory
-      for (const [i, text] of ckptTexts.entries()) {
-        const read = path.join(dir, `read-${i}.ckpt`)
-        const written = path.join(dir, `written-${i}.ckpt`)
-        fs.writeFileSync(read, text)
-        const body = Option.getOrThrow(yield* Checkpointed.load(read))
-        yield* Checkpointed.save(written, body)
-        expect(fs.readFileSync(written, "utf8")).toBe(text)
-        expect(Checkpoint.toJson(yield* Checkpoint.fromJson(body.scan))).toBe(body.scan)
-      }
+      yield* writtenAgain(
+        ckptTexts,
+        Checkpointed.load,
+        Checkpointed.save,
+        (body) => Effect.map(Checkpoint.fromJson(body.scan), (scan) => expect(Checkpoint.toJson(scan)).toBe(body.scan))
+      )
     }).pipe(Effect.provide(files)))
 
   it.scoped("refuses a wrong checksum, version, size, depth or JSON, naming the file and what is wrong", () =>
@@ -75,10 +96,7 @@ describe("CKPT of microapp rows", () => {
       const ckpt = path.join(dir, "out.ckpt")
       const text = ckptTexts[0] ?? ""
       const fields = JSON.parse(text) as Record<string, unknown>
-      const refusal = (content: string) => {
-        fs.writeFileSync(ckpt, content)
-        return messageOf(Checkpointed.load(ckpt))
-      }
+      const refusal = refusalOf(Checkpointed.load, ckpt)
       expect(yield* refusal(text.replace("\"length\":4821", "\"length\":4822"))).toBe(
         `${ckpt}: changed or damaged since it was written (its checksum does not match its content): ` +
           "restore it, or remove it to start again"
@@ -97,10 +115,7 @@ describe("CKPT of microapp rows", () => {
       expect(yield* refusal(text.slice(0, 100))).toMatch(
         new RegExp(`^${ckpt} is not a checkpoint of microapp rows: .*JSON`)
       )
-      // sparse: no disk used
-      fs.writeFileSync(ckpt, "")
-      fs.truncateSync(ckpt, Checkpointed.checkpointFileLimit + 1)
-      expect(yield* messageOf(Checkpointed.load(ckpt))).toMatch(
+      expect(yield* refusal(Checkpointed.checkpointFileLimit + 1)).toMatch(
         new RegExp(`^${ckpt} is too large to be a checkpoint of microapp rows`)
       )
     }).pipe(Effect.provide(files)))
@@ -110,17 +125,17 @@ describe("STATE of microapp changes", () => {
   it.scoped("each fixture reads back, its pass's checkpoint too, and is written again byte for byte", () =>
     Effect.gen(function*() {
       expect(stateTexts.length).toBe(5)
-      const dir = yield* temporaryDirectory
-      for (const [i, text] of stateTexts.entries()) {
-        const read = path.join(dir, `read-${i}.state`)
-        const written = path.join(dir, `written-${i}.state`)
-        fs.writeFileSync(read, text)
-        const { baseline, header } = Option.getOrThrow(yield* ChangeFiles.load(read))
-        yield* ChangeFiles.save(written, header, baseline)
-        expect(fs.readFileSync(written, "utf8")).toBe(text)
-        const saved = header.pass?.checkpoint ?? null
-        if (saved !== null) expect(Changes.toJson(yield* Changes.fromJson(saved))).toBe(saved)
-      }
+      yield* writtenAgain(
+        stateTexts,
+        ChangeFiles.load,
+        (file, { baseline, header }) => ChangeFiles.save(file, header, baseline),
+        ({ header }) => {
+          const saved = header.pass?.checkpoint ?? null
+          return saved === null
+            ? Effect.void
+            : Effect.map(Changes.fromJson(saved), (pass) => expect(Changes.toJson(pass)).toBe(saved))
+        }
+      )
     }).pipe(Effect.provide(files)))
 
   it.scoped("refuses a wrong checksum, version, size, depth or JSON, naming the file and what is wrong", () =>
@@ -130,10 +145,7 @@ describe("STATE of microapp changes", () => {
       const text = stateTexts[0] ?? ""
       const { checksum: _, ...header } = headerOf(text)
       const lines = text.trimEnd().split("\n").slice(1)
-      const refusal = (content: string) => {
-        fs.writeFileSync(state, content)
-        return messageOf(ChangeFiles.load(state))
-      }
+      const refusal = refusalOf(ChangeFiles.load, state)
       const notState = `${state} is not a state file of microapp changes`
       expect(yield* refusal(text.replace("fedcba9876543210", "fedcba9876543211"))).toBe(
         `${state}: changed or damaged since it was written (its checksum does not match its content): ` +
@@ -152,9 +164,7 @@ describe("STATE of microapp changes", () => {
       expect(yield* refusal("not a state file\n")).toBe(
         `${notState}: its first line is not a header with a checksum`
       )
-      fs.writeFileSync(state, "")
-      fs.truncateSync(state, ChangeFiles.stateFileLimit + 1)
-      expect(yield* messageOf(ChangeFiles.load(state))).toMatch(
+      expect(yield* refusal(ChangeFiles.stateFileLimit + 1)).toMatch(
         new RegExp(`^${state} is too large to be a state file of microapp changes`)
       )
     }).pipe(Effect.provide(files)))
