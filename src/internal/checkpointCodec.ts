@@ -77,6 +77,7 @@ export const fnv1a = (text: string): string => {
   return (hash >>> 0).toString(16).padStart(8, "0")
 }
 
+/** A checksum that is not the content's, at `input`: the text was changed since it was written. */
 export const checksumRefused = (input: string) =>
   invalidCheckpoint("checksum", input, "does not match the content: the checkpoint was changed or damaged")
 
@@ -172,6 +173,6 @@ export const decoder = <A, I>(schema: Schema.Schema<A, I>, options?: SchemaAST.P
       const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
       const path = issue?.path ?? []
       const input = [...(root === "" ? [] : [root]), ...path.map(String)].join(".")
-      return invalidCheckpoint(problemAt(path), input === "" ? root : input, issue?.message ?? error.message)
+      return invalidCheckpoint(problemAt(path), input, issue?.message ?? error.message)
     })
 }
