@@ -134,7 +134,7 @@ describe("mapInOrder", () => {
           2,
           (turns, index) =>
             index === 1 ? Effect.zipRight(Deferred.succeed(stop, undefined), start(turns, index)) : start(turns, index),
-          Deferred.await(stop)
+          { stop: Deferred.await(stop) }
         )
       )
       // 0 finishes and a worker takes 2 before the stop, made by 1, is seen
@@ -149,7 +149,7 @@ describe("mapInOrder", () => {
       const { start } = tracked()
       const stop = yield* Deferred.make<void>()
       const input = Stream.concat(Stream.make(0, 1), Stream.never)
-      const out = yield* mapInOrder(input, 2, start, Deferred.await(stop)).pipe(
+      const out = yield* mapInOrder(input, 2, start, { stop: Deferred.await(stop) }).pipe(
         Stream.tap((result) => result === 10 ? Deferred.succeed(stop, undefined) : Effect.void),
         Stream.runCollect
       )

@@ -2,7 +2,6 @@
  * The engine behind `updateRows`: bounded concurrency, one outcome per update in input order,
  * updates of one row applied in input order, and ambiguous failures resolved by reading back.
  */
-import type { Chunk } from "effect"
 import { Deferred, Effect, FiberRef, Predicate, Schema, Stream } from "effect"
 import { defaults, type Options, Outcome } from "../BulkUpdate.js"
 import type { MicroappClient } from "../MicroappClient.js"
@@ -227,8 +226,8 @@ export const makeUpdateRows = (calls: Calls) => {
         })
       }
 
-      /** Counts a chunk of outcomes as it is emitted: one metric update per kind, not per outcome. */
-      const count = (outcomes: Chunk.Chunk<Outcome>) => {
+      /** Counts the outcomes as they are emitted: one metric update per kind, not per outcome. */
+      const count = (outcomes: ReadonlyArray<Outcome>) => {
         const kinds = { Updated: 0, Refused: 0, Failed: 0, Unknown: 0, Invalid: 0 }
         for (const outcome of outcomes) {
           kinds[outcome._tag]++
@@ -243,8 +242,7 @@ export const makeUpdateRows = (calls: Calls) => {
         }, { discard: true })
       }
 
-      return mapInOrder(updates, settings.concurrency, start, Deferred.await(halted)).pipe(
-        Stream.mapChunksEffect((outcomes) => Effect.as(count(outcomes), outcomes)),
+      return mapInOrder(updates, settings.concurrency, start, { stop: Deferred.await(halted), onEmit: count }).pipe(
         // the span ends with the figures of what was done, however the stream ended
         Stream.ensuring(Effect.sync(() => {
           if (span._tag === "None") return

@@ -16,7 +16,8 @@ const Empty: unique symbol = Symbol("Empty")
  * what it does before returning its effect happens in order; when it returns `undefined`, that
  * element and every one after it are not started and the input is no longer read. When `stop`
  * completes, the same: no more elements start, and a read of the input under way is abandoned.
- * Either way the stream ends after the results of the elements started. No more than
+ * Either way the stream ends after the results of the elements started. `onEmit` sees each chunk
+ * of results as it is pulled (a stage of its own would cost a channel step per chunk). No more than
  * `2 * concurrency` elements are started and not yet pulled; when the stream ends early, the
  * elements still running are interrupted.
  */
@@ -24,7 +25,10 @@ export const mapInOrder = <A, E, R, B, R2>(
   self: Stream.Stream<A, E, R>,
   concurrency: number,
   start: (element: A, index: number) => Effect.Effect<B, never, R2> | undefined,
-  stop?: Effect.Effect<unknown, never, R2>
+  options: {
+    readonly stop?: Effect.Effect<unknown, never, R2> | undefined
+    readonly onEmit?: ((results: ReadonlyArray<B>) => Effect.Effect<void>) | undefined
+  } = {}
 ): Stream.Stream<B, E, R | R2> =>
   Stream.fromPull(Effect.gen(function*() {
     const pull = yield* Stream.toPull(self)
@@ -135,7 +139,8 @@ export const mapInOrder = <A, E, R, B, R2>(
           emitted++
         }
         wakeWorkers()
-        return Effect.succeed(Chunk.unsafeFromArray(out))
+        const emitting = Chunk.unsafeFromArray(out)
+        return options.onEmit === undefined ? Effect.succeed(emitting) : Effect.as(options.onEmit(out), emitting)
       }
       if (failure !== undefined && emitted === failedAt) return Effect.failCause(failure)
       if (closed && emitted === started) return Effect.fail(Option.none())
@@ -143,6 +148,6 @@ export const mapInOrder = <A, E, R, B, R2>(
     })
 
     for (let i = 0; i < concurrency; i++) yield* Effect.forkScoped(worker)
-    if (stop !== undefined) yield* Effect.forkScoped(Effect.zipRight(stop, Effect.sync(close)))
+    if (options.stop !== undefined) yield* Effect.forkScoped(Effect.zipRight(options.stop, Effect.sync(close)))
     return next
   }))
