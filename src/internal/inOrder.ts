@@ -88,13 +88,13 @@ export const mapInOrder = <A, E, R, B, R2>(
         if (!canTake()) return Effect.zipRight(waitToTake, take)
         if (at < chunk.length) {
           const index = started
+          current = index
           const work = start(chunk[at++] as A, index)
           if (work === undefined) {
             close()
             return Effect.void
           }
           started++
-          current = index
           return Effect.flatMap(work, (result) => {
             results[index % window] = result
             if (index === emitted) wakeConsumer()
