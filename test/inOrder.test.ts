@@ -156,19 +156,27 @@ describe("mapInOrder", () => {
       expect(Chunk.toArray(out)).toEqual([0, 10])
     }))
 
-  it.effect("a defect in an element's work ends the stream with it, after the results before it", () =>
-    Effect.gen(function*() {
-      const { record, start } = tracked()
-      const seen: Array<number> = []
-      const input = Stream.fromIterable([0, 4, 2, 8, 1, 6])
-      const exit = yield* Effect.exit(
-        Stream.runForEach(
-          mapInOrder(input, 3, (turns, index) => index === 3 ? Effect.die("broken") : start(turns, index)),
-          (result) => Effect.sync(() => seen.push(result))
+  const defects = {
+    "in an element's work": (): Effect.Effect<number> => Effect.die("broken"),
+    "thrown by `start` itself": (): Effect.Effect<number> => {
+      throw "broken"
+    }
+  }
+  for (const [where, defect] of Object.entries(defects)) {
+    it.effect(`a defect ${where} ends the stream with it, after the results before it`, () =>
+      Effect.gen(function*() {
+        const { record, start } = tracked()
+        const seen: Array<number> = []
+        const input = Stream.fromIterable([0, 4, 2, 8, 1, 6])
+        const exit = yield* Effect.exit(
+          Stream.runForEach(
+            mapInOrder(input, 3, (turns, index) => index === 3 ? defect() : start(turns, index)),
+            (result) => Effect.sync(() => seen.push(result))
+          )
         )
-      )
-      expect(seen).toEqual([0, 10, 20])
-      expect(Exit.isFailure(exit) && Cause.squash(exit.cause)).toBe("broken")
-      expect(record.running).toBe(0)
-    }))
+        expect(seen).toEqual([0, 10, 20])
+        expect(Exit.isFailure(exit) && Cause.squash(exit.cause)).toBe("broken")
+        expect(record.running).toBe(0)
+      }))
+  }
 })
