@@ -32,23 +32,22 @@ export default defineConfig({
     // a loaded machine delays a worker's last reports and its exit: that must not fail a run that passed
     teardownTimeout: 60_000,
     setupFiles: ["test/support/quietLogs.ts", "test/support/freshIt.ts"],
-    // read by the pool itself, not per project: only the unit project runs in threads
-    poolOptions: { threads: { isolate: false } },
+    // read by each pool itself, not per project: unit files run in threads, integration files in
+    // forks. Neither pool re-imports effect and the package for each file: the files share no global
+    // state (stdio, signals, environment and clock are each test's own, children are its own)
+    poolOptions: { threads: { isolate: false }, forks: { isolate: false } },
     projects: [
       {
         extends: true,
-        // the unit files share no global state (stdio, signals, environment and clock are the
-        // test's own), so a worker's files reuse its loaded modules instead of importing effect and
-        // the package again for each file; integration files keep a process each (forks, isolated)
-        // (the two pools would otherwise run at once: one project after the other keeps a worker a core)
-        test: { name: "unit", include: unit, pool: "threads", isolate: false, sequence: { groupOrder: 0 } }
+        // the two projects run at once: integration files wait on children and databases, unit
+        // files keep the cores busy meanwhile
+        test: { name: "unit", include: unit, pool: "threads", isolate: false }
       },
       {
         extends: true,
         test: {
           name: "integration",
           include: integration,
-          sequence: { groupOrder: 1 },
           globalSetup: ["test/globalSetup.ts", "test/postgres.ts"]
         }
       }

@@ -14,10 +14,10 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
-import { Clock, Effect, Either, Option, ParseResult, Schema, Stream } from "effect"
+import { Clock, Effect, Either, Option, Schema, Stream } from "effect"
 import { createHash } from "node:crypto"
 import * as Changes from "../Changes.js"
-import { nestsDeeperThan } from "../internal/scan/checkpoint.js"
+import * as Codec from "../internal/checkpointCodec.js"
 import { MicroappClient } from "../MicroappClient.js"
 import { isInvalidCheckpoint, type MicroappError } from "../MicroappError.js"
 import { Filter } from "../Query.js"
@@ -25,7 +25,7 @@ import type { ScanSummary } from "../RowStream.js"
 import { eventLines, markLast } from "./changeEvents.js"
 import { type CommandFailed, UsageError } from "./exitCodes.js"
 import { holdLock } from "./lockFile.js"
-import { atomicFile, checkCommitted, failedOn, regularFileSize } from "./output.js"
+import { atomicFile, checkCommitted, failedOn, refusedFile, regularFileSize } from "./output.js"
 import { packageVersion } from "./packageVersion.js"
 import type { Stdio, WriteError } from "./stdio.js"
 
@@ -33,10 +33,6 @@ const kind = "microapp changes --state"
 
 /** The version of STATE this command writes and reads. */
 const version = 1
-
-const Version = Schema.Number.pipe(
-  Schema.filter((n) => n === version || `version ${n} is not the one this microapp reads (${version})`)
-)
 
 /** The pass in progress: where it writes, how much of FILE is committed, and where the pass stands. */
 const Pass = Schema.Struct({
@@ -55,7 +51,7 @@ type Pass = typeof Pass.Type
 /** STATE's first line, but its checksum. */
 const Header = Schema.Struct({
   kind: Schema.Literal(kind),
-  version: Version,
+  version: Codec.Version({ current: version, reader: "this microapp", upgrade: "a newer microapp" }),
   microAppID: Schema.String,
   filters: Schema.Array(Filter),
   /** The baseline's lines that follow. */
@@ -65,10 +61,9 @@ const Header = Schema.Struct({
 type Header = typeof Header.Type
 
 // a key STATE does not have is an edit too
-const decodeHeader = Schema.decodeUnknownEither(Schema.parseJson(Header), { onExcessProperty: "error" })
+const decodeHeader = Codec.decoder(Header, { onExcessProperty: "error" })
 
-/** The checksum ends the header line, so that the text it covers is the line without it. */
-const signedHeader = /,"checksum":"([0-9a-f]{64})"\}$/
+const keys = Codec.keyOrder(Header)
 
 const fingerprintText = /^[0-9a-f]{16}$/
 
@@ -80,6 +75,9 @@ const fingerprintText = /^[0-9a-f]{16}$/
  * @category constants
  */
 export const stateFileLimit = 256 * 1024 * 1024
+
+// the format nests three deep: anything deeper would overflow the parser's stack, not be a state file
+const bounds: Codec.Bounds = { chars: stateFileLimit, depth: 4 }
 
 /** What STATE holds. */
 interface State {
@@ -99,7 +97,7 @@ const entryOf = (line: string): Either.Either<readonly [string, string], string>
   )
 
 /** STATE, if it exists; a clear usage error if it is not a state file of `microapp changes` as written. */
-const load = (
+export const load = (
   state: string
 ): Effect.Effect<Option.Option<State>, UsageError | CommandFailed, FileSystem.FileSystem> =>
   Effect.gen(function*() {
@@ -117,9 +115,8 @@ const load = (
       Stream.splitLines,
       Stream.runForEach((line) => {
         if (headerLine === undefined) {
-          const signed = signedHeader.exec(line)
-          if (signed === null) return notState("its first line is not a header with a checksum")
-          headerLine = { text: `${line.slice(0, signed.index)}}`, checksum: signed[1] ?? "" }
+          headerLine = Codec.unseal(line)
+          if (headerLine === undefined) return notState("its first line is not a header with a checksum")
           hash.update(`${headerLine.text}\n`)
           return Effect.void
         }
@@ -133,19 +130,12 @@ const load = (
       })
     )
     if (headerLine === undefined) return yield* notState("it is empty")
-    if (hash.digest("hex") !== headerLine.checksum) {
-      return yield* new UsageError({
-        message: `${state}: changed or damaged since it was written (its checksum does not match its content): ` +
-          `restore it, or remove it to start again with a snapshot`
-      })
-    }
-    // the format nests three deep: anything deeper would overflow the parser's stack, not be a state file
-    if (nestsDeeperThan(headerLine.text, 4)) return yield* notState("nested too deep")
-    const header = yield* Either.mapLeft(decodeHeader(headerLine.text), (error) => {
-      const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
-      const where = issue === undefined || issue.path.length === 0 ? "" : `${issue.path.join(".")}: `
-      return notState(`${where}${issue?.message ?? error.message}`)
-    })
+    const refused = refusedFile(state, what, "restore it, or remove it to start again with a snapshot")
+    if (hash.digest("hex") !== headerLine.checksum) return yield* refused(Codec.checksumRefused(""))
+    const header = yield* Either.mapLeft(
+      Either.flatMap(Codec.parse(headerLine.text, bounds, ""), (json) => decodeHeader(json, "")),
+      refused
+    )
     if (header.rows !== baseline.size) {
       return yield* notState(`its header counts ${header.rows} rows, but it holds ${baseline.size}`)
     }
@@ -153,10 +143,10 @@ const load = (
   })
 
 /** Replaces STATE atomically (a temporary file beside it, synced, renamed over it); a new STATE is private. */
-const save = (state: string, header: Header, baseline: ReadonlyMap<string, string>) =>
+export const save = (state: string, header: Header, baseline: ReadonlyMap<string, string>) =>
   atomicFile(state, (destination) =>
     Effect.gen(function*() {
-      const text = JSON.stringify(header)
+      const text = Codec.canonical(header, keys)
       const hash = createHash("sha256").update(`${text}\n`)
       // in pieces: a baseline of millions of rows is more than one string should hold
       const pieces: Array<string> = []
@@ -170,7 +160,7 @@ const save = (state: string, header: Header, baseline: ReadonlyMap<string, strin
       }
       pieces.push(piece)
       for (const each of pieces) hash.update(each)
-      yield* destination.write(`${text.slice(0, -1)},"checksum":"${hash.digest("hex")}"}\n`)
+      yield* destination.write(`${Codec.seal(text, hash.digest("hex"))}\n`)
       for (const each of pieces) yield* destination.write(each)
     }), { mode: 0o600 })
 

@@ -21,10 +21,10 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
-import { Effect, Either, Option, ParseResult, Schema, Stream } from "effect"
+import { Effect, Either, Option, Schema, Stream } from "effect"
 import { createHash } from "node:crypto"
 import * as Checkpoint from "../Checkpoint.js"
-import { nestsDeeperThan } from "../internal/scan/checkpoint.js"
+import * as Codec from "../internal/checkpointCodec.js"
 import { idOf } from "../internal/scan/IdSet.js"
 import { MicroappClient } from "../MicroappClient.js"
 import { isInvalidCheckpoint, type MicroappError } from "../MicroappError.js"
@@ -40,6 +40,7 @@ import {
   type JsonRow,
   ndjsonLines,
   readSmallFile,
+  refusedFile,
   spooledKeys,
   writeCsvFromSpool
 } from "./output.js"
@@ -48,17 +49,13 @@ import type { Stdio, WriteError } from "./stdio.js"
 /** The version of CKPT this command writes: 3 leaves the ids to FILE, 2 held them, 1 had no checksum. */
 const version = 3
 
-/** The oldest version read: the first with a checksum. */
-const oldestRead = 2
-
-const Version = Schema.Number.pipe(
-  Schema.filter((n) =>
-    (n >= oldestRead && n <= version) ||
-    (n > version
-      ? `version ${n} is newer than this microapp reads (${version})`
-      : `version ${n} has no checksum, so what it records cannot be trusted`)
-  )
-)
+/** The oldest version read is the first with a checksum. */
+const Version = Codec.Version({
+  current: version,
+  reader: "this microapp",
+  upgrade: "a newer microapp",
+  oldest: { version: 2, before: "has no checksum, so what it records cannot be trusted" }
+})
 
 /** What CKPT holds but its checksum: the scan's checkpoint, and how far the file it writes is committed. */
 const Body = Schema.Struct({
@@ -86,50 +83,38 @@ const CheckpointFile = Schema.Struct({ ...Body.fields, checksum: Schema.String }
 export const checkpointFileLimit = 256 * 1024 * 1024
 
 // a key CKPT does not have is an edit too
-const decodeCheckpointFile = Schema.decodeUnknownEither(Schema.parseJson(CheckpointFile), {
-  onExcessProperty: "error"
-})
+const decodeCheckpointFile = Codec.decoder(CheckpointFile, { onExcessProperty: "error" })
 const encoder = new TextEncoder()
 
-// the keys in the order written: the checksum is of one text, whatever order they were read in
-const canonical = (body: Body): string => JSON.stringify(body, Object.keys(Body.fields))
+const keys = Codec.keyOrder(Body)
+
+// the format nests two deep: anything deeper would overflow the parser's stack, not be a checkpoint
+const bounds: Codec.Bounds = { chars: checkpointFileLimit, depth: 4 }
 
 const checksumOf = (text: string): string => createHash("sha256").update(text).digest("hex")
 
 /** CKPT, if it exists; a clear usage error if it is not a checkpoint of `microapp rows` as written. */
-const load = (
+export const load = (
   ckpt: string
 ): Effect.Effect<Option.Option<Body>, UsageError | CommandFailed, FileSystem.FileSystem> =>
   Effect.gen(function*() {
-    const text = yield* readSmallFile(ckpt, checkpointFileLimit, "a checkpoint of microapp rows")
+    const what = "a checkpoint of microapp rows"
+    const text = yield* readSmallFile(ckpt, checkpointFileLimit, what)
     if (Option.isNone(text)) return Option.none()
-    // the format nests two deep: anything deeper would overflow the parser's stack, not be a checkpoint
-    if (nestsDeeperThan(text.value, 4)) {
-      return yield* new UsageError({ message: `${ckpt} is not a checkpoint of microapp rows: nested too deep` })
-    }
-    const { checksum, ...body } = yield* decodeCheckpointFile(text.value).pipe(
-      Effect.mapError((error) => {
-        const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
-        const where = issue === undefined || issue.path.length === 0 ? "" : `${issue.path.join(".")}: `
-        return new UsageError({
-          message: `${ckpt} is not a checkpoint of microapp rows: ${where}${issue?.message ?? error.message}`
-        })
-      })
+    const refused = refusedFile(ckpt, what, "restore it, or remove it to start again")
+    const { checksum, ...body } = yield* Either.mapLeft(
+      Either.flatMap(Codec.parse(text.value, bounds, ""), (json) => decodeCheckpointFile(json, "")),
+      refused
     )
-    if (checksumOf(canonical(body)) !== checksum) {
-      return yield* new UsageError({
-        message: `${ckpt}: changed or damaged since it was written (its checksum does not match its content): ` +
-          `restore it, or remove it to start again`
-      })
-    }
+    if (checksumOf(Codec.canonical(body, keys)) !== checksum) return yield* refused(Codec.checksumRefused(""))
     return Option.some(body)
   })
 
 /** Replaces CKPT atomically (a temporary file beside it, synced, renamed over it); a new CKPT is private. */
-const save = (ckpt: string, body: Body) =>
+export const save = (ckpt: string, body: Body) =>
   atomicFile(ckpt, (destination) => {
-    const text = canonical(body)
-    return destination.write(`${text.slice(0, -1)},"checksum":"${checksumOf(text)}"}\n`)
+    const text = Codec.canonical(body, keys)
+    return destination.write(`${Codec.seal(text, checksumOf(text))}\n`)
   }, { mode: 0o600 })
 
 /** A usage error unless `file` holds the `length` bytes CKPT records, the last of them `end`. */
@@ -173,16 +158,17 @@ const committedIds = (file: string, ckpt: string, length: number) =>
       ))
   )
 
+/** The scan's checkpoint CKPT holds, checked as `Checkpoint.fromJson` checks it. */
+const scanOf = (state: Body, ckpt: string) =>
+  Effect.mapError(Checkpoint.fromJson(state.scan), (error) => new UsageError({ message: `${ckpt}: ${error.reason}` }))
+
 /**
  * A usage error unless CKPT's `finished` agrees with its scan's checkpoint (complete) and with FILE
  * (as many rows as the scan read): `finished` alone would end a run over a FILE cut short.
  */
 const checkFinished = (state: Body, output: string, ckpt: string) =>
   Effect.gen(function*() {
-    const checkpoint = yield* Effect.mapError(
-      Checkpoint.fromJson(state.scan),
-      (error) => new UsageError({ message: `${ckpt}: ${error.reason}` })
-    )
+    const checkpoint = yield* scanOf(state, ckpt)
     if (!checkpoint.summary.complete) {
       return yield* new UsageError({
         message:
@@ -253,10 +239,7 @@ export const writeCheckpointed = (
     const resume = yield* Option.match(stored, {
       onNone: () => Effect.succeed(undefined),
       onSome: (state) =>
-        Effect.mapError(
-          Checkpoint.fromJson(state.scan),
-          (error) => new UsageError({ message: `${ckpt}: ${error.reason}` })
-        ).pipe(
+        scanOf(state, ckpt).pipe(
           // a version 2 CKPT holds its ids: FILE is not read
           Effect.flatMap((checkpoint) => Checkpoint.withIds(checkpoint, committedIds(growing, ckpt, state.length))),
           Effect.catchTag("InvalidInput", (error) =>

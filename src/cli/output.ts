@@ -10,6 +10,7 @@ import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import { Chunk, Effect, Exit, Option, Random, Schema, type Scope, Stream } from "effect"
+import type { InvalidCheckpoint } from "../MicroappError.js"
 import { CommandFailed, UsageError } from "./exitCodes.js"
 import type { Destination, WriteError } from "./stdio.js"
 
@@ -107,6 +108,21 @@ export const readSmallFile = (
       Effect.map(Option.some),
       Effect.mapError(failedOn(`cannot read ${file}`))
     )
+  })
+
+const unparsed = new Set<InvalidCheckpoint["problem"]>(["not JSON", "too large", "too deep"])
+
+/**
+ * A checkpoint file the codec refused, as a usage error: changed since it was written (its
+ * checksum), with `remedy`; else not `what` it should be, and where not.
+ */
+export const refusedFile = (file: string, what: string, remedy: string) => (error: InvalidCheckpoint) =>
+  new UsageError({
+    message: error.problem === "checksum"
+      ? `${file}: changed or damaged since it was written (its checksum does not match its content): ${remedy}`
+      : `${file} is not ${what}: ${
+        error.input !== "" ? `${error.input}: ` : unparsed.has(error.problem) ? "it " : ""
+      }${error.reason}`
   })
 
 /**

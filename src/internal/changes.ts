@@ -6,13 +6,13 @@
  * checkpoint wraps the scan's with the counts, the phase, the ids already reported deleted and
  * the ids its point reads kept.
  */
-import { Chunk, Data, Effect, Either, Predicate, Ref, Schema, Stream } from "effect"
+import { Chunk, Data, Effect, Either, Ref, Schema, Stream } from "effect"
 import type * as Changes from "../Changes.js"
 import * as ScanCheckpoint from "../Checkpoint.js"
 import type { InvalidRowPolicy, MicroappClient } from "../MicroappClient.js"
 import { type InvalidCheckpoint, InvalidInput, type RequestError, UnexpectedResponse } from "../MicroappError.js"
 import * as RowStream from "../RowStream.js"
-import { validateEither } from "./bounds.js"
+import * as Codec from "./checkpointCodec.js"
 import { fingerprint } from "./fingerprint.js"
 import { formatPath, type RowDecoder } from "./http/decode.js"
 import { endpoints } from "./http/endpoints.js"
@@ -21,9 +21,8 @@ import { faultOf } from "./http/plainData.js"
 import {
   CheckpointImpl as ScanCheckpointImpl,
   gatherIds,
-  invalidCheckpoint,
-  parseJsonText,
-  problemAt,
+  textBounds,
+  versions,
   withIds as scanWithIds,
   withoutIds as scanWithoutIds
 } from "./scan/checkpoint.js"
@@ -201,7 +200,7 @@ const IdsJson = Schema.Union(PackedIds, HeldJson)
 
 // the fields of confirmed deletes are absent from the checkpoints of earlier versions: exhaustive-only, no reads
 const Json = Schema.Struct({
-  version: Schema.Literal(1),
+  version: Codec.Version(versions),
   phase: Schema.Literal("scan", "deletes", "done"),
   deletes: Schema.optionalWith(Schema.Literal("confirmed", "exhaustive"), { default: () => "exhaustive" }),
   counts: Schema.Struct({
@@ -217,14 +216,7 @@ const Json = Schema.Struct({
 
 const encodeScan = Schema.encodeSync(ScanCheckpoint.Checkpoint)
 
-/** Under a key, so that a failure's path starts with "checkpoint". */
-const validateJson = validateEither(Schema.Struct({ checkpoint: Json }), undefined, "checkpoint")
-
-const decodeJson = (json: unknown) =>
-  Either.mapLeft(
-    validateJson(json),
-    (error) => invalidCheckpoint(problemAt(error.input.split(".")), error.input, error.reason)
-  )
+const decodeJson = Codec.decoder(Json)
 
 /** The checkpoint's text: what its `toJSON` returns, written by `JSON.stringify`. */
 export const toJson = (checkpoint: Changes.Checkpoint): string => JSON.stringify(checkpoint)
@@ -233,7 +225,14 @@ export const toJson = (checkpoint: Changes.Checkpoint): string => JSON.stringify
 const invalid = (input: string, reason: string) =>
   new InvalidInput({ method: "POST", path: endpoints.rows.path, input, reason })
 
-const invalidField = (input: string, reason: string) => invalidCheckpoint("field", input, reason)
+const invalidField = (input: string, reason: string) => Codec.invalidCheckpoint("field", input, reason)
+
+const notAPassCheckpoint = (input: string) =>
+  Codec.invalidCheckpoint(
+    "not a checkpoint",
+    input,
+    "is not a checkpoint of a change pass (Changes.fromJson reads one)"
+  )
 
 /** The first way in which a decoded checkpoint is not a state a pass could have been in, if any. */
 const problemOf = (
@@ -291,32 +290,17 @@ const problemOf = (
 }
 
 const parse = (text: string): Either.Either<CheckpointImpl, InvalidCheckpoint> =>
-  Either.flatMap(parseJsonText(text), decodeParsed)
+  Either.flatMap(Codec.parse(text, textBounds, "checkpoint"), decodeParsed)
 
 const decodeParsed = (json: unknown): Either.Either<CheckpointImpl, InvalidCheckpoint> => {
   // before Schema, which recurses and would set a prototype from a __proto__ key
   const fault = faultOf(json)
   if (fault !== undefined) return Either.left(invalidField(["checkpoint", ...fault.path].join("."), fault.reason))
-  if (!Predicate.isRecord(json) || typeof json.checksum !== "string") {
-    return Either.left(
-      invalidCheckpoint(
-        "not a checkpoint",
-        "checkpoint",
-        "is not a change pass checkpoint: a JSON object with a checksum is expected"
-      )
-    )
-  }
-  const { checksum, ...body } = json
-  if (fingerprint(body) !== checksum) {
-    return Either.left(
-      invalidCheckpoint(
-        "checksum",
-        "checkpoint.checksum",
-        "does not match the content: the checkpoint was damaged or edited"
-      )
-    )
-  }
-  return Either.flatMap(decodeJson({ checkpoint: json }), ({ checkpoint }) =>
+  const object = Codec.objectWith(json, "checksum", "a change pass checkpoint")
+  if (Either.isLeft(object)) return Either.left(object.left)
+  const { checksum, ...body } = object.right
+  if (fingerprint(body) !== checksum) return Either.left(Codec.checksumRefused("checkpoint.checksum"))
+  return Either.flatMap(decodeJson(json, "checkpoint"), (checkpoint) =>
     Either.flatMap(
       Either.all([idsOf(checkpoint.deleted, "deleted"), idsOf(checkpoint.kept, "kept")]),
       ([deleted, kept]) => {
@@ -366,15 +350,7 @@ export const withIds = <E = never, R = never>(
   ids: Changes.SinkIds<E, R>
 ): Effect.Effect<Changes.Checkpoint, InvalidCheckpoint | E, R> =>
   Effect.suspend(() => {
-    if (!(checkpoint instanceof CheckpointImpl)) {
-      return Effect.fail(
-        invalidCheckpoint(
-          "not a checkpoint",
-          "checkpoint",
-          "is not a checkpoint of a change pass (Changes.fromJson reads one)"
-        )
-      )
-    }
+    if (!(checkpoint instanceof CheckpointImpl)) return Effect.fail(notAPassCheckpoint("checkpoint"))
     const gathered = (held: HeldOrExact, given: Changes.SinkIds<E, R>["kept"], input: "deleted" | "kept") =>
       held._tag === "Exact" ? Effect.succeed(held) : gatherIds(held, given ?? [], input)
     return Effect.map(
@@ -464,21 +440,17 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
       return yield* invalid("deletes", "must be \"confirmed\" or \"exhaustive\"")
     }
     if (resume !== undefined && !(resume instanceof CheckpointImpl)) {
-      return yield* invalidCheckpoint(
-        "not a checkpoint",
-        "resume",
-        "is not a checkpoint of a change pass (Changes.fromJson reads one)"
-      )
+      return yield* notAPassCheckpoint("resume")
     }
     if (resume !== undefined && resume.mode !== mode) {
-      return yield* invalidCheckpoint(
+      return yield* Codec.invalidCheckpoint(
         "another query",
         "resume",
         `is a checkpoint of a pass with ${resume.mode} deletes, not ${mode} ones`
       )
     }
     if (resume !== undefined && holdsNoIds(resume)) {
-      return yield* invalidCheckpoint(
+      return yield* Codec.invalidCheckpoint(
         "ids held",
         "resume",
         "the checkpoint holds no ids, its sink does: resume from `Changes.withIds(checkpoint, { ids, deleted, kept })`"

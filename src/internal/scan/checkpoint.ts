@@ -2,12 +2,13 @@
  * Checkpoints: the scan's state after a page (`state.ts`) and the query it belongs to, as a value;
  * its JSON (version 1), checked field by field and by a checksum on the way in.
  */
-import { Effect, Either, ParseResult, Predicate, Schema, SchemaAST, Stream } from "effect"
+import { Effect, Either, ParseResult, Predicate, Schema, Stream } from "effect"
 import type { Checkpoint, Query as QueryObject, TypeId as CheckpointTypeId } from "../../Checkpoint.js"
-import { type CheckpointProblem, InvalidCheckpoint } from "../../MicroappError.js"
+import type { InvalidCheckpoint } from "../../MicroappError.js"
 import * as Query from "../../Query.js"
 import type * as RowStream from "../../RowStream.js"
 import { bounds } from "../bounds.js"
+import * as Codec from "../checkpointCodec.js"
 import type * as Wire from "../http/wire.js"
 import * as Engine from "./engine.js"
 import * as IdSet from "./IdSet.js"
@@ -35,42 +36,21 @@ export const QueryJson: Schema.Schema<QueryObject> = QueryFields
 
 export type QueryJson = QueryObject
 
-const Version = Schema.Number.pipe(
-  Schema.filter((n) =>
-    n === version ||
-    (Number.isSafeInteger(n) && n > version
-      ? `version ${n} is newer than this library reads (${version}): read it with a newer effect-microapp`
-      : `unknown version ${n}: this library reads version ${version}`)
-  )
-)
+/** What the client's formats read: a change pass's checkpoint is at version 1 too. */
+export const versions: Codec.Versions = { current: version, reader: "this library", upgrade: "a newer effect-microapp" }
+
+/** The bounds of the client's formats' texts: a change pass's checkpoint holds a scan's. */
+export const textBounds: Codec.Bounds = { chars: bounds.checkpointChars, depth: bounds.checkpointDepth }
 
 /** The JSON object of a checkpoint: the scan's state beside its version and query, and the checksum of them all. */
 const Json = Schema.Struct({
-  version: Version,
+  version: Codec.Version(versions),
   query: QueryJson,
   ...ScanState.ScanState.fields,
   checksum: Schema.String
 })
 
-/** The keys of the objects `ast` encodes, each object's in its Schema's order. */
-const keysOf = (ast: SchemaAST.AST): Array<string> => {
-  switch (ast._tag) {
-    case "TypeLiteral":
-      return ast.propertySignatures.flatMap((property) => [String(property.name), ...keysOf(property.type)])
-    case "Union":
-      return ast.types.flatMap(keysOf)
-    case "TupleType":
-      return [...ast.elements, ...ast.rest].flatMap((element) => keysOf(element.type))
-    default:
-      return []
-  }
-}
-
-/**
- * Every key of the format, in the Schema's order: `JSON.stringify` with this list writes any
- * checkpoint the same way, whatever the order of its keys, so that the checksum is of one text.
- */
-const keyOrder = [...new Set(keysOf(SchemaAST.encodedAST(Json.ast)))]
+const keyOrder = Codec.keyOrder(Json)
 
 const encodeProgress = Schema.encodeSync(ScanState.Progress)
 
@@ -80,14 +60,7 @@ const bodyOf = (query: QueryJson, state: ScanState.ScanState) => {
   return { version, query, ...encodeProgress(progress), seen: ScanState.encodeSeen(seen) }
 }
 
-const canonical = (body: ReturnType<typeof bodyOf>): string => JSON.stringify(body, keyOrder)
-
-/** FNV-1a (32 bits) of the UTF-16 code units of `text`, as 8 hex digits. */
-const checksumOf = (text: string): string => {
-  let hash = 0x811c9dc5
-  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193)
-  return (hash >>> 0).toString(16).padStart(8, "0")
-}
+const canonical = (body: ReturnType<typeof bodyOf>): string => Codec.canonical(body, keyOrder)
 
 export class CheckpointImpl implements Checkpoint {
   readonly [TypeId]: typeof TypeId = TypeId
@@ -100,14 +73,21 @@ export class CheckpointImpl implements Checkpoint {
   /** The checkpoint's JSON object, its checksum last: what `JSON.stringify` writes, not its inner workings. */
   toJSON(): unknown {
     const body = bodyOf(this.query, this.state)
-    return { ...body, checksum: checksumOf(canonical(body)) }
+    return { ...body, checksum: Codec.fnv1a(canonical(body)) }
+  }
+
+  /** The text of `toJSON`'s object in the format's order, its body made and written once. */
+  toJson(): string {
+    const text = canonical(bodyOf(this.query, this.state))
+    return Codec.seal(text, Codec.fnv1a(text))
   }
 }
 
 export const isCheckpoint = (u: unknown): u is Checkpoint => u instanceof CheckpointImpl
 
 /** The checkpoint's JSON text: its object with the keys in the format's order, the checksum last. */
-export const toJson = (checkpoint: Checkpoint): string => JSON.stringify(checkpoint, keyOrder)
+export const toJson = (checkpoint: Checkpoint): string =>
+  checkpoint instanceof CheckpointImpl ? checkpoint.toJson() : JSON.stringify(checkpoint, keyOrder)
 
 /** A problem of a decoded checkpoint: where, and what. */
 type Problem = readonly [path: readonly [string, ...Array<string>], message: string]
@@ -188,10 +168,9 @@ const problemOf = (query: QueryJson, { counters, seen, state }: ScanState.ScanSt
   return undefined
 }
 
-const CheckpointSelf = Schema.declare(isCheckpoint, {
-  identifier: "Checkpoint",
-  message: () => "must be a Checkpoint: from a page of `pages`, or from `Checkpoint.fromJson`"
-})
+const mustBe = "must be a Checkpoint: from a page of `pages`, or from `Checkpoint.fromJson`"
+
+const CheckpointSelf = Schema.declare(isCheckpoint, { identifier: "Checkpoint", message: () => mustBe })
 
 const decodeJsonObject = ParseResult.decodeUnknown(Json)
 
@@ -211,13 +190,10 @@ export const CheckpointSchema: Schema.Schema<Checkpoint, unknown> = Schema.trans
           const [path, message] = problem
           return ParseResult.fail(new ParseResult.Pointer(path, input, new ParseResult.Type(ast, input, message)))
         }
-        if (checksumOf(canonical(bodyOf(query, state))) !== checksum) {
+        if (Codec.fnv1a(canonical(bodyOf(query, state))) !== checksum) {
+          const { reason } = Codec.checksumRefused("checksum")
           return ParseResult.fail(
-            new ParseResult.Pointer(
-              ["checksum"],
-              checksum,
-              new ParseResult.Type(ast, checksum, "does not match the content: the checkpoint was changed or corrupted")
-            )
+            new ParseResult.Pointer(["checksum"], checksum, new ParseResult.Type(ast, checksum, reason))
           )
         }
         return ParseResult.succeed(new CheckpointImpl(query, state))
@@ -226,104 +202,16 @@ export const CheckpointSchema: Schema.Schema<Checkpoint, unknown> = Schema.trans
   }
 )
 
-const decodeJson = Schema.decodeUnknownEither(CheckpointSchema, { errors: "first" })
-
-/** What a checkpoint's decoding refused at `path` (its keys from the top): the version, the checksum, or another field. */
-export const problemAt = (path: ReadonlyArray<string>): CheckpointProblem => {
-  const key = path.at(-1)
-  return key === "version" || key === "checksum" ? key : "field"
-}
-
-export const invalidCheckpoint = (problem: CheckpointProblem, input: string, reason: string) =>
-  new InvalidCheckpoint({ input, reason, problem })
-
-const quote = 0x22
-const backslash = 0x5c
-
-/** Whether the quote at `at` is escaped: an odd run of backslashes before it. */
-const isEscaped = (text: string, at: number): boolean => {
-  let run = 0
-  while (text.charCodeAt(at - 1 - run) === backslash) run++
-  return run % 2 === 1
-}
-
-/**
- * Whether brackets outside strings nest deeper than `limit` in `text`: one pass, strings skipped
- * by `indexOf` (a checkpoint's bulk is one string), and no parser's stack to overflow.
- */
-export const nestsDeeperThan = (text: string, limit: number): boolean => {
-  let depth = 0
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i)
-    if (code === quote) {
-      let end = text.indexOf("\"", i + 1)
-      while (end !== -1 && isEscaped(text, end)) end = text.indexOf("\"", end + 1)
-      // an unterminated string is JSON.parse's to report
-      if (end === -1) return false
-      i = end
-    } else if (code === 0x5b || code === 0x7b) {
-      if (++depth > limit) return true
-    } else if (code === 0x5d || code === 0x7d) {
-      depth--
-    }
-  }
-  return false
-}
-
-/**
- * The JSON value of a checkpoint's text, its size and nesting bounded before JSON.parse runs: what
- * comes after it (Schema, its error messages) recurses. Change passes' checkpoints read theirs too.
- */
-export const parseJsonText = (text: string): Either.Either<unknown, InvalidCheckpoint> => {
-  if (typeof text !== "string") return Either.left(invalidCheckpoint("not JSON", "checkpoint", "must be a string"))
-  if (text.length > bounds.checkpointChars) {
-    return Either.left(invalidCheckpoint(
-      "too large",
-      "checkpoint",
-      `is ${text.length.toLocaleString("en-US")} characters, more than the ${
-        bounds.checkpointChars.toLocaleString("en-US")
-      } a checkpoint may have`
-    ))
-  }
-  if (nestsDeeperThan(text, bounds.checkpointDepth)) {
-    return Either.left(invalidCheckpoint(
-      "too deep",
-      "checkpoint",
-      `is nested deeper than ${bounds.checkpointDepth} levels: not a checkpoint (its format has four)`
-    ))
-  }
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch (error) {
-    const detail = error instanceof Error ? `: ${error.message}` : ""
-    return Either.left(
-      invalidCheckpoint("not JSON", "checkpoint", `is not JSON (truncated, or not a checkpoint)${detail}`)
-    )
-  }
-  return Either.right(json)
-}
+const decodeJson = Codec.decoder(CheckpointSchema)
 
 /** A checkpoint from its JSON text, or what is wrong with the text. */
 const parseText = (text: string): Either.Either<Checkpoint, InvalidCheckpoint> =>
-  Either.flatMap(parseJsonText(text), decodeParsed)
-
-const decodeParsed = (json: unknown): Either.Either<Checkpoint, InvalidCheckpoint> => {
-  if (!Predicate.isRecord(json) || !("version" in json)) {
-    return Either.left(
-      invalidCheckpoint(
-        "not a checkpoint",
-        "checkpoint",
-        "is not a checkpoint: a JSON object with a version is expected"
-      )
-    )
-  }
-  return Either.mapLeft(decodeJson(json), (error) => {
-    const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
-    const path = issue === undefined ? [] : issue.path.map(String)
-    return invalidCheckpoint(problemAt(path), ["checkpoint", ...path].join("."), issue?.message ?? error.message)
-  })
-}
+  Either.flatMap(
+    Either.flatMap(Codec.parse(text, textBounds, "checkpoint"), (json) =>
+      Codec.objectWith(json, "version", "a checkpoint")),
+    (object) =>
+      decodeJson(object, "checkpoint")
+  )
 
 /** A checkpoint from its JSON text, or what is wrong with the text. */
 export const fromJson = (text: string): Effect.Effect<Checkpoint, InvalidCheckpoint> =>
@@ -391,7 +279,7 @@ export const withoutIds = (checkpoint: Checkpoint): Checkpoint =>
     : checkpoint
 
 const idsRefused = (input: string, reason: string) =>
-  invalidCheckpoint("ids differ", input, `the sink's ids are not the checkpoint's: ${reason}`)
+  Codec.invalidCheckpoint("ids differ", input, `the sink's ids are not the checkpoint's: ${reason}`)
 
 /**
  * The checkpoint with the ids its sink gave back, checked against the count and digest it kept;
@@ -403,13 +291,7 @@ export const withIds = <E = never, R = never>(
 ): Effect.Effect<Checkpoint, InvalidCheckpoint | E, R> =>
   Effect.suspend(() => {
     if (!(checkpoint instanceof CheckpointImpl)) {
-      return Effect.fail(
-        invalidCheckpoint(
-          "not a checkpoint",
-          "checkpoint",
-          "must be a Checkpoint: from a page of `pages`, or from `Checkpoint.fromJson`"
-        )
-      )
+      return Effect.fail(Codec.invalidCheckpoint("not a checkpoint", "checkpoint", mustBe))
     }
     const { seen } = checkpoint.state
     if (seen._tag !== "Held") return Effect.succeed(checkpoint)
@@ -459,16 +341,10 @@ export const resumeFrom = (
 ): Either.Either<CheckpointImpl | undefined, InvalidCheckpoint> => {
   if (resume === undefined) return Either.right(undefined)
   if (!(resume instanceof CheckpointImpl)) {
-    return Either.left(
-      invalidCheckpoint(
-        "not a checkpoint",
-        "resume",
-        "must be a Checkpoint: from a page of `pages`, or from `Checkpoint.fromJson`"
-      )
-    )
+    return Either.left(Codec.invalidCheckpoint("not a checkpoint", "resume", mustBe))
   }
   if (resume.state.seen._tag === "Held") {
-    return Either.left(invalidCheckpoint(
+    return Either.left(Codec.invalidCheckpoint(
       "ids held",
       "resume",
       "the checkpoint holds no ids, its sink does: resume from `Checkpoint.withIds(checkpoint, ids)` with the ids the sink committed"
@@ -478,6 +354,6 @@ export const resumeFrom = (
   return differ.length === 0
     ? Either.right(resume)
     : Either.left(
-      invalidCheckpoint("another query", "resume", `the checkpoint is of another query: ${differ.join(", ")}`)
+      Codec.invalidCheckpoint("another query", "resume", `the checkpoint is of another query: ${differ.join(", ")}`)
     )
 }
