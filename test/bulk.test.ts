@@ -498,6 +498,18 @@ describe("updateRows: concurrency and order", () => {
       expect(yield* requestLog).toHaveLength(outcomes.length)
     }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(30, [3])] }))))
 
+  it.live("stopOnFailure with an input that waits for more: the stream ends once the updates under way are reported", () =>
+    Effect.gen(function*() {
+      const client = yield* MicroappClient
+      // an input that never ends, as stdin may not
+      const updates = Stream.concat(Stream.make(retitle(0), retitle(1)), Stream.never)
+      const outcomes = yield* Stream.runCollect(client.updateRows(updates, { concurrency: 2, stopOnFailure: true }))
+      expect(Chunk.toReadonlyArray(outcomes).map((outcome) => [outcome._tag, outcome.index])).toEqual([
+        ["Updated", 0],
+        ["Refused", 1]
+      ])
+    }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(3, [1])] }))))
+
   it.effect("stop: once it completes, no more updates start, those under way are reported, a pending read is dropped", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer

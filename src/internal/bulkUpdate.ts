@@ -2,7 +2,7 @@
  * The engine behind `updateRows`: bounded concurrency, one outcome per update in input order,
  * updates of one row applied in input order, and ambiguous failures resolved by reading back.
  */
-import { Deferred, Effect, FiberId, Metric, Option, Predicate, Schema, Stream } from "effect"
+import { Deferred, Effect, FiberRef, Predicate, Schema, Stream } from "effect"
 import { defaults, type Options, Outcome } from "../BulkUpdate.js"
 import type { MicroappClient } from "../MicroappClient.js"
 import type { GetRowError, InvalidInput, UpdateRowError } from "../MicroappError.js"
@@ -75,16 +75,11 @@ export const readsBack = (update: MicroappClient.UpdateOptions, row: { readonly 
   (update.userID === undefined || row.userID === update.userID) &&
   (update.embeddingRowID === undefined || row.embeddingRowID === update.embeddingRowID)
 
-/** A row's place in line: the update of the same row before it (if any), and this one's end. */
-interface Turn {
-  readonly rowID: string
-  readonly before: Deferred.Deferred<void> | undefined
-  readonly done: Deferred.Deferred<void>
+/** An update waiting for the one of the same row before it: `go` is called when its turn comes. */
+interface Ticket {
+  ready: boolean
+  go: (() => void) | undefined
 }
-
-type Step<I> =
-  | { readonly index: number; readonly invalid: InvalidInput }
-  | { readonly index: number; readonly input: I; readonly turn: Turn }
 
 const isInvalidInput = <I>(input: I | InvalidInput): input is InvalidInput => Predicate.isTagged(input, "InvalidInput")
 
@@ -162,89 +157,98 @@ export const makeUpdateRows = (calls: Calls) => {
       const figures = { Updated: 0, Refused: 0, Failed: 0, Unknown: 0, Invalid: 0, retries: 0, throttled: 0 }
       const span = yield* Effect.option(Effect.currentSpan)
       const halted = yield* Deferred.make<void>()
-      const halt = Effect.zipRight(Effect.sync(() => (stopped = true)), Deferred.succeed(halted, undefined))
-      if (options.stop !== undefined) yield* Effect.forkScoped(Effect.zipRight(options.stop, halt))
-      // per row, the update of it that started last: the next one of that row waits for it
-      const latest = new Map<string, Deferred.Deferred<void>>()
+      const halt = () => {
+        stopped = true
+        Deferred.unsafeDone(halted, Effect.void)
+      }
+      if (options.stop !== undefined) yield* Effect.forkScoped(Effect.zipRight(options.stop, Effect.sync(halt)))
+      // per row with an update under way, those of it that wait their turn, in input order: a
+      // Ticket only for the rare update whose row is already being updated
+      const lines = new Map<string, Array<Ticket>>()
 
-      /** The update's place in line for its row; taken in input order, as each update starts. */
-      const takeTurn = (rowID: string): Turn => {
-        const done = Deferred.unsafeMake<void>(FiberId.none)
-        const before = latest.get(rowID)
-        latest.set(rowID, done)
-        return { rowID, before, done }
+      /** The update's place in line for its row, taken in input order as each update starts: none when it may go now. */
+      const takeTurn = (rowID: string): Ticket | undefined => {
+        const line = lines.get(rowID)
+        if (line === undefined) {
+          lines.set(rowID, [])
+          return undefined
+        }
+        const ticket: Ticket = { ready: false, go: undefined }
+        line.push(ticket)
+        return ticket
       }
 
-      const endTurn = (turn: Turn) =>
-        Effect.zipRight(
-          Deferred.succeed(turn.done, undefined),
-          Effect.sync(() => {
-            if (latest.get(turn.rowID) === turn.done) latest.delete(turn.rowID)
-          })
-        )
+      const endTurn = (rowID: string) => {
+        const next = lines.get(rowID)?.shift()
+        if (next === undefined) {
+          lines.delete(rowID)
+          return
+        }
+        next.ready = true
+        next.go?.()
+      }
 
-      const update = (index: number, input: I): Effect.Effect<Outcome> =>
+      const awaitTurn = (ticket: Ticket) =>
+        Effect.async<void>((resume) => {
+          if (ticket.ready) resume(Effect.void)
+          else ticket.go = () => resume(Effect.void)
+        })
+
+      const finish = (outcome: Outcome): Outcome => {
+        if (settings.stopOnFailure && outcome._tag !== "Updated") halt()
+        return outcome
+      }
+
+      const send = (index: number, input: I): Effect.Effect<Outcome> =>
         Effect.matchEffect(prepare(input), {
           onFailure: (error) => Effect.succeed(Outcome.Invalid({ index, rowID: rowIDOf(input), error })),
           onSuccess: (prepared) =>
             Effect.suspend(() => {
+              // set on the worker's own fiber, which runs one update at a time
               const tally: Tally = { retries: 0, throttled: false }
-              return Effect.locally(settle(index, prepared, settings, 1, tally), currentTally, tally)
+              return Effect.zipRight(FiberRef.set(currentTally, tally), settle(index, prepared, settings, 1, tally))
             })
         })
 
-      const outcomeOf = (step: Step<I>): Effect.Effect<Outcome> =>
-        "invalid" in step
-          ? Effect.succeed(Outcome.Invalid({ index: step.index, rowID: undefined, error: step.invalid }))
-          : Effect.zipRight(
-            step.turn.before === undefined ? Effect.void : Deferred.await(step.turn.before),
-            update(step.index, step.input)
-          )
+      // called in input order as each update starts, so skipping those that start after a stop
+      // keeps the outcomes a prefix of the input, and turns are taken in input order
+      const start = (element: I | InvalidInput, index: number): Effect.Effect<Outcome> | undefined => {
+        if (stopped) return undefined
+        if (isInvalidInput(element)) {
+          return Effect.sync(() => finish(Outcome.Invalid({ index, rowID: undefined, error: element })))
+        }
+        const { rowID } = element
+        const ticket = takeTurn(rowID)
+        const sent = send(index, element)
+        return Effect.map(ticket === undefined ? sent : Effect.zipRight(awaitTurn(ticket), sent), (outcome) => {
+          endTurn(rowID)
+          return finish(outcome)
+        })
+      }
 
-      // updates start one at a time in input order (each waits for its place), so skipping those
-      // that start after a stop keeps the outcomes a prefix of the input
-      const run = (step: Step<I>): Effect.Effect<Option.Option<Outcome>> =>
-        Effect.suspend(() =>
-          stopped ?
-            Effect.succeedNone :
-            Effect.asSome(
-              Effect.tap(outcomeOf(step), (outcome) =>
-                Effect.zipRight(
-                  Metric.update(outcomeCounters[outcome._tag], 1),
-                  settings.stopOnFailure && outcome._tag !== "Updated" ? halt : Effect.void
-                ))
-            )
-        ).pipe(Effect.ensuring("turn" in step ? endTurn(step.turn) : Effect.void))
+      /** Counts the outcomes as they are emitted: one metric update per kind, not per outcome. */
+      const count = (outcomes: ReadonlyArray<Outcome>) => {
+        const kinds = { Updated: 0, Refused: 0, Failed: 0, Unknown: 0, Invalid: 0 }
+        for (const outcome of outcomes) {
+          kinds[outcome._tag]++
+          if (outcome._tag !== "Invalid") {
+            figures.retries += outcome.retries
+            if (outcome.throttled) figures.throttled++
+          }
+        }
+        return Effect.forEach(Object.entries(kinds) as Array<[Outcome["_tag"], number]>, ([kind, n]) => {
+          figures[kind] += n
+          return Metrics.increase(outcomeCounters[kind], n)
+        }, { discard: true })
+      }
 
-      const input = updates.pipe(
-        // after a stop, a read under way is abandoned and no more input is read than the chunk at hand
-        Stream.interruptWhen(Deferred.await(halted)),
-        Stream.takeWhile(() => !stopped)
+      return mapInOrder(updates, settings.concurrency, start, { stop: Deferred.await(halted), onEmit: count }).pipe(
+        // the span ends with the figures of what was done, however the stream ended
+        Stream.ensuring(Effect.sync(() => {
+          if (span._tag === "None") return
+          for (const [figure, count] of Object.entries(figures)) span.value.attribute(figure, count)
+          span.value.attribute("stopped", stopped)
+        }))
       )
-      // turns are taken in input order, as the updates start
-      return mapInOrder(input, settings.concurrency, (element, index) =>
-        run(
-          isInvalidInput(element)
-            ? { index, invalid: element }
-            : { index, input: element, turn: takeTurn(element.rowID) }
-        )).pipe(
-          // counted as emitted, in the chunk's own loop: an Effect per outcome cost more than counting
-          Stream.filterMap((started) => {
-            if (Option.isNone(started)) return started
-            const outcome = started.value
-            figures[outcome._tag]++
-            if (outcome._tag !== "Invalid") {
-              figures.retries += outcome.retries
-              if (outcome.throttled) figures.throttled++
-            }
-            return started
-          }),
-          // the span ends with the figures of what was done, however the stream ended
-          Stream.ensuring(Effect.sync(() => {
-            if (span._tag === "None") return
-            for (const [figure, count] of Object.entries(figures)) span.value.attribute(figure, count)
-            span.value.attribute("stopped", stopped)
-          }))
-        )
     })).pipe(Stream.withSpan("MicroappClient.updateRows"))
 }

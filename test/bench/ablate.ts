@@ -7,6 +7,10 @@
  * build without a step is a measurement only: it no longer keeps that step's guarantee.
  *
  *   npx tsc -p tsconfig.bench.json && node .bench-out/test/bench/ablate.js [--updates=1500] [--rounds=9]
+ *     [--before=DIR]
+ *
+ * `--before` adds the `updateRows` of another compiled build (e.g. main's, compiled with
+ * `npx tsc -p tsconfig.bench.json --outDir DIR`), for a change measured against the build before it.
  *
  * A cut that no longer matches the compiled code fails the program, naming it.
  */
@@ -32,7 +36,7 @@ const variants: ReadonlyArray<{ readonly name: string; readonly cuts: ReadonlyAr
     cuts: [
       [transport, "recordDuration(serverAddress, endpoint));", "(x) => x);"],
       [transport, "return countCall(endpoint)(", "return ("],
-      [bulk, "Metric.update(outcomeCounters[outcome._tag], 1)", "Effect.void"]
+      [bulk, "return Metrics.increase(outcomeCounters[kind], n);", "return Effect.void;"]
     ]
   },
   {
@@ -136,6 +140,8 @@ const main = async () => {
       { name: "updateRow in Effect.forEach (no bulk engine)", ...(await runnerOf(asBuilt, false)) },
       { name: "a pool of fetch workers", run: pool }
     ]
+  const before = opts.text("before")
+  if (before !== undefined) runners.push({ name: `updateRows of ${before}`, ...(await runnerOf(before, true)) })
   for (const [i, variant] of variants.entries()) {
     runners.push({ name: variant.name, ...(await runnerOf(copy(i + 1, variant.cuts), true)) })
   }
