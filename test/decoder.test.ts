@@ -84,6 +84,34 @@ describe("the row decoder's fast path", () => {
     FC.assert(FC.property(FC.jsonValue().map(viaJson), (value) => agree(Row, value)), { numRuns: 2000 })
   })
 
+  it("hands on a row that decodes to itself, and its arrays, rather than a copy of them", () => {
+    const rows = makeProjectRows(50).map(viaJson) as Array<Record<string, unknown>>
+    const decoded = Either.getOrThrow(makeRowDecoder(Row, "fail")(rows, undefined, info)).rows
+    expect(decoded.every((row, i) => row === rows[i] && row.viewers === rows[i]?.viewers)).toBe(true)
+    // a row that needs another shape is still built as Schema builds it, the parsed one left as it was
+    const reordered = viaJson({ Name: "x", _id: "a" })
+    const [built] = Either.getOrThrow(makeRowDecoder(Row, "fail")([reordered], undefined, info)).rows
+    expect(built).not.toBe(reordered)
+    expect(Object.keys(built ?? {})).toEqual(["_id", "Name"])
+    expect(Object.keys(reordered as object)).toEqual(["Name", "_id"])
+  })
+
+  it("agrees with Schema while Object.prototype has an enumerable key, which for-in finds on every row", () => {
+    const prototype = Object.prototype as Record<string, unknown>
+    for (const key of ["userID", "polluted"]) {
+      prototype[key] = 1
+      try {
+        expectAgreement(Row, [...demoRows.slice(0, 20), viaJson({ _id: "a" }), viaJson({ _id: "a", userID: "u" })])
+        expectAgreement(Schema.Struct({ _id: Schema.String, userID: Schema.optional(Schema.String) }), [
+          viaJson({ _id: "a" }),
+          viaJson({ _id: "a", userID: "u" })
+        ])
+      } finally {
+        delete prototype[key]
+      }
+    }
+  })
+
   it("refuses a `__proto__` key, which Schema's parser would make the row's prototype", () => {
     const rows = [
       JSON.parse(`{"_id":"a","__proto__":{"isLocked":"polluted"},"Name":"x"}`),

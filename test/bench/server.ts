@@ -33,6 +33,9 @@ const updated = `{"status":"success"}`
 const tail = `]}}`
 // the service's silent default row cap, applied when a request names no limit
 const defaultLimit = 1000
+// a window of at most this many rows is one string sent with its length, as the service's Express
+// sends every answer: a page and the rows the client re-reads before it (1,011) are such a window
+const wholeRows = 10_000
 // a larger window is written in slices, so the whole-table answer is never one string in the server
 const sliceRows = 1000
 
@@ -110,8 +113,7 @@ const serve = (config: ServerConfig, rows: ReadonlyArray<string>) => {
       const from = Math.min(asked.skip, rows.length)
       const to = Math.min(rows.length, from + asked.limit)
       const answer = () => {
-        if (to - from <= sliceRows) {
-          // as the service's Express sends a whole answer: with its length
+        if (to - from <= wholeRows) {
           const text = head + rows.slice(from, to).join(",") + tail
           response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
           response.end(text)

@@ -88,7 +88,7 @@ export function makeRowDecoder<A, I>(
   schema: Schema.Schema<A, I>,
   policy: InvalidRowPolicy
 ): RowDecoder<A | InvalidRow> {
-  const { decode, fast } = makeDecoder(schema, { errors: "first" })
+  const { decode, fast } = makeDecoder(schema, { errors: "first" }, true)
   return (rows, indexes, info) => {
     const out: Array<A | InvalidRow> = []
     const invalid: Array<UnexpectedResponse> = []

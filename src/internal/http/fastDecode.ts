@@ -61,10 +61,12 @@ const kinds = (ast: AST.AST): number => {
  * output as `Schema.decodeUnknown` (keys in the same order, arrays copied alike) for the inputs it
  * accepts, so the shape still comes from the Schema alone. An object whose keys and values come out
  * as they went in is handed on, not copied: every input here is JSON the client has just parsed and
- * holds nowhere else, and a copy of each row would only feed the garbage collector. Any other node (transformations,
- * declarations, recursion, per-node parse options) gives `undefined`: Schema's parser is used as is.
+ * holds nowhere else, and a copy of each row would only feed the garbage collector; an array alike.
+ * `checked`: every input is one `faultOf` found nothing in (no `__proto__` key) and has no symbol
+ * keys, as `JSON.parse` makes none. Any other node (transformations, declarations, recursion,
+ * per-node parse options) gives `undefined`: Schema's parser is used as is.
  */
-const compile = (ast: AST.AST, options: AST.ParseOptions): Compiled | undefined => {
+const compile = (ast: AST.AST, options: AST.ParseOptions, checked: boolean): Compiled | undefined => {
   if (Option.isSome(AST.getParseOptionsAnnotation(ast))) return undefined
   switch (ast._tag) {
     case "StringKeyword":
@@ -83,7 +85,7 @@ const compile = (ast: AST.AST, options: AST.ParseOptions): Compiled | undefined 
       return (input) => input === literal ? input : undecided
     }
     case "Refinement": {
-      const from = compile(ast.from, options)
+      const from = compile(ast.from, options, checked)
       if (from === undefined) return undefined
       return (input) => {
         const output = from(input)
@@ -93,22 +95,27 @@ const compile = (ast: AST.AST, options: AST.ParseOptions): Compiled | undefined 
     case "TupleType": {
       const [rest, ...afterRest] = ast.rest
       if (afterRest.length > 0 || ast.elements.some((element) => element.isOptional)) return undefined
-      const elements = ast.elements.map((element) => compile(element.type, options))
-      const restElement = rest === undefined ? undefined : compile(rest.type, options)
+      const elements = ast.elements.map((element) => compile(element.type, options, checked))
+      const restElement = rest === undefined ? undefined : compile(rest.type, options, checked)
       if (elements.some((element) => element === undefined) || (rest !== undefined && restElement === undefined)) {
         return undefined
       }
       const fixed = elements.filter((element): element is Compiled => element !== undefined)
+      // an array of anything (`Schema.Array(Schema.Unknown)`): nothing to look at in its items
+      if (fixed.length === 0 && restElement === identity) return (input) => Array.isArray(input) ? input : undecided
       return (input) => {
         if (!Array.isArray(input)) return undecided
         if (restElement === undefined ? input.length !== fixed.length : input.length < fixed.length) return undecided
-        const output: Array<unknown> = []
+        // a copy only from the first item that decodes to another value, as for objects below
+        let output: Array<unknown> | undefined
         for (let i = 0; i < input.length; i++) {
-          const item = (fixed[i] ?? restElement ?? identity)(input[i])
+          const value: unknown = input[i]
+          const item = (fixed[i] ?? restElement ?? identity)(value)
           if (item === undecided) return undecided
-          output.push(item)
+          if (output !== undefined) output.push(item)
+          else if (item !== value) (output = input.slice(0, i)).push(item)
         }
-        return output
+        return output ?? input
       }
     }
     case "TypeLiteral": {
@@ -117,13 +124,13 @@ const compile = (ast: AST.AST, options: AST.ParseOptions): Compiled | undefined 
       }
       const properties: Array<{ readonly name: string; readonly optional: boolean; readonly parse: Compiled }> = []
       for (const property of ast.propertySignatures) {
-        const parse = compile(property.type, options)
+        const parse = compile(property.type, options, checked)
         if (typeof property.name !== "string" || parse === undefined) return undefined
         properties.push({ name: property.name, optional: property.isOptional, parse })
       }
       const [index, ...moreIndexes] = ast.indexSignatures
       if (moreIndexes.length > 0 || (index !== undefined && index.parameter._tag !== "StringKeyword")) return undefined
-      const indexValue = index === undefined ? undefined : compile(index.type, options)
+      const indexValue = index === undefined ? undefined : compile(index.type, options, checked)
       if (index !== undefined && indexValue === undefined) return undefined
       const named = new Set(properties.map((property) => property.name))
       const hasOwn = (record: object, key: string) => Object.prototype.hasOwnProperty.call(record, key)
@@ -150,47 +157,60 @@ const compile = (ast: AST.AST, options: AST.ParseOptions): Compiled | undefined 
         }
         return output
       }
+      const count = properties.length
+      /** Whether every named property from `from` on may be left out, and is. */
+      const restAbsent = (record: object, from: number): boolean => {
+        for (let p = from; p < count; p++) {
+          const property = properties[p]
+          if (property === undefined || !property.optional || hasOwn(record, property.name)) return false
+        }
+        return true
+      }
       return (input) => {
         if (typeof input !== "object" || input === null || Array.isArray(input)) return undecided
         const record = input as Record<string, unknown>
-        const keys = Object.keys(record)
         // a spread copies what `build` would, in its order, when the named keys come first in the
         // Schema's order and every other key is kept; not for keys a spread and `build` treat apart
-        if (hasOwn(record, "__proto__") || Object.getOwnPropertySymbols(record).length > 0) {
-          return build(record, keys)
+        if (!checked && (hasOwn(record, "__proto__") || Object.getOwnPropertySymbols(record).length > 0)) {
+          return build(record, Object.keys(record))
         }
-        // in the order of `keys`: one call instead of a lookup by name per key
-        const values = Object.values(record)
+        // for-in, in the order of Object.keys for JSON, allocates no array of keys or values; a key
+        // it finds on a prototype is out of the named keys' order, or one more key to check
         let output: Record<string, unknown> | undefined
         let next = 0
-        for (const property of properties) {
-          const name = property.name
-          if (keys[next] !== name) {
-            // absent (when optional) or out of the Schema's order
-            if (property.optional && !hasOwn(record, name)) continue
-            return build(record, keys)
+        for (const key in record) {
+          const value = record[key]
+          if (next < count) {
+            let property = properties[next]
+            // the named properties before this key must be optional and absent
+            while (property !== undefined && property.name !== key) {
+              if (!property.optional || hasOwn(record, property.name)) return build(record, Object.keys(record))
+              property = properties[++next]
+            }
+            if (property !== undefined) {
+              next++
+              const decoded = property.parse(value)
+              if (decoded === undecided) return undecided
+              if (decoded !== value) (output ??= { ...record })[key] = decoded
+              // as Schema does: a named key's value is checked by the index signature too, not copied twice
+              if (indexValue !== undefined && indexValue !== identity && indexValue(value) === undecided) {
+                return undecided
+              }
+              continue
+            }
           }
-          const value = values[next++]
-          const decoded = property.parse(value)
+          if (indexValue === undefined) return build(record, Object.keys(record))
+          const decoded = indexValue(value)
           if (decoded === undecided) return undecided
-          if (decoded !== value) (output ??= { ...record })[name] = decoded
+          if (decoded !== value) (output ??= { ...record })[key] = decoded
         }
-        if (indexValue === undefined) return next === keys.length ? output ?? record : build(record, keys)
-        if (indexValue !== identity) {
-          for (let i = 0; i < keys.length; i++) {
-            const value = values[i]
-            const decoded = indexValue(value)
-            if (decoded === undecided) return undecided
-            if (i >= next && decoded !== value) (output ??= { ...record })[keys[i] ?? ""] = decoded
-          }
-        }
-        return output ?? record
+        return restAbsent(record, next) ? output ?? record : build(record, Object.keys(record))
       }
     }
     case "Union": {
       const members: Array<Compiled> = []
       for (const type of ast.types) {
-        const member = compile(type, options)
+        const member = compile(type, options, checked)
         if (member === undefined) return undefined
         members.push(member)
       }
@@ -225,11 +245,13 @@ const compile = (ast: AST.AST, options: AST.ParseOptions): Compiled | undefined 
 /**
  * `Schema.decodeUnknownEither(schema, options)` with a compiled fast path: the same result for
  * every input, the Schema parser running only for what the compiled one does not vouch for (among
- * them every invalid input, so errors are Schema's own).
+ * them every invalid input, so errors are Schema's own). `checked`: the decoder is given only JSON
+ * that `faultOf` found nothing in.
  */
 export const makeDecoder = <A, I>(
   schema: Schema.Schema<A, I>,
-  options: AST.ParseOptions = {}
+  options: AST.ParseOptions = {},
+  checked = false
 ): {
   readonly decode: (input: unknown) => Either.Either<A, ParseResult.ParseError>
   /** The decoded value, or `undecided` when only the Schema parser can tell. */
@@ -239,7 +261,7 @@ export const makeDecoder = <A, I>(
   // the compiled parser follows the default handling of excess keys, missing keys and key order
   const defaults = options.onExcessProperty === undefined && options.exact === undefined &&
     options.propertyOrder === undefined
-  const compiled = defaults ? compile(schema.ast, options) : undefined
+  const compiled = defaults ? compile(schema.ast, options, checked) : undefined
   type Fast = (input: unknown) => A | typeof undecided
   // the compiled parser builds what Schema's would for this AST, so its output has the Schema's type
   const fast: Fast = compiled === undefined ? () => undecided : compiled as Fast

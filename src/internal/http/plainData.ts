@@ -29,18 +29,21 @@ const inexactText = (value: object): string | undefined => {
 const holdsFault = (value: unknown, depth: number): boolean => {
   if (typeof value !== "object") return typeof value === "number" && !Number.isFinite(value)
   if (value === null) return false
-  if (depth > bounds.valueDepth || inexactText(value) !== undefined) return true
+  if (depth > bounds.valueDepth) return true
   if (Array.isArray(value)) {
+    if (inexactText(value) !== undefined) return true
     for (let i = 0; i < value.length; i++) {
       const item: unknown = value[i]
       if (typeof item === "object" || typeof item === "number" ? holdsFault(item, depth + 1) : false) return true
     }
     return false
   }
-  // for-in allocates no array of keys (Object.keys would, for every object of every row)
+  // for-in allocates no array of keys (Object.keys would, for every object of every row); the
+  // keys it yields are compared with the two names, not each object asked for `inexactKey`
   for (const key in value) {
     if (key === protoKey) return true
     const item: unknown = (value as Record<string, unknown>)[key]
+    if (key === inexactKey && typeof item === "string") return true
     if (typeof item === "object" || typeof item === "number" ? holdsFault(item, depth + 1) : false) return true
   }
   return false
