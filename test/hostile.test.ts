@@ -245,6 +245,8 @@ const rawUpload = (baseUrl: string, head: string, body: "none" | "endless") =>
     socket.on("data", (data) => {
       answer += data.toString("latin1")
     })
+    // the server ended its answer: a client stops sending there
+    socket.on("end", () => socket.destroy())
     socket.on("error", () => {})
     socket.on("close", () => {
       open = false

@@ -353,6 +353,25 @@ const payloadTooLarge = HttpServerResponse.unsafeJson(
   { status: 413, headers: { connection: "close" } }
 )
 
+/** How long a connection refused 413 stays half-closed for its client to read the answer. */
+const lingerMillis = 2_000
+
+/**
+ * Closes the connection of a 413 as servers linger: the answer, then an end of the stream, and
+ * the socket itself only once the client closed or `lingerMillis` passed, reading nothing more.
+ * Node would destroy it at once, with the body's rest unread: that is a TCP reset, which may
+ * discard the answer before a busy client reads it.
+ */
+const lingeringClose = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.sync(() => {
+    const socket = NodeHttpServerRequest.toIncomingMessage(request).socket
+    socket.destroySoon = () => {
+      socket.pause()
+      socket.end()
+      setTimeout(() => socket.destroy(), lingerMillis).unref()
+    }
+  })
+
 /**
  * The request's body, read up to `maxRequestBytes`; `undefined` past them (or when its declared
  * length is). The Node request is left open when the read stops (the platform's reader would
@@ -444,7 +463,7 @@ export const makeApp = (state: MicroappState): HttpApp.Default => {
     const request = yield* HttpServerRequest.HttpServerRequest
     const path = pathOf(request.url)
     const text = yield* readRequestBody(request)
-    if (text === undefined) return payloadTooLarge
+    if (text === undefined) return yield* Effect.as(lingeringClose(request), payloadTooLarge)
     const authToken = request.headers["x-auth-token"]
     const headerUserId = request.headers["x-user-id"]
     const userId = authToken === undefined || headerUserId === undefined
