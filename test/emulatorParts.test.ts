@@ -131,6 +131,28 @@ describe("RequestLog", () => {
       expect((yield* log.begin(arriving("/x", {}))).record.seq).toBe(0)
     }))
 
+  it.effect("counts the requests not yet finished, cleared ones included; a record read again shows how it ended", () =>
+    Effect.gen(function*() {
+      const log = yield* RequestLog.makeWithCapacity(1)
+      const first = yield* log.begin(arriving("/api/microappdata", {}))
+      const second = yield* log.begin(arriving("/api/microappdata", { n: 2 }))
+      expect(yield* log.unfinished).toBe(2)
+      expect((yield* log.requests).map((record) => [record.seq, record.finishedAt, record.status])).toEqual([
+        [1, undefined, undefined]
+      ])
+      yield* second.complete({ status: 200 })
+      yield* second.complete({ status: 500 })
+      expect(yield* log.unfinished).toBe(1)
+      expect((yield* log.requests).map((record) => [record.seq, record.finishedAt, record.status])).toEqual([
+        [1, 0, 500]
+      ])
+      yield* log.clear
+      expect(yield* log.unfinished).toBe(1)
+      yield* first.abandon
+      yield* first.abandon
+      expect(yield* log.unfinished).toBe(0)
+    }))
+
   it.effect("keeps one hook until it is cleared", () =>
     Effect.gen(function*() {
       const log = yield* RequestLog.make

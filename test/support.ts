@@ -172,7 +172,7 @@ export interface Peer {
 /** The emulator: it holds a request while it sleeps (latency, a hook) or hangs. */
 const emulatorPeer: Effect.Effect<Peer, never, MicroappServer> = Effect.map(MicroappServer, (server) => ({
   baseUrl: server.baseUrl,
-  held: Effect.map(server.log.requests, (log) => log.filter((record) => record.finishedAt === undefined).length)
+  held: server.log.unfinished
 }))
 
 /** An address that answers nothing and holds nothing (a refused port). */
