@@ -47,6 +47,7 @@ describe("metrics", () => {
       { pageSize: 50, retry: { maxAttempts: 8, initialDelay: "1 millis", maxDelay: "5 millis" } }
     )
   )("under faults", (it) => {
+    // each run on the test clock: a 503's Retry-After: 1 passes at once
     it.effect(
       "a scan under faults: rows, pages, retries, requests and attempts agree with its summary and the log",
       () =>
