@@ -138,8 +138,10 @@ const redact = (body: unknown): unknown =>
     ? { ...body, password: "<redacted>" }
     : body
 
-const parseBody = (text: string): unknown =>
-  redact(Option.getOrElse(Schema.decodeUnknownOption(Schema.parseJson())(text), () => text))
+// built once: a Schema and its parser built per request cost more than the request's own work
+const decodeJson = Schema.decodeUnknownOption(Schema.parseJson())
+
+const parseBody = (text: string): unknown => redact(Option.getOrElse(decodeJson(text), () => text))
 
 const withBody = (record: MutableRecord): MutableRecord => {
   if (record.bodyText !== undefined) {
