@@ -215,7 +215,9 @@ export const makeWithCapacity = (capacity: number): Effect.Effect<RequestLog> =>
               ...(fault === undefined ? {} : { fault: fault.kind })
             }
             arrivals += 1
-            const arrived = { ...record, body: parseBody(request.body) }
+            const atArrival = { ...record }
+            // parsed for a hook, the only reader: a request no hook sees is not parsed twice
+            let arrived: RequestRecord | undefined
             if (request.body.length > maxLoggedBodyLength) {
               record.body = `<${request.body.length} characters not kept>`
             } else {
@@ -223,7 +225,9 @@ export const makeWithCapacity = (capacity: number): Effect.Effect<RequestLog> =>
             }
             append(record)
             return {
-              record: arrived,
+              get record() {
+                return arrived ??= { ...atArrival, body: parseBody(request.body) }
+              },
               fault,
               latency: request.latency,
               complete: (completion) =>
