@@ -14,7 +14,7 @@ import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequ
 import * as NodeStream from "@effect/platform-node/NodeStream"
 import { Clock, Context, Duration, Effect, Either, identity, Option, ParseResult, Schema } from "effect"
 import type * as Http from "node:http"
-import { declaredLength, readUpTo, wholeBody } from "../internal/http/body.js"
+import { declaredLength, decodeChunks, readUpTo } from "../internal/http/body.js"
 import type { Fault } from "./Fault.js"
 import type { Arrival, Lag, MicroappState } from "./MicroappState.js"
 import type { Row } from "./Table.js"
@@ -180,7 +180,7 @@ const describeParseError = (error: ParseResult.ParseError): string => {
 const parseJson = Schema.decodeUnknownEither(Schema.parseJson())
 const refuse = (error: ParseResult.ParseError) => errorReply(400, describeParseError(error))
 
-/** A body's decoder, built once a Schema: an answer's work is mostly this, and none of it waits. */
+/** A body's decoder, built once a Schema, and synchronous: none of its work waits. */
 const decodeBody = <A, I>(schema: Schema.Schema<A, I>) => {
   const decode = Schema.decodeUnknownEither(schema)
   return (text: string): Either.Either<A, HttpServerResponse.HttpServerResponse> =>
@@ -381,8 +381,8 @@ const lingeringClose = (request: HttpServerRequest.HttpServerRequest) =>
   })
 
 /**
- * A body whose declared length is within `maxRequestBytes`, read whole as its chunks arrive: Node's
- * parser stops at that length, and a stream of a small body costs more than the rest of its answer.
+ * A body whose declared length is within `maxRequestBytes`, read whole as its chunks arrive (Node's
+ * parser stops at that length): cheaper than a stream of it, which every request would pay for.
  * Fails when the request ends without its body (an abort, a closed connection).
  */
 const readDeclared = (message: Http.IncomingMessage): Effect.Effect<string, Error> =>
@@ -393,15 +393,7 @@ const readDeclared = (message: Http.IncomingMessage): Effect.Effect<string, Erro
       chunks.push(chunk)
       bytes += chunk.length
     }
-    const onEnd = () => {
-      const joined = new Uint8Array(bytes)
-      let offset = 0
-      for (const chunk of chunks) {
-        joined.set(chunk, offset)
-        offset += chunk.length
-      }
-      resume(Effect.succeed(wholeBody(joined.buffer, maxRequestBytes).text))
-    }
+    const onEnd = () => resume(Effect.succeed(decodeChunks(chunks, bytes)))
     const onError = (error: Error) => resume(Effect.fail(error))
     const onClose = () => resume(Effect.fail(new Error("request closed before its body ended")))
     message.on("data", onData)

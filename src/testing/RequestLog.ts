@@ -138,7 +138,7 @@ const redact = (body: unknown): unknown =>
     ? { ...body, password: "<redacted>" }
     : body
 
-// built once: a Schema and its parser built per request cost more than the request's own work
+// built once, not a Schema and its parser for each request
 const decodeJson = Schema.decodeUnknownOption(Schema.parseJson())
 
 const parseBody = (text: string): unknown => redact(Option.getOrElse(decodeJson(text), () => text))

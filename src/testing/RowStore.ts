@@ -67,7 +67,7 @@ interface TableState {
   readonly selections: Map<string, Either.Either<ReadonlyArray<Row>, string>>
 }
 
-// a few queries at once (a scan and a point of view or two); more only empty it sooner
+// the few filters and orders read at once; past them the table starts over
 const maxSelections = 8
 
 const generatedIdPrefix = "64f0"
