@@ -149,6 +149,7 @@ const redact = (body: unknown): unknown =>
     ? { ...body, password: "<redacted>" }
     : body
 
+// built once, not a Schema and its parser for each request
 const decodeJson = Schema.decodeUnknownOption(Schema.parseJson())
 
 const parseBody = (text: string): unknown => redact(Option.getOrElse(decodeJson(text), () => text))
@@ -236,7 +237,9 @@ export const makeWithCapacity = (capacity: number): Effect.Effect<RequestLog> =>
             }
             arrivals += 1
             unfinished += 1
-            const arrived = { ...record, body: parseBody(request.body) }
+            const atArrival = { ...record }
+            // parsed for a hook, the only reader: a request no hook sees is not parsed twice
+            let arrived: RequestRecord | undefined
             if (request.body.length > maxLoggedBodyLength) {
               record.body = `<${request.body.length} characters not kept>`
             } else {
@@ -244,7 +247,9 @@ export const makeWithCapacity = (capacity: number): Effect.Effect<RequestLog> =>
             }
             append(record)
             return {
-              record: arrived,
+              get record() {
+                return arrived ??= { ...atArrival, body: parseBody(request.body) }
+              },
               fault,
               latency: request.latency,
               complete: (completion) =>

@@ -11,7 +11,8 @@ export interface Body {
 
 const decoder = new TextDecoder()
 
-const decodeChunks = (chunks: ReadonlyArray<Uint8Array>, bytes: number): string => {
+/** The text of a body's chunks, `bytes` in all, decoded once. */
+export const decodeChunks = (chunks: ReadonlyArray<Uint8Array>, bytes: number): string => {
   const [first] = chunks
   if (chunks.length <= 1) return first === undefined ? "" : decoder.decode(first)
   const joined = new Uint8Array(bytes)
