@@ -50,17 +50,32 @@ const Json = Schema.Struct({
   checksum: Schema.String
 })
 
-const keyOrder = Codec.keyOrder(Json)
+/** Every key of the format in its order; no name appears twice, so each object's order is its Schema's. */
+export const keyOrder = Codec.keyOrder(Json)
 
 const encodeProgress = Schema.encodeSync(ScanState.Progress)
 
-/** The JSON object of a checkpoint but its checksum, as it is written (fields at their defaults left out). */
+/** The query's fields alone, each object's keys in its Schema's order, whatever the order or the extra keys given. */
+const queryBody = ({ dedupe, filters, microAppID, overlap, pageSize, sort }: QueryJson): QueryJson => ({
+  microAppID,
+  filters: filters.map(({ fieldID, value }) => ({ fieldID, value })),
+  sort: sort.map(({ field, order }) => ({ field, order })),
+  pageSize,
+  overlap,
+  dedupe
+})
+
+/**
+ * The JSON object of a checkpoint but its checksum, as it is written (fields at their defaults
+ * left out): every object made in the format's key order, with no other key.
+ */
 const bodyOf = (query: QueryJson, state: ScanState.ScanState) => {
   const { seen, ...progress } = state
-  return { version, query, ...encodeProgress(progress), seen: ScanState.encodeSeen(seen) }
+  return { version, query: queryBody(query), ...encodeProgress(progress), seen: ScanState.encodeSeen(seen) }
 }
 
-const canonical = (body: ReturnType<typeof bodyOf>): string => Codec.canonical(body, keyOrder)
+// `bodyOf` makes the keys' order: JSON.stringify with a list of keys looks each one up in every object
+const canonical = (body: ReturnType<typeof bodyOf>): string => JSON.stringify(body)
 
 export class CheckpointImpl implements Checkpoint {
   readonly [TypeId]: typeof TypeId = TypeId
