@@ -109,19 +109,25 @@ const seen: FC.Arbitrary<IdSet.Contents> = FC.oneof(
 )
 
 /** A query's object with its keys in another order, and a key the format does not have. */
-const shuffled = (query: QueryJson) => ({
-  unknown: true,
-  ...Object.fromEntries(Object.entries(query).reverse()),
-  filters: query.filters.map(({ fieldID, value }) => ({ value, fieldID, extra: 1 })),
-  sort: query.sort.map(({ field, order }) => ({ order, field }))
-})
+const shuffled = ({ dedupe, filters, microAppID, overlap, pageSize, sort }: QueryJson): QueryJson => {
+  const given = {
+    unknown: true,
+    dedupe,
+    overlap,
+    pageSize,
+    sort: sort.map(({ field, order }) => ({ order, field })),
+    filters: filters.map(({ fieldID, value }) => ({ value, fieldID, extra: 1 })),
+    microAppID
+  }
+  return given
+}
 
 describe("a checkpoint's text", () => {
   it.prop(
     "is canonical: the text JSON.stringify writes with the format's list of keys, whatever the order of the objects given",
     [Arbitrary.make(QueryJson), Arbitrary.make(ScanState.Progress), seen],
     ([query, progress, contents]) => {
-      const given = new CheckpointImpl(shuffled(query) as QueryJson, { ...progress, seen: contents })
+      const given = new CheckpointImpl(shuffled(query), { ...progress, seen: contents })
       const text = Checkpoint.toJson(given)
       expect(text).toBe(JSON.stringify(given.toJSON(), keyOrder))
       expect(text).toBe(Checkpoint.toJson(new CheckpointImpl(query, { ...progress, seen: contents })))

@@ -79,10 +79,13 @@ const canonical = (body: ReturnType<typeof bodyOf>): string => JSON.stringify(bo
 
 export class CheckpointImpl implements Checkpoint {
   readonly [TypeId]: typeof TypeId = TypeId
-  readonly summary: RowStream.ScanSummary
+  #summary: RowStream.ScanSummary | undefined
 
-  constructor(readonly query: QueryJson, readonly state: ScanState.ScanState) {
-    this.summary = summarise(state.counters, query.dedupe)
+  constructor(readonly query: QueryJson, readonly state: ScanState.ScanState) {}
+
+  // made when first read: a scan makes a checkpoint every page, and most are only stored
+  get summary(): RowStream.ScanSummary {
+    return this.#summary ??= summarise(this.state.counters, this.query.dedupe)
   }
 
   /** The checkpoint's JSON object, its checksum last: what `JSON.stringify` writes, not its inner workings. */
