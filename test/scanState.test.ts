@@ -9,6 +9,7 @@ import { Arbitrary, Chunk, Effect, FastCheck as FC, Schema, Stream } from "effec
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Checkpoint, MicroappClient } from "../src/index.js"
+import * as Codec from "../src/internal/checkpointCodec.js"
 import { CheckpointImpl, keyOrder, QueryJson } from "../src/internal/scan/checkpoint.js"
 import * as IdSet from "../src/internal/scan/IdSet.js"
 import * as ScanState from "../src/internal/scan/state.js"
@@ -133,4 +134,21 @@ describe("a checkpoint's text", () => {
       expect(text).toBe(Checkpoint.toJson(new CheckpointImpl(query, { ...progress, seen: contents })))
     }
   )
+
+  it.prop(
+    "writes the state as Schema encodes it, keys in the same order, its defaults left out",
+    [Arbitrary.make(ScanState.Progress)],
+    ([progress]) => {
+      const encoded = Codec.plainEncoder(ScanState.Progress)(progress)
+      expect(JSON.stringify(encoded)).toBe(JSON.stringify(Schema.encodeSync(ScanState.Progress)(progress)))
+      // the value given is left as it was
+      expect(Schema.decodeSync(ScanState.Progress)(encoded)).toEqual(progress)
+    }
+  )
+
+  it("is written by an encoder that refuses, as the module loads, a Schema it would not encode as Schema does", () => {
+    expect(() => Codec.plainEncoder(Schema.DateFromString)).toThrow(/not plain data/)
+    expect(() => Codec.plainEncoder(Schema.Union(Schema.Struct({ a: Schema.Number }), Schema.Array(Schema.Number))))
+      .toThrow(/a Union is not plain data/)
+  })
 })

@@ -53,7 +53,7 @@ const Json = Schema.Struct({
 /** Every key of the format in its order; no name appears twice, so each object's order is its Schema's. */
 export const keyOrder = Codec.keyOrder(Json)
 
-const encodeProgress = Schema.encodeSync(ScanState.Progress)
+const encodeProgress = Codec.plainEncoder(ScanState.Progress)
 
 /** The query's fields alone, each object's keys in its Schema's order, whatever the order or the extra keys given. */
 const queryBody = ({ dedupe, filters, microAppID, overlap, pageSize, sort }: QueryJson): QueryJson => ({
