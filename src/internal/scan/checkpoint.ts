@@ -190,7 +190,8 @@ const mustBe = "must be a Checkpoint: from a page of `pages`, or from `Checkpoin
 
 const CheckpointSelf = Schema.declare(isCheckpoint, { identifier: "Checkpoint", message: () => mustBe })
 
-const decodeJsonObject = ParseResult.decodeUnknown(Json)
+// an Either, not an Effect: Schema runs a fiber for a transformation that returns an Effect
+const decodeJsonObject = ParseResult.decodeUnknownEither(Json)
 
 /**
  * A checkpoint from its JSON object: checked field by field, against the engine's rules, and by
@@ -202,7 +203,7 @@ export const CheckpointSchema: Schema.Schema<Checkpoint, unknown> = Schema.trans
   {
     strict: true,
     decode: (input, options, ast) =>
-      Effect.flatMap(decodeJsonObject(input, options), ({ checksum, query, version: _, ...state }) => {
+      Either.flatMap(decodeJsonObject(input, options), ({ checksum, query, version: _, ...state }) => {
         const problem = problemOf(query, state)
         if (problem !== undefined) {
           const [path, message] = problem
