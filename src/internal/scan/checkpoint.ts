@@ -74,8 +74,22 @@ const bodyOf = (query: QueryJson, state: ScanState.ScanState) => {
   return { version, query: queryBody(query), ...encodeProgress(progress), seen: ScanState.encodeSeen(seen) }
 }
 
-// `bodyOf` makes the keys' order: JSON.stringify with a list of keys looks each one up in every object
-const canonical = (body: ReturnType<typeof bodyOf>): string => JSON.stringify(body)
+const packedKey = `"packed":"`
+
+/**
+ * `body`'s canonical text, the keys in the order `bodyOf` made them (JSON.stringify with a list of
+ * keys looks each one up in every object). The packed ids, most of a large checkpoint's text, are
+ * base64 (as written, and checked so before a text read is written again): nothing in them to
+ * escape, they go into the text as they are, not through JSON.stringify.
+ */
+const canonical = (body: ReturnType<typeof bodyOf>): string => {
+  const { seen } = body
+  if (!("packed" in seen)) return JSON.stringify(body)
+  const text = JSON.stringify({ ...body, seen: { ...seen, packed: "" } })
+  // the format's one key "packed", the last: a string's quotes are escaped, so no string holds this
+  const at = text.lastIndexOf(packedKey) + packedKey.length
+  return text.slice(0, at) + seen.packed + text.slice(at)
+}
 
 export class CheckpointImpl implements Checkpoint {
   readonly [TypeId]: typeof TypeId = TypeId
