@@ -45,9 +45,9 @@ describe("metrics", () => {
         faults: { seed: 3, rate: 0.15, kinds: ["http500", "http503", "drop", "malformedJson"] }
       },
       { pageSize: 50, retry: { maxAttempts: 8, initialDelay: "1 millis", maxDelay: "5 millis" } }
-    ),
-    { excludeTestServices: true }
+    )
   )("under faults", (it) => {
+    // each run on the test clock: a 503's Retry-After: 1 passes at once
     it.effect(
       "a scan under faults: rows, pages, retries, requests and attempts agree with its summary and the log",
       () =>
@@ -57,11 +57,11 @@ describe("metrics", () => {
           yield* server.log.clear
           const rowsPath = "/api/microappdata"
           const { grown, result: summary } = yield* growth(
-            Effect.gen(function*() {
+            onTestClock(Effect.gen(function*() {
               const scan = yield* client.scan({ microAppID: numbers, concurrency: 2 })
               yield* Stream.runDrain(scan.rows)
               return yield* scan.summary
-            }),
+            })),
             [
               ["microapp_rows_emitted_total", { microapp_id: numbers }],
               ["microapp_pages_total", { microapp_id: numbers }],
@@ -91,14 +91,14 @@ describe("metrics", () => {
     it.effect("a bulk update under faults: one outcome counted per update, by kind", () =>
       Effect.gen(function*() {
         const client = yield* MicroappClient
-        const rows = yield* client.collect({ microAppID: tasksMicroAppID, max: 100 })
+        const rows = yield* onTestClock(client.collect({ microAppID: tasksMicroAppID, max: 100 }))
         const kinds = ["Updated", "Refused", "Failed", "Unknown", "Invalid"] as const
         const { grown, result: outcomes } = yield* growth(
-          Stream.runCollect(
+          onTestClock(Stream.runCollect(
             client.updateRows(Stream.fromIterable(rows.map((row) => ({ rowID: row._id, rowData: { Title: "x" } }))), {
               concurrency: 4
             })
-          ),
+          )),
           kinds.map((kind) => ["microapp_bulk_outcomes_total", { kind }] as const)
         )
         const byKind = kinds.map((kind) => Array.from(outcomes).filter((outcome) => outcome._tag === kind).length)

@@ -11,7 +11,7 @@ import { Effect, Stream } from "effect"
 import { TelemetryLive } from "../scratchpad/telemetry.js"
 import { BulkUpdate, MicroappClient } from "../src/index.js"
 import { MicroappServer } from "../src/testing/index.js"
-import { numbersTable, withEmulator } from "./support.js"
+import { numbersTable, onTestClock, withEmulator } from "./support.js"
 
 const numbers = "7e0000000000000000000001"
 const rowsPath = "/api/microappdata"
@@ -63,7 +63,7 @@ const ancestors = (span: ReadableSpan, byId: ReadonlyMap<string, ReadableSpan>):
 }
 
 describe("the telemetry recipe", () => {
-  it.live(
+  it.effect(
     "exports the client's metrics and spans: they agree with the summaries and the log, and hold no token",
     () =>
       Effect.gen(function*() {
@@ -73,18 +73,21 @@ describe("the telemetry recipe", () => {
         const telemetry = TelemetryLive(spans, reader)
         const ids = table.rows.slice(0, 20).map((row) => row._id)
 
-        const { before, collected, scanSummary, bulkSummary } = yield* Effect.gen(function*() {
-          const client = yield* MicroappClient
-          const before = yield* collect(reader)
-          const scan = yield* client.scan({ microAppID: numbers, pageSize: 50, concurrency: 2 })
-          yield* Stream.runDrain(scan.rows)
-          const scanSummary = yield* scan.summary
-          const bulkSummary = yield* Stream.run(
-            client.updateRows(Stream.fromIterable(ids.map((rowID, n) => ({ rowID, rowData: { N: -n } })))),
-            BulkUpdate.summarize
-          )
-          return { before, collected: yield* collect(reader), scanSummary, bulkSummary }
-        }).pipe(Effect.provide(telemetry))
+        // on the test clock: a 503's Retry-After passes at once
+        const { before, collected, scanSummary, bulkSummary } = yield* onTestClock(
+          Effect.gen(function*() {
+            const client = yield* MicroappClient
+            const before = yield* collect(reader)
+            const scan = yield* client.scan({ microAppID: numbers, pageSize: 50, concurrency: 2 })
+            yield* Stream.runDrain(scan.rows)
+            const scanSummary = yield* scan.summary
+            const bulkSummary = yield* Stream.run(
+              client.updateRows(Stream.fromIterable(ids.map((rowID, n) => ({ rowID, rowData: { N: -n } })))),
+              BulkUpdate.summarize
+            )
+            return { before, collected: yield* collect(reader), scanSummary, bulkSummary }
+          }).pipe(Effect.provide(telemetry))
+        )
 
         const grown = (name: string, attributes: Readonly<Record<string, string>>) =>
           total(collected, name, attributes) - total(before, name, attributes)
