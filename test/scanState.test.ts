@@ -5,10 +5,14 @@
  * read, checksum and all, and are written again byte for byte.
  */
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Chunk, Effect, FastCheck as FC, Schema, Stream } from "effect"
+import { Arbitrary, Chunk, Effect, FastCheck as FC, Schema, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Checkpoint, MicroappClient } from "../src/index.js"
+import * as Codec from "../src/internal/checkpointCodec.js"
+import { CheckpointImpl, keyOrder, QueryJson } from "../src/internal/scan/checkpoint.js"
+import * as IdSet from "../src/internal/scan/IdSet.js"
+import * as ScanState from "../src/internal/scan/state.js"
 import { MicroappServer } from "../src/testing/index.js"
 import { mixedTable, withEmulator } from "./support.js"
 
@@ -86,4 +90,68 @@ describe("checkpoints of version 1 written before the state was one Schema", () 
         expect(checkpoint.summary.rows).toBe(checkpoint.summary.complete ? 229 : 87)
       }
     }))
+})
+
+/** Ids emitted, as each kind of set holds them: every one (packed and others), the recent ones, or their count. */
+const seen: FC.Arbitrary<IdSet.Contents> = FC.oneof(
+  FC.tuple(
+    FC.array(FC.stringMatching(/^[0-9a-f]{24}$/), { maxLength: 20 }),
+    // ids of other shapes, some that look like the text around the packed ids
+    FC.array(FC.oneof(FC.string({ maxLength: 30 }), FC.constantFrom(`"packed":"`, `\\","packed":"`)), {
+      maxLength: 5
+    })
+  ).map(([packed, others]) => {
+    const set = IdSet.exact({ journal: true })
+    for (const id of [...packed, ...others]) set.add(id)
+    return set.contents() ?? IdSet.recentContents([])
+  }),
+  FC.array(FC.string(), { maxLength: 5 }).map(IdSet.recentContents),
+  FC.record({ size: FC.nat(), digest: FC.stringMatching(/^[0-9a-f]{16}$/) }).map((held) => ({
+    _tag: "Held" as const,
+    ...held
+  }))
+)
+
+/** A query's object with its keys in another order, and a key the format does not have. */
+const shuffled = ({ dedupe, filters, microAppID, overlap, pageSize, sort }: QueryJson): QueryJson => {
+  const given = {
+    unknown: true,
+    dedupe,
+    overlap,
+    pageSize,
+    sort: sort.map(({ field, order }) => ({ order, field })),
+    filters: filters.map(({ fieldID, value }) => ({ value, fieldID, extra: 1 })),
+    microAppID
+  }
+  return given
+}
+
+describe("a checkpoint's text", () => {
+  it.prop(
+    "is canonical: the text JSON.stringify writes with the format's list of keys, whatever the order of the objects given",
+    [Arbitrary.make(QueryJson), Arbitrary.make(ScanState.Progress), seen],
+    ([query, progress, contents]) => {
+      const given = new CheckpointImpl(shuffled(query), { ...progress, seen: contents })
+      const text = Checkpoint.toJson(given)
+      expect(text).toBe(JSON.stringify(given.toJSON(), keyOrder))
+      expect(text).toBe(Checkpoint.toJson(new CheckpointImpl(query, { ...progress, seen: contents })))
+    }
+  )
+
+  it.prop(
+    "writes the state as Schema encodes it, keys in the same order, its defaults left out",
+    [Arbitrary.make(ScanState.Progress)],
+    ([progress]) => {
+      const encoded = Codec.plainEncoder(ScanState.Progress)(progress)
+      expect(JSON.stringify(encoded)).toBe(JSON.stringify(Schema.encodeSync(ScanState.Progress)(progress)))
+      // the value given is left as it was
+      expect(Schema.decodeSync(ScanState.Progress)(encoded)).toEqual(progress)
+    }
+  )
+
+  it("is written by an encoder that refuses, as the module loads, a Schema it would not encode as Schema does", () => {
+    expect(() => Codec.plainEncoder(Schema.DateFromString)).toThrow(/not plain data/)
+    expect(() => Codec.plainEncoder(Schema.Union(Schema.Struct({ a: Schema.Number }), Schema.Array(Schema.Number))))
+      .toThrow(/a Union is not plain data/)
+  })
 })

@@ -4,7 +4,7 @@
  * canonical text (keys in the order of the format's Schema) and a checksum written after it, last.
  * Every refusal is an `InvalidCheckpoint` naming its problem; each format picks its checksum.
  */
-import { Either, ParseResult, Predicate, Schema, SchemaAST } from "effect"
+import { Either, Option, ParseResult, Predicate, Schema, SchemaAST } from "effect"
 import { type CheckpointProblem, InvalidCheckpoint } from "../MicroappError.js"
 
 export const invalidCheckpoint = (problem: CheckpointProblem, input: string, reason: string) =>
@@ -55,6 +55,84 @@ const keysOf = (ast: SchemaAST.AST): Array<string> => {
 export const keyOrder = (schema: Schema.Schema.Any): Array<string> => [
   ...new Set(keysOf(SchemaAST.encodedAST(schema.ast)))
 ]
+
+type Encode = (value: unknown) => unknown
+
+const same: Encode = (value) => value
+
+const hasOwn = (object: object, key: PropertyKey) => Object.prototype.hasOwnProperty.call(object, key)
+
+/** Whether `ast` is a value written as it is: a literal, a string, a number or a boolean, refined or not. */
+const isPrimitive = (ast: SchemaAST.AST): boolean =>
+  ast._tag === "Refinement"
+    ? isPrimitive(ast.from)
+    : ast._tag === "Literal" || ast._tag === "StringKeyword" || ast._tag === "NumberKeyword" ||
+      ast._tag === "BooleanKeyword"
+
+/** The encoder of `ast` (see `plainEncoder`), or a defect naming the part it does not take. */
+const plainEncoderOf = (ast: SchemaAST.AST): Encode => {
+  if (isPrimitive(ast)) return same
+  switch (ast._tag) {
+    case "TupleType": {
+      const [item, ...more] = ast.rest
+      if (ast.elements.length > 0 || item === undefined || more.length > 0) break
+      const encode = plainEncoderOf(item.type)
+      return encode === same ? same : (value) => (value as ReadonlyArray<unknown>).map(encode)
+    }
+    case "Union": {
+      // primitives are written as they are, and objects (arrays too) go to the one member left
+      const [object, ...more] = ast.types.filter((member) => !isPrimitive(member))
+      if (more.length > 0) break
+      if (object === undefined) return same
+      const encode = plainEncoderOf(object)
+      return (value) => (Predicate.isObject(value) ? encode(value) : value)
+    }
+    case "TypeLiteral": {
+      if (ast.indexSignatures.length > 0) break
+      const fields = ast.propertySignatures.map((property) => ({
+        name: property.name,
+        optional: property.isOptional,
+        encode: plainEncoderOf(property.type)
+      }))
+      return (value) => {
+        const input = value as Record<PropertyKey, unknown>
+        const output: Record<PropertyKey, unknown> = {}
+        for (const { encode, name, optional } of fields) {
+          if (optional && !hasOwn(input, name)) continue
+          output[name] = encode(input[name])
+        }
+        return output
+      }
+    }
+    case "Transformation": {
+      if (ast.transformation._tag !== "TypeLiteralTransformation") break
+      const { propertySignatureTransformations } = ast.transformation
+      const to = plainEncoderOf(ast.to)
+      const from = plainEncoderOf(ast.from)
+      return (value) => {
+        const object = to(value) as Record<PropertyKey, unknown>
+        for (const property of propertySignatureTransformations) {
+          const encoded = property.encode(
+            hasOwn(object, property.to) ? Option.some(object[property.to]) : Option.none()
+          )
+          delete object[property.to]
+          if (Option.isSome(encoded)) object[property.from] = encoded.value
+        }
+        return from(object)
+      }
+    }
+  }
+  throw new Error(`plainEncoder: a ${ast._tag} is not plain data it encodes (${String(ast)})`)
+}
+
+/**
+ * What `Schema.encodeSync(schema)` returns for a value this library made, without checking its
+ * refinements again (most of what Schema's encoding costs): structs (each object's keys in its
+ * Schema's order, others dropped), arrays, literals, unions of one kind of object, and fields
+ * with a default left out (`optionalToRequired`). Any other part is refused as the module loads.
+ */
+export const plainEncoder = <A, I>(schema: Schema.Schema<A, I>): (value: A) => I =>
+  plainEncoderOf(schema.ast) as (value: A) => I
 
 /** `body`'s canonical text: its keys in the format's order. */
 export const canonical = (body: object, keys: Array<string>): string => JSON.stringify(body, keys)

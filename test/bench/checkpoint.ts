@@ -2,12 +2,14 @@
  * Figure 5, checkpoints: a scan of 1,000,000 rows under `dedupe: "exact"`, judged by the engine
  * alone (no HTTP: the pages are given), as `rows` runs it (no journal) and as `pages` runs it (a
  * journal of the ids, and a checkpoint taken after every page); then the checkpoint at its end:
- * the size of its JSON, and the time to write it, read it back and rebuild the id set from it.
- * Last, `rows` and `pages` in turns over HTTP, against the emulator in this process.
+ * the size of its JSON, and the time to write it, read it back and rebuild the id set from it;
+ * the same for the checkpoints a scan writes every page whatever the table's size (its sink holding
+ * the ids) and for those of a short scan. Last, `rows` and `pages` in turns over HTTP, against the
+ * emulator in this process.
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { Effect, Either, Stream } from "effect"
-import { CheckpointImpl, fromJson, toJson } from "../../src/internal/scan/checkpoint.js"
+import { CheckpointImpl, fromJson, toJson, withoutIds } from "../../src/internal/scan/checkpoint.js"
 import * as Engine from "../../src/internal/scan/engine.js"
 import { MicroappClient } from "../../src/MicroappClient.js"
 import { MicroappServer } from "../../src/testing/MicroappServer.js"
@@ -60,18 +62,18 @@ const main = async (): Promise<Report> => {
   const table = Array.from({ length: rows }, (_, i) => ({ _id: rowId(i) }))
 
   /** The whole table through the engine, a window at a time, as `rows` (false) or `pages` (true) drives it. */
-  const scan = (dedupe: "exact" | "recent", checkpoints: boolean) => {
+  const scan = (dedupe: "exact" | "recent", checkpoints: boolean, rowsOf = table) => {
     const config = { pageSize, overlap: 10, onInconsistent: "fail", dedupe } as const
     const state = Engine.initial(config, checkpoints)
     const start = performance.now()
     for (;;) {
       const window = Engine.plan(state, false)
-      const verdict = Engine.judge(state, window, table.slice(window.start, window.start + window.limit), 1)
+      const verdict = Engine.judge(state, window, rowsOf.slice(window.start, window.start + window.limit), 1)
       if (checkpoints) Engine.stateOf(state)
       if (verdict._tag !== "Continue") break
     }
     const millis = performance.now() - start
-    if (state.counters.emitted !== rows || !state.counters.complete) {
+    if (state.counters.emitted !== rowsOf.length || !state.counters.complete) {
       throw new Error("the engine did not read the table")
     }
     return { config, state, millis }
@@ -85,21 +87,22 @@ const main = async (): Promise<Report> => {
   const nanosPerRow = (mode: boolean) => median(scanMillis.get(mode) ?? []) * 1e6 / rows
   const journalCost = nanosPerRow(true) - nanosPerRow(false)
 
-  const timed = <A>(run: () => A) => {
+  /** The median over the rounds of the time `run` takes, in ms; `repeat`: runs a round, for a time too short to see once. */
+  const timed = <A>(run: () => A, repeat = 1) => {
     const times: Array<number> = []
     let result: A = run()
     for (let round = 0; round < rounds; round++) {
       const start = performance.now()
-      result = run()
-      times.push(performance.now() - start)
+      for (let i = 0; i < repeat; i++) result = run()
+      times.push((performance.now() - start) / repeat)
     }
     return { result, millis: median(times) }
   }
 
-  const checkpointOf = (dedupe: "exact" | "recent") => {
-    const { config, state } = scan(dedupe, true)
+  const checkpointOf = (dedupe: "exact" | "recent", length = rows) => {
+    const { config, state } = scan(dedupe, true, table.slice(0, length))
     const query = { microAppID: "64d000000000000000000001", filters: [], sort: [], ...config }
-    state.counters.rows = rows
+    state.counters.rows = length
     return { config, checkpoint: new CheckpointImpl(query, Engine.stateOf(state)) }
   }
   const { checkpoint, config } = checkpointOf("exact")
@@ -113,6 +116,22 @@ const main = async (): Promise<Report> => {
   const resumed = timed(() => Either.getOrThrow(Engine.resume(config, back.state)))
   if (resumed.result.seen.size() !== rows) throw new Error("the id set was not rebuilt")
   const recentBytes = toJson(checkpointOf("recent").checkpoint).length
+  /** Microseconds to write `small`, read it back and resume from it, each, as a scan does after a page. */
+  const roundTrip = (small: CheckpointImpl) => {
+    const text = toJson(small)
+    const repeat = 2_000
+    const write = timed(() => toJson(small), repeat)
+    const read = timed(() => Effect.runSync(fromJson(text)), repeat)
+    if (!(read.result instanceof CheckpointImpl)) throw new Error("the checkpoint did not read back")
+    const state = read.result.state
+    const resume = state.seen._tag === "Held"
+      ? undefined
+      : timed(() => Either.getOrThrow(Engine.resume(config, state, true)), repeat)
+    const micros = (figure: { readonly millis: number } | undefined) => (figure?.millis ?? NaN) * 1000
+    return { bytes: text.length, write: micros(write), read: micros(read), resume: micros(resume) }
+  }
+  const held = roundTrip(withoutIds(checkpoint) as CheckpointImpl)
+  const short = roundTrip(checkpointOf("exact", pageSize).checkpoint)
   const http = await overHttp(httpRows, rounds)
 
   const perRow = bytes / rows
@@ -126,6 +145,14 @@ const main = async (): Promise<Report> => {
     `| \`Checkpoint.toJson\` | ${written.millis.toFixed(0)} ms |`,
     `| \`Checkpoint.fromJson\` (checks and checksum included) | ${read.millis.toFixed(0)} ms |`,
     `| Resume: the id set rebuilt from it | ${resumed.millis.toFixed(0)} ms |`,
+    `| Its sink holding the ids (\`withoutIds\`, ${held.bytes} bytes): written / read back | ${
+      held.write.toFixed(1)
+    } / ${held.read.toFixed(1)} µs |`,
+    `| A ${formatInt(pageSize)}-row scan's checkpoint (${
+      formatInt(short.bytes)
+    } bytes): written / read back / resumed from | ${short.write.toFixed(1)} / ${short.read.toFixed(1)} / ${
+      short.resume.toFixed(1)
+    } µs |`,
     `| Engine alone, as \`rows\` drives it | ${nanosPerRow(false).toFixed(0)} ns a row |`,
     `| Engine alone, as \`pages\` drives it (journal, a checkpoint every page) | ${
       nanosPerRow(true).toFixed(0)
@@ -145,6 +172,16 @@ const main = async (): Promise<Report> => {
       {
         figure: `Checkpoint write / read / resume, ${formatInt(rows)} rows`,
         measured: `${written.millis.toFixed(0)} / ${read.millis.toFixed(0)} / ${resumed.millis.toFixed(0)} ms`,
+        goal: "",
+        met: undefined
+      },
+      {
+        figure: `Checkpoint write / read, sink-held (any table); write / read / resume, a ${
+          formatInt(pageSize)
+        }-row scan`,
+        measured: `${held.write.toFixed(1)} / ${held.read.toFixed(1)} µs; ${short.write.toFixed(1)} / ${
+          short.read.toFixed(1)
+        } / ${short.resume.toFixed(1)} µs`,
         goal: "",
         met: undefined
       },

@@ -146,16 +146,21 @@ const digestOfContents = (packed: string, others: ReadonlyArray<string>): string
  * 256 segments: a rehash moves 1/256 of the ids.
  */
 const segmentBits = 8
-const initialSlots = 16
+// 48 bytes: V8 keeps a typed array this small in its heap, far cheaper to make than one outside
+const initialSlots = 4
 const maxLoad = 0.75
 // from 3/4 full to 1/2 full: the most a slot of 12 bytes costs is 24 bytes an id
 const growth = 1.5
 
 /** One open-addressing table of packed ids; a slot of three zero words is empty. */
 class Segment {
-  words = new Uint32Array(initialSlots * 3)
-  slots = initialSlots
+  words: Uint32Array
   count = 0
+
+  /** `slots`: room for the ids a restore puts in at once, at 2/3 full, without a rehash. */
+  constructor(public slots = initialSlots) {
+    this.words = new Uint32Array(slots * 3)
+  }
 
   /** The offset of the packed id's slot, or of the empty slot where it would go. */
   find(a: number, b: number, c: number, hash: number): number {
@@ -219,8 +224,8 @@ const chunkBytes = 12 * 1024
  * as they were.
  */
 class Journal {
-  /** The bytes of the ids not yet in a chunk. */
-  private readonly pending: Array<number> = new Array<number>(chunkBytes).fill(0)
+  /** The bytes of the ids not yet in a chunk, grown as ids come: a set restored for one page holds a few. */
+  private pending = new Uint8Array(12 * 16)
   private filled = 0
 
   constructor(readonly chunks: Array<string>, public packed: number) {}
@@ -235,8 +240,9 @@ class Journal {
 
   /** The four bytes of a word, first the most significant. */
   private put(word: number): void {
-    const pending = this.pending
     const at = this.filled
+    if (at === this.pending.length) this.grow()
+    const pending = this.pending
     pending[at] = word >>> 24
     pending[at + 1] = (word >>> 16) & 255
     pending[at + 2] = (word >>> 8) & 255
@@ -244,10 +250,16 @@ class Journal {
     this.filled = at + 4
   }
 
+  private grow(): void {
+    const pending = new Uint8Array(Math.min(chunkBytes, this.pending.length * 4))
+    pending.set(this.pending)
+    this.pending = pending
+  }
+
   private write(): void {
     if (this.filled === 0) return
-    const bytes = this.filled === chunkBytes ? this.pending : this.pending.slice(0, this.filled)
-    this.chunks.push(btoa(String.fromCharCode.apply(null, bytes)))
+    const bytes = this.filled === this.pending.length ? this.pending : this.pending.subarray(0, this.filled)
+    this.chunks.push(btoa(String.fromCharCode.apply(null, bytes as unknown as Array<number>)))
     this.filled = 0
   }
 
@@ -272,13 +284,21 @@ const firstOf = <A>(items: Iterable<A>, count: number): Array<A> => {
 /** Every id, exactly. `journal`: keep what `contents` needs (16 bytes an id more). */
 export const exact = (options: { readonly journal?: boolean } = {}): IdSet => makeExact(options.journal === true).set
 
+/** The segment of a packed id whose words' mix is `hash`. */
+const segmentOf = (hash: number): number => hash & ((1 << segmentBits) - 1)
+
 /**
  * An exact set, and `insert`, which adds a packed id without journaling it. `from`: the base64
- * chunk the journal starts with (ids inserted from it).
+ * chunk the journal starts with (ids inserted from it); `ids`: how many of them go to each segment.
  */
-const makeExact = (journaled: boolean, from = "") => {
+const makeExact = (journaled: boolean, from = "", ids?: Uint32Array) => {
   // made on first use: a small set (a short scan, or a model test's thousands) needs few of them
   const segments: Array<Segment | undefined> = new Array(1 << segmentBits)
+  if (ids !== undefined) {
+    ids.forEach((count, index) => {
+      if (count > 0) segments[index] = new Segment(Math.max(initialSlots, Math.ceil(count * growth)))
+    })
+  }
   const others = new Set<string>()
   const journal = journaled ? new Journal(from === "" ? [] : [from], from.length / 16) : undefined
   // kept with the journal only: a checkpoint's contents are what need it
@@ -291,7 +311,7 @@ const makeExact = (journaled: boolean, from = "") => {
       if (zero) return false
       zero = true
     } else {
-      const index = hash & ((1 << segmentBits) - 1)
+      const index = segmentOf(hash)
       const segment = segments[index] ?? (segments[index] = new Segment())
       if (!segment.add(a, b, c, hash >>> segmentBits)) return false
       packed++
@@ -324,7 +344,7 @@ const makeExact = (journaled: boolean, from = "") => {
     route(id, () => others.has(id), (a, b, c) => {
       if (a === 0 && b === 0 && c === 0) return zero
       const hash = mix(a, b, c)
-      const segment = segments[hash & ((1 << segmentBits) - 1)]
+      const segment = segments[segmentOf(hash)]
       return segment !== undefined && segment.taken(segment.find(a, b, c, hash >>> segmentBits))
     })
   const contents = (): ExactContents | undefined => {
@@ -396,7 +416,13 @@ export const restore = (
   if (bytes === undefined || bytes.length % 12 !== 0) {
     return Either.left("packed ids are not base64 of 12 bytes an id")
   }
-  const { insert, set } = makeExact(options.journal, base64)
+  // each segment made once, at its size: no rehash, and none of the small ones made on the way
+  const ids = new Uint32Array(1 << segmentBits)
+  for (let at = 0; at < bytes.length; at += 12) {
+    const index = segmentOf(mix(wordAt(bytes, at), wordAt(bytes, at + 4), wordAt(bytes, at + 8)))
+    ids[index] = (ids[index] ?? 0) + 1
+  }
+  const { insert, set } = makeExact(options.journal, base64, ids)
   for (let at = 0; at < bytes.length; at += 12) {
     if (!insert(wordAt(bytes, at), wordAt(bytes, at + 4), wordAt(bytes, at + 8))) {
       return Either.left(`holds packed id ${hexOf(bytes, at)} twice`)

@@ -50,24 +50,56 @@ const Json = Schema.Struct({
   checksum: Schema.String
 })
 
-const keyOrder = Codec.keyOrder(Json)
+/** Every key of the format in its order; no name appears twice, so each object's order is its Schema's. */
+export const keyOrder = Codec.keyOrder(Json)
 
-const encodeProgress = Schema.encodeSync(ScanState.Progress)
+const encodeProgress = Codec.plainEncoder(ScanState.Progress)
 
-/** The JSON object of a checkpoint but its checksum, as it is written (fields at their defaults left out). */
+/** The query's fields alone, each object's keys in its Schema's order, whatever the order or the extra keys given. */
+const queryBody = ({ dedupe, filters, microAppID, overlap, pageSize, sort }: QueryJson): QueryJson => ({
+  microAppID,
+  filters: filters.map(({ fieldID, value }) => ({ fieldID, value })),
+  sort: sort.map(({ field, order }) => ({ field, order })),
+  pageSize,
+  overlap,
+  dedupe
+})
+
+/**
+ * The JSON object of a checkpoint but its checksum, as it is written (fields at their defaults
+ * left out): every object made in the format's key order, with no other key.
+ */
 const bodyOf = (query: QueryJson, state: ScanState.ScanState) => {
   const { seen, ...progress } = state
-  return { version, query, ...encodeProgress(progress), seen: ScanState.encodeSeen(seen) }
+  return { version, query: queryBody(query), ...encodeProgress(progress), seen: ScanState.encodeSeen(seen) }
 }
 
-const canonical = (body: ReturnType<typeof bodyOf>): string => Codec.canonical(body, keyOrder)
+const packedKey = `"packed":"`
+
+/**
+ * `body`'s canonical text, the keys in the order `bodyOf` made them (JSON.stringify with a list of
+ * keys looks each one up in every object). The packed ids, most of a large checkpoint's text, are
+ * base64 (as written, and checked so before a text read is written again): nothing in them to
+ * escape, they go into the text as they are, not through JSON.stringify.
+ */
+const canonical = (body: ReturnType<typeof bodyOf>): string => {
+  const { seen } = body
+  if (!("packed" in seen)) return JSON.stringify(body)
+  const text = JSON.stringify({ ...body, seen: { ...seen, packed: "" } })
+  // the format's one key "packed", the last: a string's quotes are escaped, so no string holds this
+  const at = text.lastIndexOf(packedKey) + packedKey.length
+  return text.slice(0, at) + seen.packed + text.slice(at)
+}
 
 export class CheckpointImpl implements Checkpoint {
   readonly [TypeId]: typeof TypeId = TypeId
-  readonly summary: RowStream.ScanSummary
+  #summary: RowStream.ScanSummary | undefined
 
-  constructor(readonly query: QueryJson, readonly state: ScanState.ScanState) {
-    this.summary = summarise(state.counters, query.dedupe)
+  constructor(readonly query: QueryJson, readonly state: ScanState.ScanState) {}
+
+  // made when first read: a scan makes a checkpoint every page, and most are only stored
+  get summary(): RowStream.ScanSummary {
+    return this.#summary ??= summarise(this.state.counters, this.query.dedupe)
   }
 
   /** The checkpoint's JSON object, its checksum last: what `JSON.stringify` writes, not its inner workings. */
@@ -172,7 +204,8 @@ const mustBe = "must be a Checkpoint: from a page of `pages`, or from `Checkpoin
 
 const CheckpointSelf = Schema.declare(isCheckpoint, { identifier: "Checkpoint", message: () => mustBe })
 
-const decodeJsonObject = ParseResult.decodeUnknown(Json)
+// an Either, not an Effect: Schema runs a fiber for a transformation that returns an Effect
+const decodeJsonObject = ParseResult.decodeUnknownEither(Json)
 
 /**
  * A checkpoint from its JSON object: checked field by field, against the engine's rules, and by
@@ -184,7 +217,7 @@ export const CheckpointSchema: Schema.Schema<Checkpoint, unknown> = Schema.trans
   {
     strict: true,
     decode: (input, options, ast) =>
-      Effect.flatMap(decodeJsonObject(input, options), ({ checksum, query, version: _, ...state }) => {
+      Either.flatMap(decodeJsonObject(input, options), ({ checksum, query, version: _, ...state }) => {
         const problem = problemOf(query, state)
         if (problem !== undefined) {
           const [path, message] = problem
