@@ -506,7 +506,9 @@ describe("microapp mirror", () => {
           })
         )
         const globalBin = path.join(global, "bin.js")
+        // the bin and the chunks it imports, as a global install lays them out
         fs.copyFileSync(bin, globalBin)
+        fs.cpSync(path.join(path.dirname(bin), "chunks"), path.join(global, "chunks"), { recursive: true })
         fs.symlinkSync(path.resolve("node_modules"), path.join(project, "node_modules"), "dir")
         const run = yield* runToEnd(() =>
           spawn(process.execPath, [globalBin, "mirror", numbers, "--db", "file:m.db", "--quiet"], {
