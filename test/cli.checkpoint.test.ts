@@ -3,7 +3,7 @@
  * writes it, whatever stopped the runs before; CKPT's refusals. SIGKILL is in `cli.process.test.ts`.
  */
 import { describe, expect, layer } from "@effect/vitest"
-import { Duration, Effect } from "effect"
+import { Effect } from "effect"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -11,6 +11,7 @@ import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import {
   cli,
   halfDone,
+  holdFrom,
   idsOf,
   refused,
   requestCount,
@@ -78,17 +79,17 @@ describe("microapp rows --checkpoint (in process)", () => {
           const file = path.join(dir, `out.${format}`)
           const ckpt = path.join(dir, "out.ckpt")
           const args = rowsArgs(server, ["--format", format, "--output", file, "--checkpoint", ckpt])
-          yield* server.configure({ latency: Duration.millis(20) })
           for (const stopAfter of [3, 5]) {
             const seen = (yield* server.log.requests).length
+            const { release } = yield* holdFrom(server, stopAfter)
             const started = yield* startCli(args)
             yield* untilRequests(server, seen + stopAfter)
             expect(yield* started.raise("SIGINT")).toBe(true)
+            yield* release
             expect(yield* started.exit).toBe(130)
             // what a process killed in the middle of a write leaves
             fs.appendFileSync(format === "csv" ? `${ckpt}.rows` : file, "{\"_id\":\"64b")
           }
-          yield* server.configure({ latency: Duration.zero })
           const last = yield* cli(args)
           expect(last.code, last.stderr).toBe(0)
           expect(fs.readFileSync(file, "utf8")).toBe(expected)
@@ -128,20 +129,20 @@ describe("microapp rows --checkpoint (in process)", () => {
           const file = path.join(dir, "out.ndjson")
           const ckpt = path.join(dir, "out.ckpt")
           const args = rowsArgs(server, ["--output", file, "--checkpoint", ckpt, "--checkpoint-every", "60"])
-          yield* server.configure({ latency: Duration.millis(20) })
           const seen = (yield* server.log.requests).length
+          const { release } = yield* holdFrom(server, 5)
           const started = yield* startCli(args)
           // stopped once a commit is on disk, and the scan has asked for more
           yield* eventually(Effect.sync(() => fs.existsSync(ckpt)), Boolean)
           yield* untilRequests(server, seen + 5)
           yield* started.raise("SIGINT")
+          yield* release
           expect(yield* started.exit).toBe(130)
           // a commit after 60 rows, not after each page of 20: FILE holds a multiple of 60 rows beyond what was committed
           const committed = JSON.parse(fs.readFileSync(ckpt, "utf8")) as { length: number }
           const committedRows = fs.readFileSync(file, "utf8").slice(0, committed.length).split("\n").length - 1
           expect(committedRows % 60).toBe(0)
           expect(committedRows).toBeGreaterThanOrEqual(60)
-          yield* server.configure({ latency: Duration.zero })
           const last = yield* cli(args)
           expect(last.code, last.stderr).toBe(0)
           expect(fs.readFileSync(file, "utf8")).toBe(expected)

@@ -3,7 +3,8 @@
  * its output, exit codes and signals through the services of `test/cliSupport.ts`. What only a
  * real process shows is in `cli.process.test.ts`.
  */
-import { describe, expect, it, layer } from "@effect/vitest"
+// `effect`: the package's `it.effect`, on the test clock; layer() below replaces this module's `it.effect`
+import { describe, effect, expect, it, layer } from "@effect/vitest"
 import { Effect, Option, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -25,6 +26,7 @@ import {
   startCli,
   temporaryDirectory
 } from "./cliSupport.js"
+import { advanceUntil, onTestClock } from "./support.js"
 import { eventually } from "./support/eventually.js"
 
 /** A strict RFC 4180 parser: CRLF between records, quotes only around whole fields. */
@@ -101,26 +103,6 @@ describe("microapp (in process)", () => {
         expect(run.stderr).toMatch(
           /^done: 130 rows, \d+ pages, [\d.]+ s, 0 duplicates dropped, 0 realignments, up to \d+ requests? in flight, exhaustive\n$/
         )
-      }))
-
-    it.effect("--log-level debug shows the retry and the pause a 429 caused, with their figures; without it, only the pause", () =>
-      Effect.gen(function*() {
-        const server = yield* MicroappServer
-        const args = ["rows", projectsMicroAppID, "--page-size", "100", "--concurrency", "1", ...flags(server)]
-        const pauseLine = /^warn: pausing every request of this client askedMillis=1000 cause=429 pauseMillis=\d+$/m
-        yield* server.faults.inject("http429", { path: "/api/microappdata", retryAfterSeconds: 1 })
-        const debug = yield* cli([...args, "--log-level", "debug"])
-        expect(debug.code, debug.stderr).toBe(0)
-        expect(debug.stderr).toMatch(pauseLine)
-        expect(debug.stderr).toMatch(
-          /^debug: retrying request attempt=2 cause="RateLimited: [^"]+" delayMillis=1000 endpoint=\/api\/microappdata$/m
-        )
-        expect(debug.stderr).not.toContain(server.credentials.authToken)
-        yield* server.faults.inject("http429", { path: "/api/microappdata", retryAfterSeconds: 1 })
-        const plain = yield* cli(args)
-        expect(plain.code, plain.stderr).toBe(0)
-        expect(plain.stderr).toMatch(pauseLine)
-        expect(plain.stderr).not.toContain("debug:")
       }))
 
     it.effect("rows --concurrency N: that many requests in flight, never more", () =>
@@ -247,6 +229,33 @@ describe("microapp (in process)", () => {
         )
       }))
   })
+
+  // on the test clock: the pauses are the second the server asked for, and no real time
+  effect(
+    "--log-level debug shows the retry and the pause a 429 caused, with their figures; without it, only the pause",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const args = ["rows", projectsMicroAppID, "--page-size", "100", "--concurrency", "1", ...flags(server)]
+        const pauseLine = /^warn: pausing every request of this client askedMillis=1000 cause=429 pauseMillis=1000$/m
+        yield* server.faults.inject("http429", { path: "/api/microappdata", retryAfterSeconds: 1 })
+        const debug = yield* onTestClock(cli([...args, "--log-level", "debug"]))
+        expect(debug.code, debug.stderr).toBe(0)
+        expect(debug.stderr).toMatch(pauseLine)
+        expect(debug.stderr).toMatch(
+          /^debug: retrying request attempt=2 cause="RateLimited: [^"]+" delayMillis=1000 endpoint=\/api\/microappdata$/m
+        )
+        expect(debug.stderr).not.toContain(server.credentials.authToken)
+        yield* server.faults.inject("http429", { path: "/api/microappdata", retryAfterSeconds: 1 })
+        const plain = yield* onTestClock(cli(args))
+        expect(plain.code, plain.stderr).toBe(0)
+        expect(plain.stderr).toMatch(pauseLine)
+        expect(plain.stderr).not.toContain("debug:")
+        // the pause was waited for (the test clock may have passed more: a timeout no longer waited for)
+        const seconds = /^done: 130 rows, 3 pages, ([\d.]+) s, /m.exec(plain.stderr)?.[1]
+        expect(Number(seconds)).toBeGreaterThanOrEqual(1)
+      }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 130 })))
+  )
 
   it.effect("--help: colour only to a terminal without NO_COLOR, and none of @effect/cli's type boilerplate", () =>
     Effect.gen(function*() {
@@ -421,31 +430,35 @@ describe("microapp (in process)", () => {
       expect((yield* server.log.requests).map((record) => record.path)).toEqual(["/api/login"])
     }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 3 }))))
 
-  it.live("exit 5: the server keeps failing; --output leaves neither the file nor a temporary one", () =>
-    Effect.gen(function*() {
-      const server = yield* MicroappServer
-      yield* server.configure({ faults: { seed: 1, rate: 1, kinds: ["http500"] } })
-      const dir = yield* temporaryDirectory
-      const token = server.credentials.authToken
-      for (const format of ["csv", "json"]) {
-        const run = yield* cli([
-          "rows",
-          projectsMicroAppID,
-          "--format",
-          format,
-          "--output",
-          path.join(dir, `out.${format}`),
-          "--retries",
-          "1",
-          ...flags(server)
-        ])
-        expectFailure(run, 5, [token])
-        expect(run.stderr).toMatch(/\(ServerError, HTTP 500 POST \/api\/microappdata\)\n$/)
-      }
-      expect(fs.readdirSync(dir)).toEqual([])
-      // one retry each
-      expect(yield* server.log.requests).toHaveLength(4)
-    }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ demoRows: 20 }))))
+  // on the test clock: the retries' backoff takes no real time
+  effect(
+    "exit 5: the server keeps failing; --output leaves neither the file nor a temporary one",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        yield* server.configure({ faults: { seed: 1, rate: 1, kinds: ["http500"] } })
+        const dir = yield* temporaryDirectory
+        const token = server.credentials.authToken
+        for (const format of ["csv", "json"]) {
+          const run = yield* onTestClock(cli([
+            "rows",
+            projectsMicroAppID,
+            "--format",
+            format,
+            "--output",
+            path.join(dir, `out.${format}`),
+            "--retries",
+            "1",
+            ...flags(server)
+          ]))
+          expectFailure(run, 5, [token])
+          expect(run.stderr).toMatch(/\(ServerError, HTTP 500 POST \/api\/microappdata\)\n$/)
+        }
+        expect(fs.readdirSync(dir)).toEqual([])
+        // one retry each
+        expect(yield* server.log.requests).toHaveLength(4)
+      }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ demoRows: 20 })))
+  )
 
   it.live("exit 5 mid-scan: NDJSON on stdout ends on a complete line", () =>
     Effect.gen(function*() {
@@ -462,14 +475,15 @@ describe("microapp (in process)", () => {
       expect(ids.length).toBeGreaterThanOrEqual(40)
     }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 200 }))))
 
-  it.live("SIGINT during rows --output: exit 130, the temporary file removed", () =>
+  // on the test clock: the scan is held at its next request, whatever the machine's speed
+  effect("SIGINT during rows --output: exit 130, the temporary file removed", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const { args, dir, running } = yield* slowScanToFile
+      const { args, dir } = yield* slowScanToFile
       const started = yield* startCli(args)
-      yield* running
+      yield* advanceUntil(Effect.sync(() => fs.readdirSync(dir).length > 0))
       expect(yield* started.raise("SIGINT")).toBe(true)
-      expect(yield* started.exit).toBe(130)
+      expect(yield* onTestClock(started.exit)).toBe(130)
       expect(yield* started.stderr).toBe("error: interrupted by SIGINT\n")
       expect(fs.readdirSync(dir)).toEqual([])
       expect((yield* server.log.requests).length).toBeLessThan(100)
@@ -477,37 +491,45 @@ describe("microapp (in process)", () => {
 
   const pipedRowsLayer = MicroappServer.layer({ demoRows: pipedRows })
 
-  /** `rows --format FORMAT | head -1`. */
+  /** `rows --format FORMAT | head -1`, on the test clock: the emulator's latency takes no real time. */
   const rowsIntoHead = (format: string) =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      return yield* cli(yield* pipedScan(format), { env: envOf(server), reader: "head -1" })
+      return yield* onTestClock(cli(yield* pipedScan(format), { env: envOf(server), reader: "head -1" }))
     })
 
-  it.live("rows | head -1 (NDJSON): one whole row, the scan stopped early, exit 141 with only the summary", () =>
-    Effect.flatMap(rowsIntoHead("ndjson"), expectOneRowEarly).pipe(Effect.provide(pipedRowsLayer)))
+  effect(
+    "rows | head -1 (NDJSON): one whole row, the scan stopped early, exit 141 with only the summary",
+    () => Effect.flatMap(rowsIntoHead("ndjson"), expectOneRowEarly).pipe(Effect.provide(pipedRowsLayer))
+  )
 
-  it.live("rows --format json | head -1: the opening bracket, the scan stopped early, exit 141", () =>
-    Effect.gen(function*() {
-      const run = yield* rowsIntoHead("json")
-      const { requests, rows } = yield* cutShort(run)
-      expect(run.stdout).toBe("[\n")
-      expect(rows).toBeLessThan(pipedRows / 2)
-      expect(requests).toBeLessThan(pipedRows / pipedPageSize / 2)
-    }).pipe(Effect.provide(pipedRowsLayer)))
+  effect(
+    "rows --format json | head -1: the opening bracket, the scan stopped early, exit 141",
+    () =>
+      Effect.gen(function*() {
+        const run = yield* rowsIntoHead("json")
+        const { requests, rows } = yield* cutShort(run)
+        expect(run.stdout).toBe("[\n")
+        expect(rows).toBeLessThan(pipedRows / 2)
+        expect(requests).toBeLessThan(pipedRows / pipedPageSize / 2)
+      }).pipe(Effect.provide(pipedRowsLayer))
+  )
 
-  it.live("rows --format csv | head -1: the header, written only after the whole table was read; exit 141", () =>
-    Effect.gen(function*() {
-      const run = yield* rowsIntoHead("csv")
-      const { requests, rows, table } = yield* cutShort(run)
-      const [header, ...rest] = parseCsv(run.stdout)
-      expect(rest).toEqual([])
-      expect(header?.[0]).toBe("_id")
-      expect(header).toEqual(expect.arrayContaining(Object.keys(table[0] ?? {})))
-      // CSV needs every row's keys for its header: no early stop to be had
-      expect(rows).toBe(pipedRows)
-      expect(requests).toBeGreaterThanOrEqual(pipedRows / pipedPageSize)
-    }).pipe(Effect.provide(pipedRowsLayer)))
+  effect(
+    "rows --format csv | head -1: the header, written only after the whole table was read; exit 141",
+    () =>
+      Effect.gen(function*() {
+        const run = yield* rowsIntoHead("csv")
+        const { requests, rows, table } = yield* cutShort(run)
+        const [header, ...rest] = parseCsv(run.stdout)
+        expect(rest).toEqual([])
+        expect(header?.[0]).toBe("_id")
+        expect(header).toEqual(expect.arrayContaining(Object.keys(table[0] ?? {})))
+        // CSV needs every row's keys for its header: no early stop to be had
+        expect(rows).toBe(pipedRows)
+        expect(requests).toBeGreaterThanOrEqual(pipedRows / pipedPageSize)
+      }).pipe(Effect.provide(pipedRowsLayer))
+  )
 
   it.live("row and login into a reader already gone: exit 141, nothing on stderr; --quiet rows: no summary", () =>
     Effect.gen(function*() {

@@ -24,11 +24,10 @@ import {
   startCli,
   temporaryDirectory,
   untilRequests,
-  untilUpdates,
   updatePath,
   updateRequests
 } from "./cliSupport.js"
-import { onTestClock, taskID, tasksMicroAppID, tasksTable } from "./support.js"
+import { advanceUntil, onTestClock, taskID, tasksMicroAppID, tasksTable } from "./support.js"
 import { eventually } from "./support/eventually.js"
 
 describe("microapp update --from (in process)", () => {
@@ -108,19 +107,22 @@ describe("microapp update --from (in process)", () => {
     120_000
   )
 
-  it.live("the summary counts the retries and the updates a server's Retry-After held back", () =>
+  // on the test clock: the pause is the second the server asked for, and no real time
+  it.effect("the summary counts the retries and the updates a server's Retry-After held back", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
       yield* server.faults.inject("http429", { path: "/api/updatemicroapprow", retryAfterSeconds: 1 })
       const updates = [0, 1, 2].map((i) => `${JSON.stringify({ rowID: taskID(i), rowData: { Count: i + 7 } })}\n`)
-      const run = yield* cli(["update", "--from", "-", "--concurrency", "1"], {
+      const run = yield* onTestClock(cli(["update", "--from", "-", "--concurrency", "1"], {
         env: envOf(server),
         stdin: updates.join("")
-      })
+      }))
       expect(run.code, run.stderr).toBe(0)
       expect(run.stderr).toMatch(
-        /^warn: pausing every request of this client askedMillis=1000 cause=429 pauseMillis=\d+\ndone: 3 lines, 3 updated \(0 after read-back\), 0 refused, 0 failed, 0 unknown, 0 invalid, 1 retry, 1 throttled, [\d.]+ s\n$/
+        /^warn: pausing every request of this client askedMillis=1000 cause=429 pauseMillis=1000\ndone: 3 lines, 3 updated \(0 after read-back\), 0 refused, 0 failed, 0 unknown, 0 invalid, 1 retry, 1 throttled, [\d.]+ s\n$/
       )
+      // the pause was waited for (the test clock may have passed more: a timeout no longer waited for)
+      expect(Number(/([\d.]+) s\n$/.exec(run.stderr)?.[1])).toBeGreaterThanOrEqual(1)
     }).pipe(Effect.provide(MicroappServer.layer({ tables: [tasksTable(3)] }))))
 
   it.live("rows, then a filter, into update --from -: a pipeline; exit 0 when every line is updated", () =>
@@ -323,23 +325,25 @@ describe("microapp update --from (in process)", () => {
       return started
     })
 
-  it.live("SIGINT: no more updates start; those under way finish and are reported (--report too); exit 130", () =>
+  // on the test clock: the updates under way are held by the emulator until the clock moves
+  it.effect("SIGINT: no more updates start; those under way finish and are reported (--report too); exit 130", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
       yield* server.configure({ latency: Duration.millis(300) })
       const dir = yield* temporaryDirectory
       const report = path.join(dir, "report.ndjson")
       const started = yield* startOpen(server, 20, ["--report", report])
-      yield* untilUpdates(server, 3)
+      yield* advanceUntil(Effect.map(updateRequests(server), (sent) => sent.length >= 3))
       expect(yield* started.raise("SIGINT")).toBe(true)
-      expect(yield* started.exit).toBe(130)
+      expect(yield* onTestClock(started.exit)).toBe(130)
       yield* expectStoppedBySigint(report, { stdout: yield* started.stdout, stderr: yield* started.stderr }, 20)
     }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(20)] }))))
 
-  it.live("update --from | head -1: no more updates start, those under way finish and are counted; exit 141", () =>
+  // on the test clock: the emulator's latency takes no real time
+  it.effect("update --from | head -1: no more updates start, those under way finish and are counted; exit 141", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
-      const run = yield* cli(yield* pipedUpdate, { env: envOf(server), reader: "head -1" })
+      const run = yield* onTestClock(cli(yield* pipedUpdate, { env: envOf(server), reader: "head -1" }))
       yield* expectUpdatesCutShort(run)
     }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ tables: [tasksTable(pipedUpdates)] }))))
 

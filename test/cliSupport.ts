@@ -7,7 +7,7 @@ import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
 import * as Terminal from "@effect/platform/Terminal"
 import { expect } from "@effect/vitest"
-import { ConfigProvider, Duration, Effect, Fiber, Layer, Mailbox, Option, Schema, Stream } from "effect"
+import { ConfigProvider, Deferred, Duration, Effect, Fiber, Layer, Mailbox, Option, Schema, Stream } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -196,8 +196,22 @@ export const expectFailure = (run: Run, code: number, tokens: ReadonlyArray<stri
   }
 }
 
+/**
+ * Where the tests' files go: a memory filesystem where the machine has one and TMPDIR names no
+ * other place, since every commit of FILE and CKPT is fsynced, which costs a disk write each.
+ */
+const scratch = (() => {
+  if (process.env["TMPDIR"] !== undefined) return os.tmpdir()
+  try {
+    fs.accessSync("/dev/shm", fs.constants.W_OK)
+    return "/dev/shm"
+  } catch {
+    return os.tmpdir()
+  }
+})()
+
 export const temporaryDirectory = Effect.acquireRelease(
-  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "microapp-cli-test-"))),
+  Effect.sync(() => fs.mkdtempSync(path.join(scratch, "microapp-cli-test-"))),
   (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
 )
 
@@ -388,6 +402,18 @@ export const requestCount = Effect.map(
   (log) => log.length
 )
 
+/**
+ * Holds the `n`th request from now, and every one after it, until `release` (which also clears the
+ * hook): a command stopped meanwhile is stopped mid-scan on any machine, with no latency to wait for.
+ */
+export const holdFrom = (server: MicroappServer.Service, n: number) =>
+  Effect.gen(function*() {
+    const gate = yield* Deferred.make<void>()
+    let arrived = 0
+    yield* server.log.onRequest(() => ++arrived >= n ? Deferred.await(gate) : Effect.void)
+    return { release: Effect.zipRight(Deferred.succeed(gate, undefined), server.log.clearHook) }
+  })
+
 /** `rows --output FILE --checkpoint CKPT` stopped by SIGINT after a few pages: FILE and CKPT as after a crash half-way. */
 export const halfDone = Effect.gen(function*() {
   const server = yield* MicroappServer
@@ -395,14 +421,14 @@ export const halfDone = Effect.gen(function*() {
   const file = path.join(dir, "out.ndjson")
   const ckpt = path.join(dir, "out.ckpt")
   const args = rowsArgs(server, ["--output", file, "--checkpoint", ckpt])
-  yield* server.configure({ latency: Duration.millis(20) })
   const seen = (yield* server.log.requests).length
+  const { release } = yield* holdFrom(server, 3)
   const started = yield* startCli(args)
   yield* eventually(Effect.sync(() => fs.existsSync(ckpt)), Boolean)
   yield* untilRequests(server, seen + 3)
   yield* started.raise("SIGINT")
+  yield* release
   expect(yield* started.exit).toBe(130)
-  yield* server.configure({ latency: Duration.zero })
   return { server, dir, file, ckpt, args, saved: fs.readFileSync(ckpt, "utf8"), rows: fs.readFileSync(file, "utf8") }
 })
 

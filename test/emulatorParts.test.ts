@@ -3,12 +3,13 @@
  * Over HTTP they are tested through the server in `emulator.test.ts`.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Either, Exit, Option } from "effect"
+import { Duration, Effect, Either, Exit, FastCheck as FC, Option } from "effect"
 import { makeFaults } from "../src/testing/Fault.js"
 import { demoCredentials, type FaultKind, MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import * as RequestLog from "../src/testing/RequestLog.js"
 import * as RowStore from "../src/testing/RowStore.js"
 import * as Sessions from "../src/testing/Sessions.js"
+import * as TableQuery from "../src/testing/TableQuery.js"
 import { numbersTable, recordingTracer, taskID, tasksMicroAppID, tasksTable } from "./support.js"
 
 const numbersID = "6e0000000000000000000001"
@@ -57,6 +58,59 @@ describe("RowStore", () => {
       })
       expect(Either.getLeft(unknown)).toEqual(Option.some({ status: 404, message: "Microapp not found" }))
     }))
+
+  const change = FC.oneof(
+    FC.record({ op: FC.constant("insert" as const), at: FC.nat(30), n: FC.integer({ min: -5, max: 30 }) }),
+    FC.record({ op: FC.constant("remove" as const), at: FC.nat(30) }),
+    FC.record({ op: FC.constant("update" as const), at: FC.nat(30), n: FC.integer({ min: -5, max: 30 }) }),
+    FC.record({ op: FC.constant("reload" as const) })
+  )
+  const query = FC.record({
+    parity: FC.constantFrom(undefined, "even", "odd"),
+    order: FC.constantFrom(undefined, 1 as const, -1 as const),
+    skip: FC.nat(12),
+    limit: FC.integer({ min: 1, max: 12 })
+  })
+
+  it.effect.prop(
+    "answers each query from the table as it stands, whatever changed it since the last one",
+    [FC.array(FC.tuple(change, query), { maxLength: 25 })],
+    ([steps]) =>
+      Effect.gen(function*() {
+        const definition = numbersTable(numbersID, 12)
+        const rows = yield* RowStore.make([definition], "owner-1")
+        const idAt = (at: number) => Effect.map(rows.table(numbersID), (table) => String(table[at % table.length]?._id))
+        for (const [step, q] of steps) {
+          if (step.op === "insert") {
+            yield* rows.insertRow(numbersID, { N: step.n, Parity: step.n % 2 === 0 ? "even" : "odd" }, {
+              index: step.at
+            })
+          } else if (step.op === "remove") {
+            yield* rows.removeRow(yield* idAt(step.at))
+          } else if (step.op === "update") {
+            yield* rows.updateRow(yield* idAt(step.at), { N: step.n, Parity: "odd" })
+          } else {
+            yield* rows.setRows(numbersID, [...(yield* rows.table(numbersID))].reverse())
+          }
+          const asked = {
+            microAppID: numbersID,
+            filters: q.parity === undefined ? [] : [{ fieldID: "f_parity", value: q.parity }],
+            sortPaging: [{
+              ...(q.order === undefined ? {} : { field: 1, order: q.order }),
+              skip: q.skip,
+              limit: q.limit
+            }]
+          }
+          const limits = { defaultLimit: 100, maxLimit: undefined }
+          const fresh = Either.map(
+            TableQuery.selectRows(definition, yield* rows.table(numbersID), asked),
+            (selected) => TableQuery.pageOf(selected, asked, limits)
+          )
+          expect(ids(Either.getOrThrow(yield* rows.query(asked, limits)))).toEqual(ids(Either.getOrThrow(fresh)))
+        }
+      }),
+    { fastCheck: { numRuns: 40 } }
+  )
 
   it.effect("dies on a duplicate row id and on an unknown Microapp", () =>
     Effect.gen(function*() {
@@ -129,6 +183,28 @@ describe("RequestLog", () => {
       yield* log.clear
       expect(yield* log.requests).toEqual([])
       expect((yield* log.begin(arriving("/x", {}))).record.seq).toBe(0)
+    }))
+
+  it.effect("counts the requests not yet finished, cleared ones included; a record read again shows how it ended", () =>
+    Effect.gen(function*() {
+      const log = yield* RequestLog.makeWithCapacity(1)
+      const first = yield* log.begin(arriving("/api/microappdata", {}))
+      const second = yield* log.begin(arriving("/api/microappdata", { n: 2 }))
+      expect(yield* log.unfinished).toBe(2)
+      expect((yield* log.requests).map((record) => [record.seq, record.finishedAt, record.status])).toEqual([
+        [1, undefined, undefined]
+      ])
+      yield* second.complete({ status: 200 })
+      yield* second.complete({ status: 500 })
+      expect(yield* log.unfinished).toBe(1)
+      expect((yield* log.requests).map((record) => [record.seq, record.finishedAt, record.status])).toEqual([
+        [1, 0, 500]
+      ])
+      yield* log.clear
+      expect(yield* log.unfinished).toBe(1)
+      yield* first.abandon
+      yield* first.abandon
+      expect(yield* log.unfinished).toBe(0)
     }))
 
   it.effect("keeps one hook until it is cleared", () =>

@@ -17,33 +17,30 @@ import {
   Redacted,
   Schedule,
   Stream,
-  TestClock,
-  TestServices
+  TestClock
 } from "effect"
 import * as Net from "node:net"
 import { Changes, MicroappClient, type MicroappError } from "../src/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
-import { clientOf, hostileServer, plainRows, rowsAnswer, secretToken, secretUser, transports } from "./hostile.js"
-import { recordingTracer, withEmulator } from "./support.js"
+import {
+  clientOf,
+  type HostileServer,
+  hostileServer,
+  plainRows,
+  rowsAnswer,
+  secretToken,
+  secretUser,
+  transports
+} from "./hostile.js"
+import { nobodyAt, quiet, quietAt, recordingTracer, withEmulator } from "./support.js"
+import { eventually } from "./support/eventually.js"
 
 const microAppID = "66c000000000000000000001"
 const rowID = "66c100000000000000000001"
 
-/** Real time passing while the test clock stands still. */
-const pause = (millis: number) => TestServices.provideLive(Effect.sleep(millis))
-
-/** Waits (in real time) until `value` stops changing; its last value. */
-const whenSteady = (value: Effect.Effect<number>) =>
-  Effect.gen(function*() {
-    let last = yield* value
-    for (let i = 0; i < 100; i++) {
-      yield* pause(100)
-      const next = yield* value
-      if (next === last) return next
-      last = next
-    }
-    return last
-  })
+/** Waits (in real time) until `server`'s endless answer has stopped; the bytes it wrote. */
+const writtenInAll = (server: HostileServer) =>
+  Effect.zipRight(eventually(server.ended, (ended) => ended > 0), server.written)
 
 const undici = NodeHttpClient.layerUndici
 
@@ -164,7 +161,7 @@ describe("bodies are read up to a bound", () => {
         expect(error.message).toContain("maxResponseBytes (1048576 bytes)")
         // the request was aborted: the server stops writing, having written about the bound and
         // what the sockets buffer, never an unbounded amount
-        const written = yield* whenSteady(server.written)
+        const written = yield* writtenInAll(server)
         expect(written).toBeGreaterThan(1024 * 1024)
         expect(written).toBeLessThan(24 * 1024 * 1024)
         expect(yield* server.seen).toHaveLength(1)
@@ -182,7 +179,7 @@ describe("bodies are read up to a bound", () => {
           Effect.provide(read, clientOf(server.baseUrl, layer, { maxResponseBytes: 1024 * 1024 }))
         )
         expect(error).toMatchObject({ _tag: "UnexpectedResponse", kind: "TooLarge", status: 200 })
-        expect(yield* whenSteady(server.written)).toBeLessThan(24 * 1024 * 1024)
+        expect(yield* writtenInAll(server)).toBeLessThan(24 * 1024 * 1024)
       }).pipe(Effect.scoped))
 
     it.live(`${transport}: a body longer than its declared length is not read past it`, () =>
@@ -195,7 +192,7 @@ describe("bodies are read up to a bound", () => {
         const error = yield* Effect.flip(Effect.provide(read, clientOf(server.baseUrl, layer, { retry: false })))
         // the answer is the declared 200 bytes: a cut JSON document
         expect(error).toMatchObject({ _tag: "UnexpectedResponse", kind: "NotJson" })
-        expect(yield* whenSteady(server.written)).toBeLessThan(24 * 1024 * 1024)
+        expect(yield* writtenInAll(server)).toBeLessThan(24 * 1024 * 1024)
       }).pipe(Effect.scoped))
 
     it.live(`${transport}: a refusal with an endless body is still the refusal it says`, () =>
@@ -207,7 +204,7 @@ describe("bodies are read up to a bound", () => {
         )
         const error = yield* Effect.flip(Effect.provide(read, clientOf(server.baseUrl, layer, { retry: false })))
         expect(error).toMatchObject({ _tag: "ServerError", status: 500 })
-        expect(yield* whenSteady(server.written)).toBeLessThan(24 * 1024 * 1024)
+        expect(yield* writtenInAll(server)).toBeLessThan(24 * 1024 * 1024)
       }).pipe(Effect.scoped))
   }
 
@@ -219,7 +216,7 @@ describe("bodies are read up to a bound", () => {
       const error = yield* Effect.flip(Effect.provide(read, clientOf(server.baseUrl, undici)))
       expect(error).toMatchObject({ _tag: "UnexpectedResponse", kind: "TooLarge" })
       expect(error.message).toContain(`(${64 * 1024 * 1024} bytes)`)
-      const written = yield* whenSteady(server.written)
+      const written = yield* writtenInAll(server)
       expect(written).toBeGreaterThan(64 * 1024 * 1024)
       expect(written).toBeLessThan(88 * 1024 * 1024)
     }).pipe(Effect.scoped), 60_000)
@@ -465,7 +462,8 @@ describe("Retry-After with sense: a client-wide pause lasts at most rateLimit.ma
         })
         const later = yield* Effect.fork(client.query({ microAppID: projectsMicroAppID, limit: 2 }))
         yield* TestClock.adjust(Duration.seconds(pauseSeconds - 1))
-        yield* pause(100)
+        // whatever the call sends now is answered before the count
+        yield* quiet
         expect(yield* requestCount).toBe(1)
         yield* TestClock.adjust("1 second")
         expect(yield* Fiber.join(later)).toHaveLength(2)
@@ -494,9 +492,12 @@ describe("Retry-After with sense: a client-wide pause lasts at most rateLimit.ma
         const spaced = { retry: { schedule: Schedule.spaced("10 millis") } }
         const fiber = yield* Effect.fork(Effect.provide(read, clientOf(server.baseUrl, undici, spaced)))
         const seen = Effect.map(server.seen, (log) => log.length)
-        for (let i = 0; i < 100 && (yield* seen) < 1; i++) yield* pause(20)
+        // the server holds no request: quiet once the call waits for nothing but the clock
+        const settled = quietAt(nobodyAt(server.baseUrl))
+        yield* settled
+        expect(yield* seen).toBe(1)
         yield* TestClock.adjust(Math.max(0, pauseMillis - 1))
-        yield* pause(100)
+        yield* settled
         expect(yield* seen).toBe(1)
         yield* TestClock.adjust(11)
         expect(yield* Fiber.join(fiber)).toHaveLength(3)

@@ -24,6 +24,8 @@ export interface HostileServer {
   readonly seen: Effect.Effect<ReadonlyArray<Seen>>
   /** Bytes of response bodies written so far by `endless` streams. */
   readonly written: Effect.Effect<number>
+  /** `endless` streams that stopped: their connection closed, or their answer cut. */
+  readonly ended: Effect.Effect<number>
   /** An endless body: `head`, then `item` again and again, counted into `written` as it goes. */
   readonly endless: (head: string, item: string) => Stream.Stream<Uint8Array>
 }
@@ -38,6 +40,7 @@ export const hostileServer = (
   Effect.gen(function*() {
     const seen = yield* Ref.make<ReadonlyArray<Seen>>([])
     const written = yield* Ref.make(0)
+    const ended = yield* Ref.make(0)
     const nodeServer = Http.createServer()
     const server = yield* NodeHttpServer.make(() => nodeServer, { host: "127.0.0.1", port: 0 })
     // endless answers hold their connections: close them all at once
@@ -48,10 +51,12 @@ export const hostileServer = (
       baseUrl: address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : "http://127.0.0.1",
       seen: Ref.get(seen),
       written: Ref.get(written),
+      ended: Ref.get(ended),
       endless: (head, item) => {
         const chunk = encoder.encode(item.repeat(Math.max(1, Math.floor(16_384 / item.length))))
         return Stream.concat(Stream.make(encoder.encode(head)), Stream.repeatValue(chunk)).pipe(
-          Stream.tap((bytes) => Ref.update(written, (n) => n + bytes.length))
+          Stream.tap((bytes) => Ref.update(written, (n) => n + bytes.length)),
+          Stream.ensuring(Ref.update(ended, (n) => n + 1))
         )
       }
     }

@@ -172,16 +172,20 @@ export interface Peer {
 /** The emulator: it holds a request while it sleeps (latency, a hook) or hangs. */
 const emulatorPeer: Effect.Effect<Peer, never, MicroappServer> = Effect.map(MicroappServer, (server) => ({
   baseUrl: server.baseUrl,
-  held: Effect.map(server.log.requests, (log) => log.filter((record) => record.finishedAt === undefined).length)
+  held: server.log.unfinished
 }))
 
 /** An address that answers nothing and holds nothing (a refused port). */
 export const nobodyAt = (baseUrl: string): Peer => ({ baseUrl, held: Effect.succeed(0) })
 
+/** Whether a file is being read or written in this thread: a program doing so waits on no clock. */
+const filesBusy = (): boolean => process.getActiveResourcesInfo().some((resource) => resource.startsWith("FSReq"))
+
 /**
  * Waits, in real time, until a program under test waits for nothing but the clock: every request it
- * sent to `peer` is answered and read, or held there. Seen twice, a timer apart, so that whatever
- * the last answer set going has run meanwhile (fibers resume on microtasks, before any timer).
+ * sent to `peer` is answered and read, or held there, and no file is being read or written. Seen
+ * twice, a timer apart, so that whatever the last answer set going has run meanwhile (fibers resume
+ * on microtasks, before any timer).
  */
 export const quietAt = (peer: Peer): Effect.Effect<void> =>
   TestServices.provideLive(Effect.gen(function*() {
@@ -191,7 +195,7 @@ export const quietAt = (peer: Peer): Effect.Effect<void> =>
       for (const request of unsettled) {
         if (Predicate.hasProperty(request, "origin") && request.origin === peer.baseUrl) open++
       }
-      calm = open === (yield* peer.held) ? calm + 1 : 0
+      calm = open === (yield* peer.held) && !filesBusy() ? calm + 1 : 0
     }
   }))
 

@@ -13,7 +13,8 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as NodeStream from "@effect/platform-node/NodeStream"
 import { Clock, Context, Duration, Effect, Either, identity, Option, ParseResult, Schema } from "effect"
-import { declaredLength, readUpTo } from "../internal/http/body.js"
+import type * as Http from "node:http"
+import { declaredLength, decodeChunks, readUpTo } from "../internal/http/body.js"
 import type { Fault } from "./Fault.js"
 import type { Arrival, Lag, MicroappState } from "./MicroappState.js"
 import type { Row } from "./Table.js"
@@ -176,17 +177,18 @@ const describeParseError = (error: ParseResult.ParseError): string => {
     : `Invalid request body: ${issue.path.join(".")}: ${issue.message}`
 }
 
-const parseJson = Schema.decodeUnknown(Schema.parseJson())
+const parseJson = Schema.decodeUnknownEither(Schema.parseJson())
 const refuse = (error: ParseResult.ParseError) => errorReply(400, describeParseError(error))
 
+/** A body's decoder, built once a Schema, and synchronous: none of its work waits. */
 const decodeBody = <A, I>(schema: Schema.Schema<A, I>) => {
-  const decode = Schema.decodeUnknown(schema)
-  return (text: string): Effect.Effect<A, HttpServerResponse.HttpServerResponse> =>
-    Effect.flatMap(Effect.mapError(parseJson(text), refuse), (json) => {
+  const decode = Schema.decodeUnknownEither(schema)
+  return (text: string): Either.Either<A, HttpServerResponse.HttpServerResponse> =>
+    Either.flatMap(Either.mapLeft(parseJson(text), refuse), (json) => {
       const key = tooDeep(json)
       return key === undefined
-        ? Effect.mapError(decode(json), refuse)
-        : Effect.fail(errorReply(
+        ? Either.mapLeft(decode(json), refuse)
+        : Either.left(errorReply(
           400,
           `Invalid request body: ${
             key === "" ? "" : `${key}: `
@@ -194,6 +196,12 @@ const decodeBody = <A, I>(schema: Schema.Schema<A, I>) => {
         ))
     })
 }
+
+const decodeLogin = decodeBody(LoginBody)
+const decodeMicroappData = decodeBody(MicroappDataBody)
+const decodeRow = decodeBody(RowBody)
+const decodeUpdate = decodeBody(UpdateBody)
+const decodeInsert = decodeBody(InsertBody)
 
 // --- routes --------------------------------------------------------------------------------------
 
@@ -230,7 +238,7 @@ const makeRoutes = (state: MicroappState) => {
 
   const login = answered(Effect.gen(function*() {
     const call = yield* Call
-    const body = yield* decodeBody(LoginBody)(call.text)
+    const body = yield* decodeLogin(call.text)
     const session = yield* state.sessions.login(body.email, body.password)
     if (Option.isNone(session)) return yield* Effect.fail(errorReply(401, "Unauthorized"))
     const settings = yield* state.settings
@@ -241,7 +249,7 @@ const makeRoutes = (state: MicroappState) => {
 
   const microappData = withUser((_, text) =>
     Effect.gen(function*() {
-      const body = yield* decodeBody(MicroappDataBody)(text)
+      const body = yield* decodeMicroappData(text)
       const refused = notEmulated(body)
       if (refused.length > 0) {
         const verb = refused.length === 1 ? "is" : "are"
@@ -265,7 +273,7 @@ const makeRoutes = (state: MicroappState) => {
 
   const row = withUser((_, text) =>
     Effect.gen(function*() {
-      const body = yield* decodeBody(RowBody)(text)
+      const body = yield* decodeRow(text)
       const found = yield* state.rows.getRow(body.rowID)
       if (Option.isNone(found)) return yield* Effect.fail(rowNotFound)
       return reply(200, { status: "success", body: { currentRow: found.value } })
@@ -274,7 +282,7 @@ const makeRoutes = (state: MicroappState) => {
 
   const update = withWriter((_, text) =>
     Effect.gen(function*() {
-      const body = yield* decodeBody(UpdateBody)(text)
+      const body = yield* decodeUpdate(text)
       const outcome = yield* state.rows.updateRow(body.rowID, body.rowData, {
         embeddingRowID: body.embeddingRowID,
         userID: body.userID
@@ -293,7 +301,7 @@ const makeRoutes = (state: MicroappState) => {
 
   const insert = withWriter((userId, text) =>
     Effect.gen(function*() {
-      const body = yield* decodeBody(InsertBody)(text)
+      const body = yield* decodeInsert(text)
       const inserted = yield* state.rows.tryInsertRow(body.microAppID, body.rowData, userId)
       if (Option.isNone(inserted)) return yield* Effect.fail(microappNotFound)
       return reply(200, { status: "success", body: { rowID: inserted.value["_id"] } })
@@ -302,7 +310,7 @@ const makeRoutes = (state: MicroappState) => {
 
   const remove = withWriter((_, text) =>
     Effect.gen(function*() {
-      const body = yield* decodeBody(RowBody)(text)
+      const body = yield* decodeRow(text)
       const removed = yield* state.rows.removeRow(body.rowID)
       return removed ? reply(200, { status: "success" }) : yield* Effect.fail(rowNotFound)
     })
@@ -373,19 +381,49 @@ const lingeringClose = (request: HttpServerRequest.HttpServerRequest) =>
   })
 
 /**
+ * A body whose declared length is within `maxRequestBytes`, read whole as its chunks arrive (Node's
+ * parser stops at that length): cheaper than a stream of it, which every request would pay for.
+ * Fails when the request ends without its body (an abort, a closed connection).
+ */
+const readDeclared = (message: Http.IncomingMessage): Effect.Effect<string, Error> =>
+  Effect.async<string, Error>((resume) => {
+    const chunks: Array<Uint8Array> = []
+    let bytes = 0
+    const onData = (chunk: Uint8Array) => {
+      chunks.push(chunk)
+      bytes += chunk.length
+    }
+    const onEnd = () => resume(Effect.succeed(decodeChunks(chunks, bytes)))
+    const onError = (error: Error) => resume(Effect.fail(error))
+    const onClose = () => resume(Effect.fail(new Error("request closed before its body ended")))
+    message.on("data", onData)
+    message.once("end", onEnd)
+    message.once("error", onError)
+    message.once("close", onClose)
+    return Effect.sync(() => {
+      message.off("data", onData)
+      message.off("end", onEnd)
+      message.off("error", onError)
+      message.off("close", onClose)
+    })
+  })
+
+/**
  * The request's body, read up to `maxRequestBytes`; `undefined` past them (or when its declared
  * length is). The Node request is left open when the read stops (the platform's reader would
  * destroy it, and the socket with it), so that the 413 can be sent.
  */
-const readRequestBody = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<string | undefined> =>
-  readUpTo(
-    NodeStream.fromReadable(() => NodeHttpServerRequest.toIncomingMessage(request), identity, { closeOnDone: false }),
-    maxRequestBytes,
-    declaredLength(request.headers)
-  ).pipe(
-    Effect.map((body) => body.complete ? body.text : undefined),
-    Effect.orElseSucceed(() => "")
-  )
+const readRequestBody = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<string | undefined> => {
+  const declared = declaredLength(request.headers)
+  const message = NodeHttpServerRequest.toIncomingMessage(request)
+  const read = declared !== undefined && declared <= maxRequestBytes
+    ? readDeclared(message)
+    : Effect.map(
+      readUpTo(NodeStream.fromReadable(() => message, identity, { closeOnDone: false }), maxRequestBytes, declared),
+      (body) => body.complete ? body.text : undefined
+    )
+  return Effect.orElseSucceed(read, () => "")
+}
 
 const pathOf = (url: string): string => {
   const query = url.indexOf("?")

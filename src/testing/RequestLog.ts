@@ -99,6 +99,13 @@ export interface Arriving {
 export interface RequestLog {
   /** A snapshot of the most recent `capacity` requests, in arrival order. */
   readonly requests: Effect.Effect<ReadonlyArray<RequestRecord>>
+  /**
+   * Requests that arrived and are not yet answered, dropped or abandoned: held by a latency, a
+   * hook or a hang (those no longer in the log, or cleared from it, included).
+   *
+   * @since 0.2.0
+   */
+  readonly unfinished: Effect.Effect<number>
   /** Requests dropped from the log to keep it within `capacity` since start or the last `clear`. */
   readonly dropped: Effect.Effect<number>
   readonly capacity: number
@@ -130,16 +137,22 @@ export const defaultCapacity = 10_000
  */
 export const maxLoggedBodyLength = 16 * 1024
 
-// the body is kept as text and parsed when read: a small text may parse to a much larger value
-type MutableRecord = { -readonly [K in keyof RequestRecord]: RequestRecord[K] } & { bodyText?: string | undefined }
+// the body is kept as text and parsed when read: a small text may parse to a much larger value;
+// `view` is the record as last read, kept until the record changes (tests poll the log every millisecond)
+type MutableRecord = { -readonly [K in keyof RequestRecord]: RequestRecord[K] } & {
+  bodyText?: string | undefined
+  view?: RequestRecord | undefined
+}
 
 const redact = (body: unknown): unknown =>
   typeof body === "object" && body !== null && !Array.isArray(body) && "password" in body
     ? { ...body, password: "<redacted>" }
     : body
 
-const parseBody = (text: string): unknown =>
-  redact(Option.getOrElse(Schema.decodeUnknownOption(Schema.parseJson())(text), () => text))
+// built once, not a Schema and its parser for each request
+const decodeJson = Schema.decodeUnknownOption(Schema.parseJson())
+
+const parseBody = (text: string): unknown => redact(Option.getOrElse(decodeJson(text), () => text))
 
 const withBody = (record: MutableRecord): MutableRecord => {
   if (record.bodyText !== undefined) {
@@ -150,8 +163,11 @@ const withBody = (record: MutableRecord): MutableRecord => {
 }
 
 const snapshot = (record: MutableRecord): RequestRecord => {
-  const { bodyText: _, ...rest } = withBody(record)
-  return rest
+  if (record.view === undefined) {
+    const { bodyText: _, view: __, ...rest } = withBody(record)
+    record.view = rest
+  }
+  return record.view
 }
 
 /**
@@ -168,6 +184,7 @@ export const makeWithCapacity = (capacity: number): Effect.Effect<RequestLog> =>
     let oldest = 0
     let arrivals = 0
     let inFlight = 0
+    let unfinished = 0
     let hook: Option.Option<RequestHook> = Option.none()
     const append = (record: MutableRecord): void => {
       if (ring.length < size) {
@@ -177,10 +194,16 @@ export const makeWithCapacity = (capacity: number): Effect.Effect<RequestLog> =>
         oldest = (oldest + 1) % size
       }
     }
-    const finish = (update: (finishedAt: number) => void) =>
-      Effect.flatMap(Clock.currentTimeMillis, (finishedAt) => Effect.sync(() => update(finishedAt)))
+    const finish = (record: MutableRecord, update: (finishedAt: number) => void) =>
+      Effect.flatMap(Clock.currentTimeMillis, (finishedAt) =>
+        Effect.sync(() => {
+          if (record.finishedAt === undefined) unfinished -= 1
+          record.view = undefined
+          update(finishedAt)
+        }))
     return {
       requests: Effect.sync(() => [...ring.slice(oldest), ...ring.slice(0, oldest)].map(snapshot)),
+      unfinished: Effect.sync(() => unfinished),
       dropped: Effect.sync(() => arrivals - ring.length),
       capacity: size,
       clear: Effect.sync(() => {
@@ -213,7 +236,10 @@ export const makeWithCapacity = (capacity: number): Effect.Effect<RequestLog> =>
               ...(fault === undefined ? {} : { fault: fault.kind })
             }
             arrivals += 1
-            const arrived = { ...record, body: parseBody(request.body) }
+            unfinished += 1
+            const atArrival = { ...record }
+            // parsed for a hook, the only reader: a request no hook sees is not parsed twice
+            let arrived: RequestRecord | undefined
             if (request.body.length > maxLoggedBodyLength) {
               record.body = `<${request.body.length} characters not kept>`
             } else {
@@ -221,17 +247,19 @@ export const makeWithCapacity = (capacity: number): Effect.Effect<RequestLog> =>
             }
             append(record)
             return {
-              record: arrived,
+              get record() {
+                return arrived ??= { ...atArrival, body: parseBody(request.body) }
+              },
               fault,
               latency: request.latency,
               complete: (completion) =>
-                finish((finishedAt) => {
+                finish(record, (finishedAt) => {
                   record.finishedAt = finishedAt
                   if (completion.status !== undefined) record.status = completion.status
                   if (completion.outcome !== undefined) record.outcome = completion.outcome
                   if (completion.retryAfterUntil !== undefined) record.retryAfterUntil = completion.retryAfterUntil
                 }),
-              abandon: finish((finishedAt) => {
+              abandon: finish(record, (finishedAt) => {
                 if (record.finishedAt !== undefined) return
                 record.finishedAt = finishedAt
                 record.outcome = "hung"

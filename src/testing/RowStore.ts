@@ -8,7 +8,7 @@ import { Clock, Effect, Either, Option } from "effect"
 import type { FieldDefinition, Row, TableDefinition, UpdateExtras } from "./Table.js"
 import { applyUpdate, buildRow, completeRow, makeRowId } from "./Table.js"
 import type { Limits, Query } from "./TableQuery.js"
-import { runQuery } from "./TableQuery.js"
+import { pageOf, selectionKey, selectRows } from "./TableQuery.js"
 
 /**
  * @since 0.1.0
@@ -60,7 +60,15 @@ interface TableState {
   readonly fields: ReadonlyArray<FieldDefinition>
   readonly sortFields: ReadonlyArray<string>
   rows: Array<Row>
+  /**
+   * The selections of the rows as they stand, by `selectionKey`: the pages of one scan filter and
+   * sort the table once, not once a page. Emptied by every change to the rows.
+   */
+  readonly selections: Map<string, Either.Either<ReadonlyArray<Row>, string>>
 }
+
+// the few filters and orders read at once; past them the table starts over
+const maxSelections = 8
 
 const generatedIdPrefix = "64f0"
 // Rows loaded without a submission time get one from a fixed epoch, so loading stays deterministic.
@@ -91,6 +99,7 @@ export const make = (definitions: ReadonlyArray<TableDefinition>, owner: string)
 
     const load = (table: TableState, rows: ReadonlyArray<Row>): Effect.Effect<void> =>
       Effect.suspend(() => {
+        table.selections.clear()
         for (const row of table.rows) rowTable.delete(String(row["_id"]))
         table.rows = rows.map(completeLoaded)
         for (const row of table.rows) {
@@ -121,6 +130,7 @@ export const make = (definitions: ReadonlyArray<TableDefinition>, owner: string)
     const insertAt = (table: TableState, row: Row, index: number | undefined): void => {
       const position = index === undefined ? table.rows.length : Math.max(0, Math.min(index, table.rows.length))
       table.rows.splice(position, 0, row)
+      table.selections.clear()
       rowTable.set(String(row["_id"]), table)
     }
 
@@ -153,6 +163,7 @@ export const make = (definitions: ReadonlyArray<TableDefinition>, owner: string)
           const found = locate(rowID)
           if (found === undefined) return false
           found.table.rows.splice(found.index, 1)
+          found.table.selections.clear()
           rowTable.delete(rowID)
           return true
         }),
@@ -171,6 +182,7 @@ export const make = (definitions: ReadonlyArray<TableDefinition>, owner: string)
           if (found === undefined || row === undefined) return "notFound"
           if (row["isLocked"] === true) return "locked"
           found.table.rows[found.index] = applyUpdate(found.table.fields, row, rowData, extras)
+          found.table.selections.clear()
           applied.set(rowID, (applied.get(rowID) ?? 0) + 1)
           return "updated"
         }),
@@ -180,15 +192,22 @@ export const make = (definitions: ReadonlyArray<TableDefinition>, owner: string)
         Effect.sync(() => {
           const table = tables.get(query.microAppID)
           if (table === undefined) return Either.left<QueryFailure>({ status: 404, message: "Microapp not found" })
-          return Either.mapLeft(
-            runQuery(table, table.rows, query, limits),
-            (message): QueryFailure => ({ status: 400, message })
-          )
+          const key = selectionKey(query)
+          let selected = table.selections.get(key)
+          if (selected === undefined) {
+            selected = selectRows(table, table.rows, query)
+            if (table.selections.size >= maxSelections) table.selections.clear()
+            table.selections.set(key, selected)
+          }
+          return Either.match(selected, {
+            onLeft: (message) => Either.left<QueryFailure>({ status: 400, message }),
+            onRight: (rows) => Either.right(pageOf(rows, query, limits))
+          })
         })
     }
     return Effect.as(
       Effect.forEach(definitions, (definition) => {
-        const table: TableState = { ...definition, rows: [] }
+        const table: TableState = { ...definition, rows: [], selections: new Map() }
         tables.set(definition.microAppID, table)
         return load(table, definition.rows)
       }, { discard: true }),

@@ -170,18 +170,16 @@ const sortRows = (rows: ReadonlyArray<Row>, sorts: ReadonlyArray<ResolvedSort>):
 }
 
 /**
- * Rows of one request: filter (AND), sort by the configured sort fields, skip, then take the
- * requested limit, the default limit when none was sent, never more than `maxLimit`.
- * The left side is the message of a 400 answer.
+ * The rows a request selects, in its order, before paging: filter (AND), then sort by the
+ * configured sort fields. The left side is the message of a 400 answer.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category rules
  */
-export const runQuery = (
+export const selectRows = (
   table: QueryTable,
   rows: ReadonlyArray<Row>,
-  query: Query,
-  limits: Limits
+  query: Query
 ): Either.Either<ReadonlyArray<Row>, string> =>
   Either.gen(function*() {
     const filters = yield* resolveFilters(table, query)
@@ -195,9 +193,32 @@ export const runQuery = (
           return values.every((value) => forms.includes(value))
         })
       )
-    const sorted = sortRows(matching, sorts)
-    const skip = lastDefined(query.sortPaging.map((element) => element.skip)) ?? 0
-    const limit = lastDefined(query.sortPaging.map((element) => element.limit)) ?? limits.defaultLimit
-    const take = limits.maxLimit === undefined ? limit : Math.min(limit, limits.maxLimit)
-    return sorted.slice(skip, skip + take)
+    return sortRows(matching, sorts)
   })
+
+/**
+ * What decides a request's selection (`selectRows`) of a table as it stands: its filters and
+ * its sort fields, not its paging.
+ *
+ * @since 0.2.0
+ * @category rules
+ */
+export const selectionKey = (query: Query): string =>
+  JSON.stringify([
+    query.filters.map((filter) => [filter.resourceID, filter.fieldID, filter.value]),
+    query.sortPaging.map((element) => [element.resourceID, element.field, element.order])
+  ])
+
+/**
+ * One page of selected rows: skip, then take the requested limit, the default limit when none
+ * was sent, never more than `maxLimit`.
+ *
+ * @since 0.2.0
+ * @category rules
+ */
+export const pageOf = (selected: ReadonlyArray<Row>, query: Query, limits: Limits): ReadonlyArray<Row> => {
+  const skip = lastDefined(query.sortPaging.map((element) => element.skip)) ?? 0
+  const limit = lastDefined(query.sortPaging.map((element) => element.limit)) ?? limits.defaultLimit
+  const take = limits.maxLimit === undefined ? limit : Math.min(limit, limits.maxLimit)
+  return selected.slice(skip, skip + take)
+}

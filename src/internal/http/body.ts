@@ -11,7 +11,8 @@ export interface Body {
 
 const decoder = new TextDecoder()
 
-const decodeChunks = (chunks: ReadonlyArray<Uint8Array>, bytes: number): string => {
+/** The text of a body's chunks, `bytes` in all, decoded once. */
+export const decodeChunks = (chunks: ReadonlyArray<Uint8Array>, bytes: number): string => {
   const [first] = chunks
   if (chunks.length <= 1) return first === undefined ? "" : decoder.decode(first)
   const joined = new Uint8Array(bytes)
@@ -51,9 +52,9 @@ export const wholeBody = (bytes: ArrayBuffer, limit: number): Body =>
  * Reads a body up to `limit` bytes, as they come out of the transport (decoded, whatever the
  * encoding): when its declared length (`declaredLength`) is past the limit, nothing is read;
  * otherwise its bytes are counted as they arrive, and the read stops past the limit, whatever
- * length was declared. The chunks are kept as they come and decoded once, at the end. A body not
- * read to its end is the caller's to end: a client aborts the request, a server answers and closes
- * the connection.
+ * length was declared. The chunks are kept as they come and decoded once, when the text is first
+ * read. A body not read to its end is the caller's to end: a client aborts the request, a server
+ * answers and closes the connection.
  */
 export const readUpTo = <E, R>(
   body: Stream.Stream<Uint8Array, E, R>,
@@ -75,6 +76,15 @@ export const readUpTo = <E, R>(
             kept += chunk.length
             return true
           })),
-        (): Body => ({ text: decodeChunks(chunks, kept), complete })
+        (): Body => {
+          // decoded when first read: of a body past the limit, most callers read nothing
+          let text: string | undefined
+          return {
+            complete,
+            get text() {
+              return text ??= decodeChunks(chunks, kept)
+            }
+          }
+        }
       )
     })
