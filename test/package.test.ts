@@ -142,11 +142,12 @@ describe("the package", () => {
     ).toEqual(["@effect/sql-libsql", "@effect/sql-pg"])
   })
 
-  it("the bin is one bundled file: it runs with no node_modules beside it", () => {
+  it("the bin is bundled, with the chunks it imports when a command needs them: it runs with no node_modules beside it", () => {
     // away from this repository's node_modules: whatever it needs, it carries
     const alone = fs.mkdtempSync(path.join(os.tmpdir(), "effect-microapp-bin-"))
     try {
-      fs.mkdirSync(path.join(alone, "dist", "cli"), { recursive: true })
+      const chunks = path.join(path.dirname(packageJson.bin.microapp), "chunks")
+      fs.cpSync(path.join(root, chunks), path.join(alone, chunks), { recursive: true })
       fs.copyFileSync(path.join(root, packageJson.bin.microapp), path.join(alone, packageJson.bin.microapp))
       fs.copyFileSync(path.join(root, "package.json"), path.join(alone, "package.json"))
       const run = spawnSync(process.execPath, [path.join(alone, packageJson.bin.microapp), "--version"], {
@@ -155,6 +156,14 @@ describe("the package", () => {
       })
       expect(run.stderr).toBe("")
       expect(run.stdout.trim()).toBe(packageJson.version)
+      // a command that talks to a service imports its HTTP client's chunk: here, refused
+      const talking = spawnSync(process.execPath, [
+        path.join(alone, packageJson.bin.microapp),
+        "describe",
+        "64b7c0f1a2d3e4f5a6b7c8d9",
+        ...["--base-url", "http://127.0.0.1:9", "--token", "not-a-token", "--user-id", "someone", "--retries", "0"]
+      ], { cwd: alone, encoding: "utf8" })
+      expect([talking.status, talking.stderr]).toEqual([5, expect.stringMatching(/^error: network failure: connect /)])
     } finally {
       fs.rmSync(alone, { recursive: true, force: true })
     }

@@ -114,11 +114,16 @@ export const killedFiveTimes = (
 export const modifiedAt = (file: string): Effect.Effect<number> =>
   Effect.sync(() => fs.existsSync(file) ? fs.statSync(file).mtimeMs : 0)
 
-/** Faults a scan survives with its retries: 8% of requests fail in one of five ways. */
+/**
+ * Faults a scan survives with its retries: 8% of requests fail in one of five ways. The 503s ask
+ * for no pause (`Retry-After: 0`): the child honours it on the live clock, and no test of a killed
+ * run is about that wait (the client's pause is tested on the test clock).
+ */
 export const scanFaults: FaultPlan = {
   seed: 7,
   rate: 0.08,
-  kinds: ["http500", "http503", "drop", "malformedJson", "http408"]
+  kinds: ["http500", "http503", "drop", "malformedJson", "http408"],
+  retryAfterSeconds: 0
 }
 
 /** The ids `drift` touched, by what it did to them. */

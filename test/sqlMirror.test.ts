@@ -19,7 +19,7 @@ import { SqlMirror } from "../src/sql/index.js"
 import { MicroappServer, type RequestHook } from "../src/testing/index.js"
 import * as Prng from "../src/testing/Prng.js"
 import { cli, envOf, expectFailure, flags } from "./cliSupport.js"
-import { bin, cleanEnv, runToEnd } from "./processSupport.js"
+import { bin, cleanEnv, runToEnd, scanFaults } from "./processSupport.js"
 import { databases, freshSqliteUrl, storedData } from "./sqlDatabases.js"
 import { numbersTable, withEmulator } from "./support.js"
 
@@ -420,9 +420,7 @@ for (const database of databases) {
                     }
                   })
                   : Effect.void
-              yield* server.configure({
-                faults: { seed, rate: 0.08, kinds: ["http500", "http503", "drop", "malformedJson", "http408"] }
-              })
+              yield* server.configure({ faults: { ...scanFaults, seed } })
               // pages of 10, and at most 2 windows at once while stopped: three stops of a few pages each
               // leave most of the pass's 24 pages
               const secondPass = (options: Partial<SqlMirror.Options> = {}) =>
@@ -506,7 +504,9 @@ describe("microapp mirror", () => {
           })
         )
         const globalBin = path.join(global, "bin.js")
+        // the bin and the chunks it imports, as a global install lays them out
         fs.copyFileSync(bin, globalBin)
+        fs.cpSync(path.join(path.dirname(bin), "chunks"), path.join(global, "chunks"), { recursive: true })
         fs.symlinkSync(path.resolve("node_modules"), path.join(project, "node_modules"), "dir")
         const run = yield* runToEnd(() =>
           spawn(process.execPath, [globalBin, "mirror", numbers, "--db", "file:m.db", "--quiet"], {

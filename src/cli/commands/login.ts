@@ -4,14 +4,13 @@
  * @since 0.1.0
  */
 import { Command, Options, Prompt } from "@effect/cli"
-import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Terminal from "@effect/platform/Terminal"
 import { Duration, Effect, Redacted } from "effect"
 import { MicroappClient } from "../../MicroappClient.js"
 import { Interrupted, UsageError } from "../exitCodes.js"
 import { shellQuote } from "../shell.js"
 import { readStdin, Stdio, untilSignal } from "../stdio.js"
-import { connection, described, endpointOf, retryOf } from "./options.js"
+import { connection, described, endpointOf, retryOf, undiciLayer } from "./options.js"
 
 /** All of stdin, less one trailing newline. */
 const passwordFromStdin = Effect.map(readStdin, (text) => Redacted.make(text.replace(/\r?\n$/, "")))
@@ -68,7 +67,7 @@ export const login = Command.make(
           `export MICROAPP_AUTH_TOKEN=${shellQuote(Redacted.value(session.authToken))}\n` +
           `export MICROAPP_USER_ID=${shellQuote(session.userId)}\n`
       )
-    }).pipe(Effect.provide(NodeHttpClient.layerUndici), untilSignal)
+    }).pipe(Effect.provide(undiciLayer), untilSignal)
 ).pipe(
   Command.withDescription(
     "Log in with email and password; prints export lines for MICROAPP_BASE_URL, MICROAPP_AUTH_TOKEN and " +

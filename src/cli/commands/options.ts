@@ -5,7 +5,6 @@
  * @since 0.1.0
  */
 import { Command, Options } from "@effect/cli"
-import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Config, Duration, Effect, Either, Layer, Option, type Redacted, Schema } from "effect"
 import { MicroappClient } from "../../MicroappClient.js"
 import type { Filter, Sort } from "../../Query.js"
@@ -296,6 +295,17 @@ export const connectionOf = (
 export const retryOf = (count: number) => count === 0 ? false as const : { maxAttempts: count + 1 }
 
 /**
+ * undici's HTTP client, imported when a command first talks to a service: it is a third of the
+ * bin, which `--help` and the commands that stop at a usage error start without.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const undiciLayer = Layer.unwrapEffect(
+  Effect.map(Effect.promise(() => import("@effect/platform-node/NodeHttpClient")), (module) => module.layerUndici)
+)
+
+/**
  * The client the connection flags describe (see `connectionOf`), over undici.
  *
  * @since 0.1.0
@@ -309,4 +319,4 @@ export const clientLayer = (flags: ConnectionFlags) =>
       userId: options.userId,
       timeout: Duration.seconds(options.timeout),
       retry: retryOf(options.retries)
-    }))).pipe(Layer.provide(NodeHttpClient.layerUndici))
+    }))).pipe(Layer.provide(undiciLayer))
