@@ -172,7 +172,9 @@ describe("microapp keeps its promises", () => {
     }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 4 }))))
 
   it("the bin is bundled minified: with its chunks, well under the 4.3 MB it was", () => {
-    expect(fs.readFileSync(path.join(root, "package.json"), "utf8")).toMatch(/"build:bin": "[^"\n]*esbuild [^\n]* --minify /)
+    expect(fs.readFileSync(path.join(root, "package.json"), "utf8")).toMatch(
+      /"build:bin": "[^"\n]*esbuild [^\n]* --minify /
+    )
     const chunks = path.join(path.dirname(bin), "chunks")
     const sizes = fs.readdirSync(chunks).map((chunk) => fs.statSync(path.join(chunks, chunk)).size)
     expect(sizes.length).toBeGreaterThan(0)
