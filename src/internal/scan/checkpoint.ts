@@ -56,14 +56,7 @@ export const keyOrder = Codec.keyOrder(Json)
 const encodeProgress = Codec.plainEncoder(ScanState.Progress)
 
 /** The query's fields alone, each object's keys in its Schema's order, whatever the order or the extra keys given. */
-const queryBody = ({ dedupe, filters, microAppID, overlap, pageSize, sort }: QueryJson): QueryJson => ({
-  microAppID,
-  filters: filters.map(({ fieldID, value }) => ({ fieldID, value })),
-  sort: sort.map(({ field, order }) => ({ field, order })),
-  pageSize,
-  overlap,
-  dedupe
-})
+const queryBody = Codec.plainEncoder(QueryFields)
 
 /**
  * The JSON object of a checkpoint but its checksum, as it is written (fields at their defaults
