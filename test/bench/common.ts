@@ -64,6 +64,17 @@ export const replyToParent = (result: Promise<unknown>): void => {
   result.then((value) => process.send?.(value, () => process.exit(0)), failed)
 }
 
+/** The forms of the benchmark server's answers: with their length, chunked, or gzip-compressed and chunked. */
+export const answerForms = ["length", "chunked", "gzip"] as const
+export type Answers = typeof answerForms[number]
+
+/** The base URL under which the benchmark server at `server` answers in the form `answers`. */
+export const baseUrlOf = (server: string, answers: Answers): string => `${server}/${answers}`
+
+/** The forms named by the option `--answers` (a comma-separated list), all three when absent. */
+export const answersOption = (given: string | undefined): ReadonlyArray<Answers> =>
+  given === undefined ? answerForms : answerForms.filter((form) => given.split(",").includes(form))
+
 /** A server process and its address. */
 export interface Server {
   readonly baseUrl: string

@@ -3,14 +3,15 @@
  * field by `updateRows` at `--concurrency`, `--what=calls` the same by `updateRow` in
  * `Effect.forEach` (no bulk engine), `--what=pool` by a pool of `fetch` workers (for scale),
  * `--what=reads` reads a `--rows`-row table by `rows()` at concurrency 1 in pages of `--page`;
- * `--rounds` times each, against a server process of its own.
+ * `--rounds` times each, against a server process of its own, whose answers come in the form
+ * `--answers` (`length`, `chunked` or `gzip`: see server.ts).
  * Run under `node --cpu-prof --cpu-prof-dir=DIR`, then `node .bench-out/test/bench/steps.js DIR/*.cpuprofile`
  * attributes the samples to the steps of a call. Prints the CPU µs per update or per page.
  */
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Effect, Layer, ManagedRuntime, Redacted, Stream } from "effect"
 import { MicroappClient } from "../../src/index.js"
-import { failed, median, options, startServer } from "./common.js"
+import { answerForms, baseUrlOf, failed, median, options, startServer } from "./common.js"
 import { authToken, microAppID, updatePool, userId } from "./plain.js"
 import { rowId } from "./table.js"
 
@@ -22,9 +23,11 @@ const main = async () => {
   const rows = opts.number("rows", 200_000, 2_000)
   const pageSize = opts.number("page", 1_000, 100)
   const rounds = opts.number("rounds", 5, 1)
+  const answers = answerForms.find((form) => form === opts.text("answers")) ?? "length"
   const server = await startServer({ rows: what === "reads" ? rows : 1, delayMillis: 0 })
+  const baseUrl = baseUrlOf(server.baseUrl, answers)
   const runtime = ManagedRuntime.make(
-    MicroappClient.layer({ baseUrl: server.baseUrl, authToken: Redacted.make(authToken), userId }).pipe(
+    MicroappClient.layer({ baseUrl, authToken: Redacted.make(authToken), userId }).pipe(
       Layer.provide(NodeHttpClient.layerUndici)
     )
   )
@@ -38,7 +41,7 @@ const main = async () => {
     MicroappClient,
     (client) => Effect.forEach(updates, (update) => client.updateRow(update), { concurrency, discard: true })
   )
-  const pool = () => updatePool(server.baseUrl, updates, concurrency)
+  const pool = () => updatePool(baseUrl, updates, concurrency)
   const reads = Effect.flatMap(MicroappClient, (client) =>
     Effect.flatMap(
       Stream.runCount(client.rows({ microAppID, pageSize, concurrency: 1 })),
@@ -61,7 +64,7 @@ const main = async () => {
     server.stop()
   }
   process.stdout.write(
-    `${what}: CPU µs per ${what === "reads" ? `page of ${pageSize}` : "update"}, median of ${rounds}: ${
+    `${what}, ${answers}: CPU µs per ${what === "reads" ? `page of ${pageSize}` : "update"}, median of ${rounds}: ${
       Math.round(median(cpu))
     }\n`
   )

@@ -8,10 +8,19 @@
  * `refuseEvery: n`, every n-th read is answered at once with a 429 that has no `Retry-After`, as a
  * rate limiter that says only "slow down" does.
  *
+ * Every answer is sent in one of three forms (`Answers`): whole with its `Content-Length`, as the
+ * service's Express sends it; chunked, without a length, as a server streaming its answer does; or
+ * gzip-compressed and chunked, as a compressing proxy in front of such a server does for a request
+ * that accepts gzip (to one that asks for `identity`, as this client does, it passes the chunked
+ * answer as it is). The form is the server's setting, or the first segment of the path
+ * (`/chunked/api/...`), so that contenders reading each form take turns against one server.
+ *
  * Run by `startServer`; tells its parent the port over IPC.
  */
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import * as Zlib from "node:zlib"
+import { answerForms, type Answers } from "./common.js"
 import { serialisedRows } from "./table.js"
 
 /** What the parent asks for. */
@@ -20,6 +29,8 @@ export interface ServerConfig {
   readonly delayMillis: number
   /** Every n-th read is refused (429, no `Retry-After`); none when absent. */
   readonly refuseEvery?: number | undefined
+  /** The form of an answer whose path names none; `length` when absent. */
+  readonly answers?: Answers | undefined
 }
 
 /** What the server tells its parent once it listens. */
@@ -33,8 +44,8 @@ const updated = `{"status":"success"}`
 const tail = `]}}`
 // the service's silent default row cap, applied when a request names no limit
 const defaultLimit = 1000
-// a window of at most this many rows is one string sent with its length, as the service's Express
-// sends every answer: a page and the rows the client re-reads before it (1,011) are such a window
+// a window of at most this many rows is one string, sent whole in the answers' form (with its
+// length, as the service's Express sends every answer): a page and the rows re-read before it (1,011)
 const wholeRows = 10_000
 // a larger window is written in slices, so the whole-table answer is never one string in the server
 const sliceRows = 1000
@@ -56,31 +67,81 @@ const fail = (response: Http.ServerResponse, status: number, message: string) =>
   response.end(JSON.stringify({ status: "error", message }))
 }
 
-/** Writes rows [from, to) in slices, waiting for the socket to drain between them. */
-const stream = async (response: Http.ServerResponse, rows: ReadonlyArray<string>, from: number, to: number) => {
-  response.writeHead(200, { "content-type": "application/json" })
-  response.write(head)
+/** Whether a request's `Accept-Encoding` takes gzip (`identity` alone, or `gzip;q=0`, does not). */
+const acceptsGzip = (request: Http.IncomingMessage): boolean =>
+  (request.headers["accept-encoding"] ?? "").split(",").some((coding) => {
+    const [name, ...params] = coding.split(";").map((part) => part.trim().toLowerCase())
+    return (name === "gzip" || name === "*") && !params.some((param) => /^q=0(?:\.0*)?$/.test(param))
+  })
+
+/** A whole answer, in the form `answers` asks for. */
+const answer = (
+  request: Http.IncomingMessage,
+  response: Http.ServerResponse,
+  answers: Answers,
+  status: number,
+  text: string
+) => {
+  if (answers === "length") {
+    response.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
+    return response.end(text)
+  }
+  if (answers === "gzip" && acceptsGzip(request)) {
+    response.writeHead(status, { "content-type": "application/json", "content-encoding": "gzip" })
+    response.write(Zlib.gzipSync(text, { level: 1 }))
+    return response.end()
+  }
+  // headers written before the body, and the body written before the end: no length is declared
+  response.writeHead(status, { "content-type": "application/json" })
+  response.write(text)
+  response.end()
+}
+
+/**
+ * Writes rows [from, to) in slices, waiting for the socket to drain between them; gzip-compressed
+ * (in a stream, slice by slice) when the answers are and the request accepts it.
+ */
+const stream = async (
+  request: Http.IncomingMessage,
+  response: Http.ServerResponse,
+  answers: Answers,
+  rows: ReadonlyArray<string>,
+  from: number,
+  to: number
+) => {
+  const gzip = answers === "gzip" && acceptsGzip(request)
+  response.writeHead(200, { "content-type": "application/json", ...(gzip ? { "content-encoding": "gzip" } : {}) })
+  const out: NodeJS.WritableStream = gzip ? Zlib.createGzip({ level: 1 }) : response
+  if (out !== response) (out as Zlib.Gzip).pipe(response)
+  out.write(head)
   for (let start = from; start < to; start += sliceRows) {
     const piece = (start === from ? "" : ",") + rows.slice(start, Math.min(to, start + sliceRows)).join(",")
-    if (!response.write(piece)) {
-      await new Promise<void>((resolve) => response.once("drain", () => resolve()))
+    if (!out.write(piece)) {
+      await new Promise<void>((resolve) => out.once("drain", () => resolve()))
     }
   }
-  response.end(tail)
+  out.end(tail)
 }
 
 /** A point read's answer: the row of the id asked for, or a 404 as the service's. */
 const pointRead = (rows: ReadonlyArray<string>) => {
   let byId: Map<string, string> | undefined
-  return (response: Http.ServerResponse, body: unknown) => {
+  return (request: Http.IncomingMessage, response: Http.ServerResponse, answers: Answers, body: unknown) => {
     byId ??= new Map(rows.map((row) => [(JSON.parse(row) as { readonly _id: string })._id, row]))
     const id = typeof body === "object" && body !== null && "rowID" in body ? String(body.rowID) : ""
     const row = byId.get(id)
     if (row === undefined) return fail(response, 404, "Row not found")
-    const text = `{"status":"success","body":{"currentRow":${row}}}`
-    response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
-    response.end(text)
+    answer(request, response, answers, 200, `{"status":"success","body":{"currentRow":${row}}}`)
   }
+}
+
+/** The form a request asks for by its path's first segment, and the path without it. */
+const formOf = (url: string, fallback: Answers): { readonly answers: Answers; readonly path: string } => {
+  const segment = /^\/([a-z]+)(\/.*)$/.exec(url)
+  const named = answerForms.find((form) => form === segment?.[1])
+  return named === undefined || segment?.[2] === undefined
+    ? { answers: fallback, path: url }
+    : { answers: named, path: segment[2] }
 }
 
 const serve = (config: ServerConfig, rows: ReadonlyArray<string>) => {
@@ -96,33 +157,29 @@ const serve = (config: ServerConfig, rows: ReadonlyArray<string>) => {
       } catch {
         return fail(response, 400, "body is not JSON")
       }
-      if (request.url === "/api/updatemicroapprow") {
-        response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(updated) })
-        return response.end(updated)
-      }
-      if (request.url === "/api/microappdata/row") {
-        if (config.delayMillis > 0) return setTimeout(() => read(response, body), config.delayMillis)
-        return read(response, body)
+      const { answers, path } = formOf(request.url ?? "", config.answers ?? "length")
+      if (path === "/api/updatemicroapprow") return answer(request, response, answers, 200, updated)
+      if (path === "/api/microappdata/row") {
+        if (config.delayMillis > 0) return setTimeout(() => read(request, response, answers, body), config.delayMillis)
+        return read(request, response, answers, body)
       }
       const asked = window(body)
-      if (request.url !== "/api/microappdata" || asked === undefined) return fail(response, 400, "bad request")
+      if (path !== "/api/microappdata" || asked === undefined) return fail(response, 400, "bad request")
       reads++
       if (config.refuseEvery !== undefined && reads % config.refuseEvery === 0) {
         return fail(response, 429, "too many requests")
       }
       const from = Math.min(asked.skip, rows.length)
       const to = Math.min(rows.length, from + asked.limit)
-      const answer = () => {
+      const send = () => {
         if (to - from <= wholeRows) {
-          const text = head + rows.slice(from, to).join(",") + tail
-          response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
-          response.end(text)
+          answer(request, response, answers, 200, head + rows.slice(from, to).join(",") + tail)
         } else {
-          stream(response, rows, from, to).catch(() => response.destroy())
+          stream(request, response, answers, rows, from, to).catch(() => response.destroy())
         }
       }
-      if (config.delayMillis > 0) setTimeout(answer, config.delayMillis)
-      else answer()
+      if (config.delayMillis > 0) setTimeout(send, config.delayMillis)
+      else send()
     })
   })
 }

@@ -1,13 +1,16 @@
 /**
  * Reading a body in bounded memory: the client reads answers with it, the emulator requests.
  */
-import { Effect, Stream } from "effect"
+import { Effect, Option, Stream } from "effect"
 
 /** What was read of a body: its text, up to the limit, and whether that was all of it. */
 export interface Body {
   readonly text: string
   readonly complete: boolean
 }
+
+/** What was read of a body past its limit: nothing worth keeping. */
+export const pastLimit: Body = { text: "", complete: false }
 
 const decoder = new TextDecoder()
 
@@ -46,7 +49,167 @@ export const declaredLength = (headers: Readonly<Record<string, string | undefin
  * whole, past it (a transport that read past what was declared) it is refused all the same.
  */
 export const wholeBody = (bytes: ArrayBuffer, limit: number): Body =>
-  bytes.byteLength > limit ? { text: "", complete: false } : { text: decoder.decode(bytes), complete: true }
+  bytes.byteLength > limit ? pastLimit : { text: decoder.decode(bytes), complete: true }
+
+/** The chunks of a body as they are counted in: kept while within `limit`, decoded once when read. */
+const collect = (limit: number) => {
+  const chunks: Array<Uint8Array> = []
+  let kept = 0
+  return {
+    /** Keeps `chunk`; `false` (and keeps nothing) when it would take the body past the limit. */
+    add: (chunk: Uint8Array): boolean => {
+      if (kept + chunk.length > limit) return false
+      chunks.push(chunk)
+      kept += chunk.length
+      return true
+    },
+    /** The whole body; decoded when first read: of a body past the limit, most callers read nothing. */
+    body: (): Body => {
+      let text: string | undefined
+      return {
+        complete: true,
+        get text() {
+          return text ??= decodeChunks(chunks, kept)
+        }
+      }
+    }
+  }
+}
+
+/**
+ * The parts of a Node `Readable` (undici's body) read here, named so that the client, which runs
+ * on any platform, imports nothing of Node.
+ */
+export interface NodeReadable {
+  readonly readable: boolean
+  on(event: "data", listener: (chunk: Uint8Array) => void): unknown
+  on(event: "end" | "close", listener: () => void): unknown
+  on(event: "error", listener: (error: unknown) => void): unknown
+  off(event: "data", listener: (chunk: Uint8Array) => void): unknown
+  off(event: "end" | "close", listener: () => void): unknown
+  off(event: "error", listener: (error: unknown) => void): unknown
+  destroy(): unknown
+}
+
+/** A body a transport of @effect/platform keeps under its response, read here without an Effect stream. */
+export type NativeBody =
+  | { readonly _tag: "Web"; readonly stream: ReadableStream<Uint8Array> }
+  | { readonly _tag: "Node"; readonly readable: NodeReadable }
+
+const isObject = (value: unknown): value is Record<PropertyKey, unknown> =>
+  typeof value === "object" && value !== null
+
+const isWebStream = (value: unknown): value is ReadableStream<Uint8Array> =>
+  isObject(value) && typeof value.getReader === "function" && value.locked === false
+
+const isNodeReadable = (value: unknown): value is NodeReadable =>
+  isObject(value) && value.readable === true && typeof value.on === "function" && typeof value.off === "function" &&
+  typeof value.destroy === "function"
+
+/**
+ * The body under a response of @effect/platform, where it is one the client can read itself: its
+ * `source` (FetchHttpClient's web `Response`, whose `body` is a `ReadableStream`; NodeHttpClient's
+ * undici answer, whose `body` is a Node `Readable`), not yet read. Any other response (a test's, a
+ * caller's own) has none, and is read as its `stream`: both are the bytes that stream yields.
+ */
+export const nativeBodyOf = (response: object): Option.Option<NativeBody> => {
+  const source = "source" in response ? response.source : undefined
+  const body = isObject(source) ? source.body : undefined
+  return isWebStream(body)
+    ? Option.some({ _tag: "Web", stream: body })
+    : isNodeReadable(body)
+    ? Option.some({ _tag: "Node", readable: body })
+    : Option.none()
+}
+
+/**
+ * Reads a Node `Readable` up to `limit` bytes as its chunks arrive (one `Effect.async`, no stream):
+ * past the limit it is destroyed and nothing of it kept. Fails with `onError` of the error that
+ * ends it early (an abort included), or when it closes before its end; interrupted, it is destroyed.
+ */
+const readNode = <E>(readable: NodeReadable, limit: number, onError: (cause: unknown) => E) =>
+  Effect.async<Body, E>((resume) => {
+    const kept = collect(limit)
+    const detach = () => {
+      readable.off("data", onData)
+      readable.off("end", onEnd)
+      readable.off("error", onFailure)
+      readable.off("close", onClose)
+    }
+    const onData = (chunk: Uint8Array) => {
+      if (kept.add(chunk)) return
+      detach()
+      readable.destroy()
+      resume(Effect.succeed(pastLimit))
+    }
+    const onEnd = () => {
+      detach()
+      resume(Effect.succeed(kept.body()))
+    }
+    const onFailure = (error: unknown) => {
+      detach()
+      resume(Effect.fail(onError(error)))
+    }
+    const onClose = () => onFailure(new Error("the body closed before its end"))
+    readable.on("data", onData)
+    readable.on("end", onEnd)
+    readable.on("error", onFailure)
+    readable.on("close", onClose)
+    return Effect.sync(() => {
+      detach()
+      readable.destroy()
+    })
+  })
+
+/**
+ * Reads a web `ReadableStream` up to `limit` bytes with its reader, in one `Effect.async`: past the
+ * limit it is cancelled and nothing of it kept. Fails with `onError` of the error a read rejects
+ * with (an abort included); interrupted, the stream is cancelled.
+ */
+const readWeb = <E>(stream: ReadableStream<Uint8Array>, limit: number, onError: (cause: unknown) => E) =>
+  Effect.async<Body, E>((resume) => {
+    const reader = stream.getReader()
+    const kept = collect(limit)
+    let settled = false
+    const cancel = () => {
+      settled = true
+      // what a cancelled stream rejects with is of no interest: the read is over
+      reader.cancel().catch(() => undefined)
+    }
+    const onFailure = (error: unknown) => {
+      if (settled) return
+      settled = true
+      resume(Effect.fail(onError(error)))
+    }
+    const onRead = (result: ReadableStreamReadResult<Uint8Array>): void => {
+      if (settled) return
+      if (result.done) {
+        settled = true
+        return resume(Effect.succeed(kept.body()))
+      }
+      if (!kept.add(result.value)) {
+        cancel()
+        return resume(Effect.succeed(pastLimit))
+      }
+      reader.read().then(onRead, onFailure)
+    }
+    reader.read().then(onRead, onFailure)
+    return Effect.sync(() => {
+      if (!settled) cancel()
+    })
+  })
+
+/**
+ * Reads a body the transport keeps (`nativeBodyOf`) up to `limit` bytes, decoded whatever the
+ * encoding (the transport decodes, or does not, before these bytes): as `readUpTo` does over its
+ * stream, at the cost of one callback a chunk rather than an Effect stream's pulls.
+ */
+export const readNative = <E>(
+  body: NativeBody,
+  limit: number,
+  onError: (cause: unknown) => E
+): Effect.Effect<Body, E> =>
+  body._tag === "Web" ? readWeb(body.stream, limit, onError) : readNode(body.readable, limit, onError)
 
 /**
  * Reads a body up to `limit` bytes, as they come out of the transport (decoded, whatever the
@@ -62,29 +225,12 @@ export const readUpTo = <E, R>(
   declared: number | undefined
 ): Effect.Effect<Body, E, R> =>
   declared !== undefined && declared > limit
-    ? Effect.succeed({ text: "", complete: false })
+    ? Effect.succeed(pastLimit)
     : Effect.suspend(() => {
-      const chunks: Array<Uint8Array> = []
-      let kept = 0
+      const kept = collect(limit)
       let complete = true
       return Effect.map(
-        Stream.runForEachWhile(body, (chunk) =>
-          Effect.sync(() => {
-            complete = kept + chunk.length <= limit
-            if (!complete) return false
-            chunks.push(chunk)
-            kept += chunk.length
-            return true
-          })),
-        (): Body => {
-          // decoded when first read: of a body past the limit, most callers read nothing
-          let text: string | undefined
-          return {
-            complete,
-            get text() {
-              return text ??= decodeChunks(chunks, kept)
-            }
-          }
-        }
+        Stream.runForEachWhile(body, (chunk) => Effect.sync(() => complete = kept.add(chunk))),
+        (): Body => complete ? kept.body() : pastLimit
       )
     })

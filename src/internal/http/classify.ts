@@ -3,11 +3,11 @@
  * to the client's bound) or as the `RequestError` it means.
  */
 import type * as Headers from "@effect/platform/Headers"
-import type * as HttpClientError from "@effect/platform/HttpClientError"
+import * as HttpClientError from "@effect/platform/HttpClientError"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Option } from "effect"
 import type { RequestError } from "../../MicroappError.js"
-import { declaredLength, readUpTo, wholeBody } from "./body.js"
+import { declaredLength, nativeBodyOf, pastLimit, readNative, readUpTo, wholeBody } from "./body.js"
 import * as Errors from "./errors.js"
 
 /** A successful (2xx) answer: its body as text, its `Content-Encoding`, and how many attempts it took. */
@@ -23,8 +23,11 @@ const errorBodyBytes = 64 * 1024
 
 /**
  * Reads at most `limit` bytes of a body; a read that breaks is a `Transport` error. A body whose
- * declared length is within the limit is read in one piece: every transport stops at the declared
- * length (a longer body is cut there), and one read costs a small answer less than a stream of it.
+ * declared length is past the limit is not read. The body a transport of @effect/platform keeps
+ * (`nativeBodyOf`) is read from it, chunks counted as they come, whether or not a length was
+ * declared: an Effect stream of it cost a small chunked answer more than the rest of its call. Any
+ * other response is read as its stream, or in one piece when it declares a length within the
+ * limit (every transport stops at the declared length, and one read costs less than a stream).
  */
 const readAtMost = (
   response: HttpClientResponse.HttpClientResponse,
@@ -33,12 +36,15 @@ const readAtMost = (
   info: Errors.AttemptInfo
 ) => {
   const declared = declaredLength(headers)
-  return Effect.mapError(
-    declared !== undefined && declared <= limit
-      ? Effect.map(response.arrayBuffer, (bytes) => wholeBody(bytes, limit))
-      : readUpTo(response.stream, limit, declared),
-    (error) => Errors.fromBodyError(error, info)
-  )
+  if (declared !== undefined && declared > limit) return Effect.succeed(pastLimit)
+  const native = nativeBodyOf(response)
+  const read = Option.isSome(native)
+    ? readNative(native.value, limit, (cause) =>
+      new HttpClientError.ResponseError({ request: response.request, response, reason: "Decode", cause }))
+    : declared !== undefined
+    ? Effect.map(response.arrayBuffer, (bytes) => wholeBody(bytes, limit))
+    : readUpTo(response.stream, limit, declared)
+  return Effect.mapError(read, (error) => Errors.fromBodyError(error, info))
 }
 
 /** The body bound: a 2xx body read up to `maxBytes`; past them the read stops and the attempt fails (`TooLarge`). */
