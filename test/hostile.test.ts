@@ -24,23 +24,18 @@ import { Changes, MicroappClient, type MicroappError } from "../src/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import {
   clientOf,
-  type HostileServer,
   hostileServer,
   plainRows,
   rowsAnswer,
   secretToken,
   secretUser,
-  transports
+  transports,
+  writtenInAll
 } from "./hostile.js"
 import { nobodyAt, quiet, quietAt, recordingTracer, withEmulator } from "./support.js"
-import { eventually } from "./support/eventually.js"
 
 const microAppID = "66c000000000000000000001"
 const rowID = "66c100000000000000000001"
-
-/** Waits (in real time) until `server`'s endless answer has stopped; the bytes it wrote. */
-const writtenInAll = (server: HostileServer) =>
-  Effect.zipRight(eventually(server.ended, (ended) => ended > 0), server.written)
 
 const undici = NodeHttpClient.layerUndici
 

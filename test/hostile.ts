@@ -11,6 +11,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Layer, Redacted, Ref, type Scope, Stream } from "effect"
 import * as Http from "node:http"
 import { MicroappClient } from "../src/index.js"
+import { eventually } from "./support/eventually.js"
 
 /** One request as the server saw it. */
 export interface Seen {
@@ -72,6 +73,10 @@ export const hostileServer = (
     )
     return hostile
   })
+
+/** Waits (in real time) until `server`'s endless answer has stopped; the bytes it wrote. */
+export const writtenInAll = (server: HostileServer) =>
+  Effect.zipRight(eventually(server.ended, (ended) => ended > 0), server.written)
 
 /** A success answer with these rows. */
 export const rowsAnswer = (rows: ReadonlyArray<{ readonly _id: string }>) =>

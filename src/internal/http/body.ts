@@ -96,8 +96,7 @@ export type NativeBody =
   | { readonly _tag: "Web"; readonly stream: ReadableStream<Uint8Array> }
   | { readonly _tag: "Node"; readonly readable: NodeReadable }
 
-const isObject = (value: unknown): value is Record<PropertyKey, unknown> =>
-  typeof value === "object" && value !== null
+const isObject = (value: unknown): value is Record<PropertyKey, unknown> => typeof value === "object" && value !== null
 
 const isWebStream = (value: unknown): value is ReadableStream<Uint8Array> =>
   isObject(value) && typeof value.getReader === "function" && value.locked === false

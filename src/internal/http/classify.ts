@@ -39,8 +39,11 @@ const readAtMost = (
   if (declared !== undefined && declared > limit) return Effect.succeed(pastLimit)
   const native = nativeBodyOf(response)
   const read = Option.isSome(native)
-    ? readNative(native.value, limit, (cause) =>
-      new HttpClientError.ResponseError({ request: response.request, response, reason: "Decode", cause }))
+    ? readNative(
+      native.value,
+      limit,
+      (cause) => new HttpClientError.ResponseError({ request: response.request, response, reason: "Decode", cause })
+    )
     : declared !== undefined
     ? Effect.map(response.arrayBuffer, (bytes) => wholeBody(bytes, limit))
     : readUpTo(response.stream, limit, declared)
