@@ -73,7 +73,7 @@ const main = async () => {
   const outcomes: Array<Outcome> = []
   for (const name of chosen) {
     process.stderr.write(`bench: ${name}...\n`)
-    const outcome = await runProgram(name, opts.smoke, opts.smoke ? 60_000 : 300_000)
+    const outcome = await runProgram(name, opts.smoke, opts.smoke ? 60_000 : 600_000)
     process.stderr.write(`bench: ${name} ${outcome.failure ?? "done"} in ${outcome.seconds.toFixed(1)} s\n`)
     outcomes.push(outcome)
   }

@@ -1,9 +1,13 @@
 /**
  * Figure 1, throughput: a whole table read by A (this client, every row decoded), B (an unvalidated
  * fetch loop) and C (one huge request), each in a process of its own, taking turns over several
- * rounds against one server process.
+ * rounds against one server process, whose answers come with their length and, for A, A1 and B,
+ * also chunked and gzip-compressed (`--answers`; see server.ts).
  */
 import {
+  type Answers,
+  answersOption,
+  baseUrlOf,
   failed,
   finish,
   formatInt,
@@ -20,6 +24,7 @@ import { rowId } from "./table.js"
 import type { WorkerSpec } from "./worker.js"
 
 interface Contender {
+  /** The contender and the form of the answers it reads, e.g. `A1@chunked`. */
   readonly key: string
   readonly contender: WorkerSpec["contender"]
   readonly concurrency: WorkerSpec["concurrency"]
@@ -35,6 +40,20 @@ const all: ReadonlyArray<Contender> = [
   { key: "C", contender: "C", concurrency: 1, label: "C one request, huge limit" }
 ]
 
+/** What a server's answers are, as the table says it. */
+const answered: Record<Answers, string> = {
+  length: "with a length",
+  chunked: "chunked",
+  gzip: "gzip when asked (B asks; A asks for none: chunked)"
+}
+
+/** The contenders that read the answers in each form, unless `--contenders` names others. */
+const byDefault: Record<Answers, ReadonlyArray<string>> = {
+  length: all.map((c) => c.key),
+  chunked: ["A", "A1", "B"],
+  gzip: ["A", "A1", "B"]
+}
+
 const main = async (): Promise<Report> => {
   const opts = options()
   const rows = opts.number("rows", 200_000, 2_000)
@@ -42,9 +61,16 @@ const main = async (): Promise<Report> => {
   const rounds = opts.number("rounds", 7, 1)
   const warmup = opts.number("warmup", 1, 0)
   const only = opts.text("contenders")?.split(",")
+  const forms = answersOption(opts.text("answers"))
   // e.g. --node-flags="--cpu-prof --cpu-prof-dir=.bench-out/prof" to profile the contenders
   const nodeFlags = opts.text("node-flags")?.split(" ").filter((flag) => flag !== "") ?? []
-  const contenders = all.filter((c) => only === undefined || only.includes(c.key))
+  const contenders = forms.flatMap((form) =>
+    all.filter((c) => (only ?? byDefault[form]).includes(c.key)).map((c) => ({
+      ...c,
+      key: form === "length" ? c.key : `${c.key}@${form}`,
+      form
+    }))
+  )
 
   const server = await startServer({ rows, delayMillis: 0 })
   const workers = new Map<string, Worker>()
@@ -54,7 +80,8 @@ const main = async (): Promise<Report> => {
   const settled = new Map<string, Array<number>>(contenders.map((c) => [c.key, []]))
   try {
     for (const c of contenders) {
-      const spec = { contender: c.contender, baseUrl: server.baseUrl, rows, lastId: rowId(rows - 1), pageSize }
+      const baseUrl = baseUrlOf(server.baseUrl, c.form)
+      const spec = { contender: c.contender, baseUrl, rows, lastId: rowId(rows - 1), pageSize }
       workers.set(c.key, await startWorker({ ...spec, concurrency: c.concurrency }, nodeFlags))
     }
     for (let round = 0; round < warmup + rounds; round++) {
@@ -76,23 +103,24 @@ const main = async (): Promise<Report> => {
 
   const medianOf = (key: string) => median(times.get(key) ?? [])
   const b = medianOf("B")
+  const bOf = (form: Answers) => medianOf(form === "length" ? "B" : `B@${form}`)
   const windows = (key: string) => settled.get(key)?.join(", ") || "–"
   const gcShare = (key: string) => median(gcShares.get(key) ?? [])
   const cpuPerRow = (key: string) => median(cpuTimes.get(key) ?? []) * 1000 / rows
   const lines = contenders.map((c) => {
     const millis = medianOf(c.key)
     const cpu = median(cpuTimes.get(c.key) ?? [])
-    return `| ${c.label} | ${formatInt(millis)} | ${formatInt(rows / millis * 1000)} | ${formatRatio(b / millis)} | ${
-      formatInt(cpu)
-    } | ${(cpu * 1000 / rows).toFixed(1)} | ${formatRatio(gcShare(c.key) * 100, 1)}% | ${
+    return `| ${answered[c.form]} | ${c.label} | ${formatInt(millis)} | ${formatInt(rows / millis * 1000)} | ${
+      formatRatio(bOf(c.form) / millis)
+    } | ${formatInt(cpu)} | ${(cpu * 1000 / rows).toFixed(1)} | ${formatRatio(gcShare(c.key) * 100, 1)}% | ${
       c.concurrency === "auto" ? windows(c.key) : c.concurrency
     } |`
   })
   const details = [
     `### Throughput: ${formatInt(rows)} rows, page ${formatInt(pageSize)}, median of ${rounds} alternating rounds`,
     "",
-    "| Contender | ms | rows/s | throughput vs B | client CPU ms | client CPU µs/row | GC share of CPU | windows in flight (settled, each round) |",
-    "|---|---:|---:|---:|---:|---:|---:|---|",
+    "| Server answers | Contender | ms | rows/s | throughput vs B (same answers) | client CPU ms | client CPU µs/row | GC share of CPU | windows in flight (settled, each round) |",
+    "|---|---|---:|---:|---:|---:|---:|---:|---|",
     ...lines
   ].join("\n")
   const ratio = (key: string) => b / medianOf(key)
@@ -124,6 +152,14 @@ const main = async (): Promise<Report> => {
         met: cpuPerRow("A1") <= cpuPerRow("B")
       }]
       : []),
+    ...forms.filter((form) => form !== "length" && times.has(`A1@${form}`) && times.has("A1")).map((form) => ({
+      figure: `CPU per row, same table, server answering ${form}: A (concurrency 1) / the same with a length`,
+      measured: `${formatRatio(cpuPerRow(`A1@${form}`) / cpuPerRow("A1"))}x (${cpuPerRow(`A1@${form}`).toFixed(1)} / ${
+        cpuPerRow("A1").toFixed(1)
+      } µs; against B on the same answers: ${formatRatio(cpuPerRow(`A1@${form}`) / cpuPerRow(`B@${form}`))}x)`,
+      goal: "<= 1.1x",
+      met: cpuPerRow(`A1@${form}`) <= 1.1 * cpuPerRow("A1")
+    })),
     ...(times.has("C") && times.has("B")
       ? [{ figure: "Throughput, same table: C/B", measured: formatRatio(ratio("C")), goal: "", met: undefined }]
       : [])
