@@ -153,10 +153,16 @@ export interface Worker {
   readonly stop: () => void
 }
 
-/** Starts a contender in a process of its own, with `flags` for Node; resolves once it is ready. */
-export const startWorker = (spec: WorkerSpec, flags: ReadonlyArray<string> = []): Promise<Worker> =>
+/**
+ * Starts a contender in a process of its own, with `flags` for Node; resolves once it is ready.
+ * `build`: the compiled benchmark build (`.bench-out` or another `--outDir`) whose worker runs it.
+ */
+export const startWorker = (spec: WorkerSpec, flags: ReadonlyArray<string> = [], build?: string): Promise<Worker> =>
   new Promise((resolve, reject) => {
-    const child = fork(fileURLToPath(new URL("./worker.js", import.meta.url)), [JSON.stringify(spec)], {
+    const program = build === undefined
+      ? fileURLToPath(new URL("./worker.js", import.meta.url))
+      : `${build}/test/bench/worker.js`
+    const child = fork(program, [JSON.stringify(spec)], {
       execArgv: [...flags],
       stdio: ["ignore", "inherit", "pipe", "ipc"]
     })

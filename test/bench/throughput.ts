@@ -2,7 +2,9 @@
  * Figure 1, throughput: a whole table read by A (this client, every row decoded), B (an unvalidated
  * fetch loop) and C (one huge request), each in a process of its own, taking turns over several
  * rounds against one server process, whose answers come with their length and, for A, A1 and B,
- * also chunked and gzip-compressed (`--answers`; see server.ts).
+ * also chunked and gzip-compressed (`--answers`; see server.ts). `--before=DIR` adds each A
+ * contender of another compiled build of these programs (e.g. main's, with them copied in:
+ * `npx tsc -p tsconfig.bench.json --outDir DIR`), for a change measured against the build before it.
  */
 import {
   type Answers,
@@ -64,12 +66,17 @@ const main = async (): Promise<Report> => {
   const forms = answersOption(opts.text("answers"))
   // e.g. --node-flags="--cpu-prof --cpu-prof-dir=.bench-out/prof" to profile the contenders
   const nodeFlags = opts.text("node-flags")?.split(" ").filter((flag) => flag !== "") ?? []
+  const before = opts.text("before")
   const contenders = forms.flatMap((form) =>
-    all.filter((c) => (only ?? byDefault[form]).includes(c.key)).map((c) => ({
-      ...c,
-      key: form === "length" ? c.key : `${c.key}@${form}`,
-      form
-    }))
+    all.filter((c) => (only ?? byDefault[form]).includes(c.key)).flatMap((c) => {
+      const contender = { ...c, key: form === "length" ? c.key : `${c.key}@${form}`, form, build: undefined }
+      return before === undefined || c.contender === "B" || c.contender === "C" ? [contender] : [contender, {
+        ...contender,
+        key: `${contender.key}<before`,
+        label: `${c.label}, the build in ${before}`,
+        build: before
+      }]
+    })
   )
 
   const server = await startServer({ rows, delayMillis: 0 })
@@ -82,7 +89,7 @@ const main = async (): Promise<Report> => {
     for (const c of contenders) {
       const baseUrl = baseUrlOf(server.baseUrl, c.form)
       const spec = { contender: c.contender, baseUrl, rows, lastId: rowId(rows - 1), pageSize }
-      workers.set(c.key, await startWorker({ ...spec, concurrency: c.concurrency }, nodeFlags))
+      workers.set(c.key, await startWorker({ ...spec, concurrency: c.concurrency }, nodeFlags, c.build))
     }
     for (let round = 0; round < warmup + rounds; round++) {
       for (const contender of rotate(contenders, round)) {

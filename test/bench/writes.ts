@@ -6,6 +6,10 @@
  * and system time of the sending process), the share of it in garbage collection, and the wall
  * times. In one process, each run of the client after one of the pool cost it about 40% more CPU
  * than its runs alone (the pool's garbage and JIT state), which measured the pair, not the client.
+ *
+ * `--before=DIR` adds the `updateRows` of another compiled build of this program (e.g. main's,
+ * with this program copied in: `npx tsc -p tsconfig.bench.json --outDir DIR`), in its own process
+ * too, for a change measured against the build before it.
  */
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Effect, Layer, ManagedRuntime, Redacted, Stream } from "effect"
@@ -36,7 +40,7 @@ interface Run {
   readonly gcMillis: number
 }
 
-type Contender = "client" | "pool"
+type Contender = "client" | "pool" | "before"
 
 /** The wall time, CPU time and garbage collection time of `f`. */
 const measured = async (f: () => Promise<void>): Promise<Run> => {
@@ -76,10 +80,11 @@ const contender = (name: Contender, baseUrl: string, count: number, concurrency:
 }
 
 /** Starts `name`'s process; `run` has it send the updates once. */
-const startContender = (name: Contender, baseUrl: string, count: number, concurrency: number) =>
+const startContender = (name: Contender, baseUrl: string, count: number, concurrency: number, before?: string) =>
   new Promise<{ readonly run: () => Promise<Run>; readonly stop: () => void }>((resolve, reject) => {
-    const child: ChildProcess = fork(self, [
-      `--mode=${name}`,
+    const program = name === "before" ? `${before}/test/bench/writes.js` : self
+    const child: ChildProcess = fork(program, [
+      `--mode=${name === "before" ? "client" : name}`,
       `--base-url=${baseUrl}`,
       `--updates=${count}`,
       `--concurrency=${concurrency}`
@@ -109,6 +114,8 @@ const main = async (): Promise<Report> => {
   const concurrency = opts.number("concurrency", 4, 4)
   const rounds = opts.number("rounds", 5, 1)
   const forms = answersOption(opts.text("answers"))
+  const before = opts.text("before")
+  const names: ReadonlyArray<Contender> = before === undefined ? ["client", "pool"] : ["client", "before", "pool"]
   const server = await startServer({ rows: 1, delayMillis: 0 })
   const contenders: Array<{ readonly name: Contender; readonly form: Answers; readonly run: () => Promise<Run> }> = []
   const stops: Array<() => void> = []
@@ -116,8 +123,8 @@ const main = async (): Promise<Report> => {
   const key = (name: Contender, form: Answers) => `${name}@${form}`
   try {
     for (const form of forms) {
-      for (const name of ["client", "pool"] as const) {
-        const started = await startContender(name, baseUrlOf(server.baseUrl, form), count, concurrency)
+      for (const name of names) {
+        const started = await startContender(name, baseUrlOf(server.baseUrl, form), count, concurrency, before)
         stops.push(started.stop)
         contenders.push({ name, form, run: started.run })
         runs.set(key(name, form), [])
@@ -138,9 +145,13 @@ const main = async (): Promise<Report> => {
   const wall = (name: Contender, form: Answers) => median(of(name, form).map((r) => r.millis))
   const gcShare = (name: Contender, form: Answers) =>
     median(of(name, form).map((r) => r.gcMillis / (r.cpuMicros / 1000)))
-  const cpuRatio = (form: Answers) => cpuPerUpdate("client", form) / cpuPerUpdate("pool", form)
-  const speed = (form: Answers) => wall("pool", form) / wall("client", form)
-  const label = { client: "`updateRows`, NodeHttpClient.layerUndici", pool: "a pool of `fetch` workers" }
+  const cpuRatio = (form: Answers, name: Contender = "client") => cpuPerUpdate(name, form) / cpuPerUpdate("pool", form)
+  const speed = (form: Answers, name: Contender = "client") => wall("pool", form) / wall(name, form)
+  const label = {
+    client: "`updateRows`, NodeHttpClient.layerUndici",
+    before: `\`updateRows\` of the build in ${before}`,
+    pool: "a pool of `fetch` workers"
+  }
   const details = [
     `### Writes: ${formatInt(count)} updates of one field, ${concurrency} at a time, no faults, median of ${rounds} ` +
     "alternating rounds, each contender in a process of its own",
@@ -148,11 +159,11 @@ const main = async (): Promise<Report> => {
     "| Server answers | Contender | ms | updates/s | CPU µs per update | GC share of CPU | CPU / pool's | speed / pool's |",
     "|---|---|---:|---:|---:|---:|---:|---:|",
     ...forms.flatMap((form) =>
-      (["client", "pool"] as const).map((name) =>
+      names.map((name) =>
         `| ${answered[form]} | ${label[name]} | ${formatInt(wall(name, form))} | ` +
         `${formatInt(count / (wall(name, form) / 1000))} | ${formatInt(cpuPerUpdate(name, form))} | ` +
         `${formatRatio(gcShare(name, form) * 100, 1)}% | ` +
-        (name === "client" ? `${formatRatio(cpuRatio(form))}x | ${formatRatio(speed(form))}x |` : "| |")
+        (name === "pool" ? "| |" : `${formatRatio(cpuRatio(form, name))}x | ${formatRatio(speed(form, name))}x |`)
       )
     )
   ].join("\n")
