@@ -23,11 +23,11 @@ const errorBodyBytes = 64 * 1024
 
 /**
  * Reads at most `limit` bytes of a body; a read that breaks is a `Transport` error. A body whose
- * declared length is past the limit is not read. The body a transport of @effect/platform keeps
- * (`nativeBodyOf`) is read from it, chunks counted as they come, whether or not a length was
- * declared: an Effect stream of it cost a small chunked answer more than the rest of its call. Any
- * other response is read as its stream, or in one piece when it declares a length within the
- * limit (every transport stops at the declared length, and one read costs less than a stream).
+ * declared length is past the limit is not read; one within it is read in one piece (every
+ * transport stops at the declared length, and undici's own read of a whole body costs a page less
+ * than any read of its chunks). A body without a declared length is read from what a transport of
+ * @effect/platform keeps (`nativeBodyOf`), chunks counted as they come: an Effect stream of it
+ * cost a small chunked answer more than the rest of its call. Any other is read as its stream.
  */
 const readAtMost = (
   response: HttpClientResponse.HttpClientResponse,
@@ -37,7 +37,7 @@ const readAtMost = (
 ) => {
   const declared = declaredLength(headers)
   if (declared !== undefined && declared > limit) return Effect.succeed(pastLimit)
-  const native = nativeBodyOf(response)
+  const native = declared === undefined ? nativeBodyOf(response) : Option.none()
   const read = Option.isSome(native)
     ? readNative(
       native.value,
@@ -46,7 +46,7 @@ const readAtMost = (
     )
     : declared !== undefined
     ? Effect.map(response.arrayBuffer, (bytes) => wholeBody(bytes, limit))
-    : readUpTo(response.stream, limit, declared)
+    : readUpTo(response.stream, limit, undefined)
   return Effect.mapError(read, (error) => Errors.fromBodyError(error, info))
 }
 
