@@ -401,6 +401,7 @@ export const openView = (
       ? Option.getOrElse(stored, (): ReadonlyArray<TypedView.ViewField> => [])
       : TypedView.viewFields(Infer.fieldsOf(definition))
     yield* sql.withTransaction(keeper.keep(stored, initial))
+    yield* TypedView.warnLeftInData(view.name, [], initial)
     if (definition !== undefined) return undefined
     const current = yield* Ref.make(initial)
     return (changes: ReadonlyArray<Changes.Change<Row>>) =>
@@ -411,6 +412,7 @@ export const openView = (
           changes.flatMap((change) => change._tag === "Deleted" ? [] : [change.row])
         )
         yield* keeper.keep(Option.some(before), after)
+        yield* TypedView.warnLeftInData(view.name, before, after)
         // set before the commit: a page rolled back fails the run, and the next run starts from the table
         yield* Ref.set(current, after)
       })
