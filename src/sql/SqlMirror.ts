@@ -18,8 +18,9 @@
  *   deleted, removed from `table` when the pass completes and emptied then, or when a new pass starts.
  * - `<table>_pass_kept`: the ids the pass in progress did not see in its scan but kept, a point
  *   read having found the row or not confirmed its delete; emptied as `<table>_pass_deletes` is.
- * - with `view`, the view of that name: `_id`, a typed column per field (named from its label in
- *   snake_case) and the bookkeeping columns, typed from `definition` or from the rows read, and
+ * - with `view`, the view of that name (`viewOf`): `_id`, a typed column per field (named from its
+ *   label in snake_case; the first `maxViewFields`, a warning naming the others, left in `data`)
+ *   and the bookkeeping columns, typed from `definition` or from the rows read, and
  *   `microapp_views`: what each view was last made from (`view_name`, `row_table`, `microapp_id`,
  *   `fields`). Made again, in a page's transaction, when a field's values widen its type.
  * - with `history: true`, `<table>_history`: each version of a row (`microapp_id`, `row_id`, the
