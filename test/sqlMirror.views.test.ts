@@ -478,6 +478,31 @@ for (const database of databases) {
           )
         }))
 
+      it.effect.skipIf(database.name !== "sqlite")(
+        "SQLite: a view an earlier version made, reading x\\u0041 as xA, is made again by the next run",
+        () =>
+          Effect.gen(function*() {
+            const server = yield* MicroappServer
+            yield* server.rows.setRows(peopleMicroAppID, [{ _id: rowID(1), "x\\u0041": "escaped", xA: "plain" }])
+            const run = SqlMirror.run({
+              microAppID: peopleMicroAppID,
+              table: "earlier_paths",
+              view: "earlier_paths_view"
+            })
+            yield* run
+            const sql = yield* SqlClient.SqlClient
+            // the view as the earlier version made it: the label's path read its escape
+            yield* sql`DROP VIEW earlier_paths_view`
+            yield* sql.unsafe(`CREATE VIEW earlier_paths_view AS SELECT row_id AS _id,
+              CAST(json_extract(data, '$."x\\u0041"') AS TEXT) AS x_u0041, CAST(json_extract(data, '$."xA"') AS TEXT) AS x_a
+              FROM earlier_paths`)
+            const read = sql<{ x_u0041: string; x_a: string }>`SELECT x_u0041, x_a FROM earlier_paths_view`
+            expect(yield* read).toEqual([{ x_u0041: "plain", x_a: "plain" }])
+            yield* run
+            expect(yield* read).toEqual([{ x_u0041: "escaped", x_a: "plain" }])
+          })
+      )
+
       it.scoped(
         `5,000 fields: every row mirrored, the view holds the first ${maxViewFields} and is selectable, and each run names the fields left in data`,
         () =>

@@ -400,7 +400,10 @@ export const openView = (
     const initial = definition === undefined
       ? Option.getOrElse(stored, (): ReadonlyArray<TypedView.ViewField> => [])
       : TypedView.viewFields(Infer.fieldsOf(definition))
-    yield* sql.withTransaction(keeper.keep(stored, initial))
+    // SQLite drops a view whatever reads it, so each run makes it again there: one an earlier version
+    // made (a label's path read otherwise, more columns than a query may return) is brought up to date
+    const madeFrom = sql.onDialectOrElse({ sqlite: () => Option.none(), orElse: () => stored })
+    yield* sql.withTransaction(keeper.keep(madeFrom, initial))
     yield* TypedView.warnLeftInData(view.name, [], initial)
     if (definition !== undefined) return undefined
     const current = yield* Ref.make(initial)
