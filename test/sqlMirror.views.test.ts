@@ -6,12 +6,12 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Effect, FastCheck as FC, Layer } from "effect"
+import { Effect, FastCheck as FC, Layer, Logger } from "effect"
 import * as fs from "node:fs"
 import { fileURLToPath } from "node:url"
 import { Changes, Microapp } from "../src/index.js"
 import { SqlMirror } from "../src/sql/index.js"
-import { columnNames, heldFields, maxViewFields, sqlitePath } from "../src/sql/internal/typedView.js"
+import { columnNames, heldFields, maxViewFields, sqlitePath, warnLeftInData } from "../src/sql/internal/typedView.js"
 import { MicroappServer, peopleMicroAppID, Projects, projectsMicroAppID } from "../src/testing/index.js"
 import { cli, flags } from "./cliSupport.js"
 import { databases, freshSqlite, storedData } from "./sqlDatabases.js"
@@ -232,6 +232,41 @@ describe("view columns", () => {
       fields.filter((_, i) => i !== 3).slice(0, maxViewFields).map((field) => field.label)
     )
   })
+
+  it.effect("the warning of fields left in data names those newly left, as many as fit in 1,000 characters", () =>
+    Effect.gen(function*() {
+      const warnings: Array<string> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ logLevel, message }) => {
+          if (logLevel._tag === "Warning") warnings.push((Array.isArray(message) ? message : [message]).join(" "))
+        })
+      )
+      const fields = (n: number, label = (i: number) => `f${i}`) =>
+        Array.from({ length: n }, (_, i) => ({ label: label(i), kind: "text" as const }))
+      const before = fields(maxViewFields + 5)
+      const after = [...before, { label: "nul\u0000", kind: "text" as const }, ...fields(2, (i) => `new ${i}`)]
+      const long = fields(maxViewFields + 3, (i) => i < maxViewFields ? `f${i}` : `${i}`.repeat(100))
+      yield* Effect.provide(
+        Effect.all([
+          warnLeftInData("v", [], fields(maxViewFields)),
+          warnLeftInData("v", before, before),
+          warnLeftInData("v", before, after),
+          warnLeftInData("v", [], long)
+        ]),
+        capture
+      )
+      expect(warnings).toEqual([
+        `the view v holds ${maxViewFields} of ${
+          maxViewFields + 8
+        } fields as columns; 8 are left in data, 3 of them new: ` +
+        `"nul\\u0000", "new 0", "new 1"`,
+        `the view v holds ${maxViewFields} of ${maxViewFields + 3} fields as columns; 3 are left in data: ` +
+        `${JSON.stringify(`${maxViewFields}`.repeat(100))}, ${
+          JSON.stringify(`${maxViewFields + 1}`.repeat(100))
+        } and 1 more`
+      ])
+    }))
 
   it("snake_case labels; a name taken by a bookkeeping column or an earlier field gets _2, _3", () => {
     expect(columnNames(["Due date", "due_date", "DueDate", "Pass", "_id", "Ünïcode", "1st", "!!"])).toEqual([

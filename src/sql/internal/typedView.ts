@@ -136,30 +136,39 @@ export const heldFields = (fields: ReadonlyArray<ViewField>): ReadonlyArray<View
 /** Labels a warning quotes at most, in characters: a few thousand labels make no log line. */
 const quotedLabels = 1000
 
+/** The labels of the fields a view made from `fields` leaves in `data`. */
+const leftInData = (fields: ReadonlyArray<ViewField>): ReadonlyArray<string> => {
+  const held = new Set(heldFields(fields))
+  return fields.flatMap((field) => held.has(field) ? [] : [field.label])
+}
+
 /**
- * A warning when a view made from `after` leaves more fields in `data` than one made from `before`:
- * how many, and their labels (as JSON, as many as fit in `quotedLabels` characters).
+ * A warning when a view made from `after` leaves fields in `data` that one made from `before` did
+ * not: how many it leaves there, and the labels of those it newly leaves (as JSON, as many as fit
+ * in `quotedLabels` characters).
  */
 export const warnLeftInData = (
   view: string,
   before: ReadonlyArray<ViewField>,
   after: ReadonlyArray<ViewField>
 ): Effect.Effect<void> => {
-  const held = new Set(heldFields(after))
-  const left = after.filter((field) => !held.has(field))
-  if (left.length <= before.length - heldFields(before).length) return Effect.void
+  const earlier = new Set(leftInData(before))
+  const left = leftInData(after)
+  const newly = left.filter((label) => !earlier.has(label))
+  if (newly.length === 0) return Effect.void
   let listed = ""
   let count = 0
-  for (const { label } of left) {
+  for (const label of newly) {
     const next = `${listed}${count === 0 ? "" : ", "}${JSON.stringify(label)}`
     if (next.length > quotedLabels) break
     listed = next
     count++
   }
-  const named = count === 0 ? "" : `: ${listed}${count === left.length ? "" : ` and ${left.length - count} more`}`
+  const which = newly.length === left.length ? "" : `, ${newly.length} of them new`
+  const named = count === 0 ? "" : `: ${listed}${count === newly.length ? "" : ` and ${newly.length - count} more`}`
   return Effect.logWarning(
-    `the view ${view} holds ${held.size} of ${after.length} fields as columns; ` +
-      `${left.length} ${left.length === 1 ? "is" : "are"} left in data${named}`
+    `the view ${view} holds ${after.length - left.length} of ${after.length} fields as columns; ` +
+      `${left.length} ${left.length === 1 ? "is" : "are"} left in data${which}${named}`
   )
 }
 
