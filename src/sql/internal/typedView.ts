@@ -1,7 +1,8 @@
 /**
- * The typed view of a mirror's table: one column per field, named from its label in snake_case and
- * typed from its kind, over `data` (jsonb on PostgreSQL, JSON text on SQLite), with `_id` and the
- * bookkeeping columns. Replaced when the fields it was made from change.
+ * The typed view of a mirror's table: one column per field (the first `maxViewFields`), named from
+ * its label in snake_case and typed from its kind, over `data` (jsonb on PostgreSQL, JSON text on
+ * SQLite), with `_id` and the bookkeeping columns. Replaced when the fields it was made from change
+ * (and on SQLite at each run's start); its name is claimed before anything is made.
  */
 import type { SqlClient, SqlError } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
@@ -217,12 +218,10 @@ export const claim = (
       ? yield* sql<{ view_name: string; row_table: string; microapp_id: string }>`SELECT view_name, row_table,
           microapp_id FROM ${sql(viewsTable)} WHERE lower(view_name) = ${view.name.toLowerCase()}`
       : []
-    const ours = kept.some((row) =>
+    const isOurs = (row: (typeof kept)[number]) =>
       row.view_name === view.name && row.row_table === view.table && row.microapp_id === view.microAppID
-    )
-    const other = kept.find((row) =>
-      row.view_name !== view.name || row.row_table !== view.table || row.microapp_id !== view.microAppID
-    )
+    const ours = kept.some(isOurs)
+    const other = kept.find((row) => !isOurs(row))
     const taken = objects.find((object) => object.name !== viewsTable)
     const reason = other !== undefined
       ? `'${view.name}' is taken: ${other.view_name} is the view of Microapp ${other.microapp_id} in table ${other.row_table}`
