@@ -18,8 +18,9 @@
  *   deleted, removed from `table` when the pass completes and emptied then, or when a new pass starts.
  * - `<table>_pass_kept`: the ids the pass in progress did not see in its scan but kept, a point
  *   read having found the row or not confirmed its delete; emptied as `<table>_pass_deletes` is.
- * - with `view`, the view of that name: `_id`, a typed column per field (named from its label in
- *   snake_case) and the bookkeeping columns, typed from `definition` or from the rows read, and
+ * - with `view`, the view of that name (`viewOf`): `_id`, a typed column per field (named from its
+ *   label in snake_case; the first `maxViewFields`, a warning naming the others, left in `data`)
+ *   and the bookkeeping columns, typed from `definition` or from the rows read, and
  *   `microapp_views`: what each view was last made from (`view_name`, `row_table`, `microapp_id`,
  *   `fields`). Made again, in a page's transaction, when a field's values widen its type.
  * - with `history: true`, `<table>_history`: each version of a row (`microapp_id`, `row_id`, the
@@ -46,6 +47,7 @@ import type { AnyMicroapp } from "../Microapp.js"
 import type { MicroappClient } from "../MicroappClient.js"
 import { InvalidInput, type ScanError } from "../MicroappError.js"
 import * as Mirror from "./internal/mirror.js"
+import * as TypedView from "./internal/typedView.js"
 
 /**
  * What to mirror (the `rows` selection: `microAppID`, `filters`, `sort`, `pageSize`,
@@ -107,6 +109,16 @@ export const defaultTable = "microapp_rows"
 export const passesTable: typeof Mirror.passesTable = Mirror.passesTable
 
 /**
+ * The fields a view holds as columns at most: the first ones in the fields' order (the
+ * definition's, or the order in which the passes first saw each label); the others are left in
+ * `data`, and a warning names them.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const maxViewFields: typeof TypedView.maxViewFields = TypedView.maxViewFields
+
+/**
  * The history table of `table`.
  *
  * @since 0.2.0
@@ -146,6 +158,17 @@ export interface PassState {
 /** Longest table name: PostgreSQL keeps 63 bytes of a name, and `_pass_deletes` is added to it. */
 const maxTableName = 63 - "_pass_deletes".length
 
+/** Longest view name: PostgreSQL keeps 63 bytes of a name, and would cut a longer one into another's. */
+const maxViewName = 63
+
+/** Why a table or view may not be named `name`, if it may not. */
+const nameProblem = (name: string, max: number): string | undefined =>
+  /^(?:sqlite_|pg_)/i.test(name)
+    ? `'${name}' is reserved: names beginning sqlite_ or pg_ belong to the database`
+    : /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) && name.length <= max
+    ? undefined
+    : `'${name}' must be a letter or _ then letters, digits or _, at most ${max} characters`
+
 /**
  * The table of `options` (default `microapp_rows`), refused with `InvalidInput` before any
  * statement when the database would refuse it, reserve it (`sqlite_*`, `pg_*`), or quote it into
@@ -156,12 +179,36 @@ const maxTableName = 63 - "_pass_deletes".length
  */
 export const tableOf = (options: { readonly table?: string | undefined }): Effect.Effect<string, InvalidInput> => {
   const table = options.table ?? defaultTable
-  const reason = /^(?:sqlite_|pg_)/i.test(table)
-    ? `'${table}' is reserved: names beginning sqlite_ or pg_ belong to the database`
-    : /^[A-Za-z_][A-Za-z0-9_]*$/.test(table) && table.length <= maxTableName
-    ? undefined
-    : `'${table}' must be a letter or _ then letters, digits or _, at most ${maxTableName} characters`
+  const reason = nameProblem(table, maxTableName)
   return reason === undefined ? Effect.succeed(table) : Effect.fail(new InvalidInput({ input: "table", reason }))
+}
+
+/**
+ * The view of `options`, refused with `InvalidInput` before any statement as a table is (at most
+ * 63 characters: PostgreSQL would cut a longer name, and two views would be one), and when it
+ * names one of the mirror's tables, in any case (one name to SQLite). `run` also refuses a view
+ * that the database holds for another table or Microapp, or that no mirror made.
+ *
+ * @since 0.2.0
+ * @category options
+ */
+export const viewOf = (
+  options: { readonly view: string; readonly table?: string | undefined }
+): Effect.Effect<string, InvalidInput> => {
+  const { view } = options
+  const table = options.table ?? defaultTable
+  const mirrorTable = [
+    table,
+    historyTableOf(table),
+    deletesTableOf(table),
+    keptTableOf(table),
+    passesTable,
+    TypedView.viewsTable
+  ]
+    .find((name) => name.toLowerCase() === view.toLowerCase())
+  const reason = nameProblem(view, maxViewName) ??
+    (mirrorTable === undefined ? undefined : `'${view}' is taken: the mirror keeps its table ${mirrorTable}`)
+  return reason === undefined ? Effect.succeed(view) : Effect.fail(new InvalidInput({ input: "view", reason }))
 }
 
 /** The tables of a mirror into `table`. */
@@ -233,12 +280,14 @@ export const run: (
 > = Effect.fn("SqlMirror.run")(function*(options: Options) {
   const { definition, history = false, table: _, view, ...rows } = options
   const table = yield* tableOf(options)
+  const viewed = view === undefined
+    ? undefined
+    : { name: yield* viewOf({ view, table }), table, microAppID: rows.microAppID }
   const sql = yield* SqlClient.SqlClient
   const target: Mirror.Target = { sql, tables: tablesOf(table, history), microAppID: rows.microAppID }
+  if (viewed !== undefined) yield* TypedView.claim(sql, viewed)
   yield* Mirror.createTables(sql, target.tables)
-  const keepView = view === undefined
-    ? undefined
-    : yield* Mirror.openView(sql, { name: view, table, microAppID: rows.microAppID }, definition)
+  const keepView = viewed === undefined ? undefined : yield* Mirror.openView(sql, viewed, definition)
   const opened = yield* sql.withTransaction(Mirror.openPass(target, rows))
   const commits = yield* Ref.make(opened.commits)
   yield* Stream.runForEach(opened.changes.pages, (page) =>

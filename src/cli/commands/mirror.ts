@@ -142,8 +142,9 @@ export const mirror = Command.make(
       Options.withPseudoName("NAME"),
       Options.optional,
       described(
-        "Also keep a view NAME with a typed column per field (named from its label in snake_case), " +
-          "the types inferred from the rows read and widened when values disagree"
+        "Also keep a view NAME (at most 63 characters) with a typed column per field (named from its label " +
+          "in snake_case), the types inferred from the rows read and widened when values disagree; past " +
+          `${SqlMirror.maxViewFields} fields, the others are left in data, with a warning naming them`
       )
     ),
     deletes,
@@ -173,8 +174,15 @@ export const mirror = Command.make(
       if (!args.quiet) yield* stderrLine(changesSummaryLine(summary))
     }).pipe(
       Effect.provide(Layer.merge(clientLayer(args), databaseLayer(args.db))),
-      // the table is refused before the database is opened, which would create its file
-      (mirrored) => Effect.zipRight(SqlMirror.tableOf({ table: args.table }), mirrored),
+      // the table and the view are refused before the database is opened, which would create its file
+      (mirrored) =>
+        Effect.zipRight(
+          Effect.zipRight(
+            SqlMirror.tableOf({ table: args.table }),
+            Effect.transposeMapOption(args.view, (view) => SqlMirror.viewOf({ view, table: args.table }))
+          ),
+          mirrored
+        ),
       untilSignal
     )
 ).pipe(

@@ -400,7 +400,11 @@ export const openView = (
     const initial = definition === undefined
       ? Option.getOrElse(stored, (): ReadonlyArray<TypedView.ViewField> => [])
       : TypedView.viewFields(Infer.fieldsOf(definition))
-    yield* sql.withTransaction(keeper.keep(stored, initial))
+    // SQLite drops a view whatever reads it, so each run makes it again there: one an earlier version
+    // made (a label's path read otherwise, more columns than a query may return) is brought up to date
+    const madeFrom = sql.onDialectOrElse({ sqlite: () => Option.none(), orElse: () => stored })
+    yield* sql.withTransaction(keeper.keep(madeFrom, initial))
+    yield* TypedView.warnLeftInData(view.name, [], initial)
     if (definition !== undefined) return undefined
     const current = yield* Ref.make(initial)
     return (changes: ReadonlyArray<Changes.Change<Row>>) =>
@@ -411,6 +415,7 @@ export const openView = (
           changes.flatMap((change) => change._tag === "Deleted" ? [] : [change.row])
         )
         yield* keeper.keep(Option.some(before), after)
+        yield* TypedView.warnLeftInData(view.name, before, after)
         // set before the commit: a page rolled back fails the run, and the next run starts from the table
         yield* Ref.set(current, after)
       })
