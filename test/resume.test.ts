@@ -5,8 +5,8 @@
  */
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Chunk, Effect, Option, Schema, Stream, type Tracer } from "effect"
-import { fnv1a } from "../src/internal/checkpointCodec.js"
 import { Checkpoint, InvalidCheckpoint, Microapp, MicroappClient, type Row, type RowStream } from "../src/index.js"
+import { fnv1a } from "../src/internal/checkpointCodec.js"
 import { MicroappServer, Projects } from "../src/testing/index.js"
 import { numbersTable, recordingTracer, withEmulator } from "./support.js"
 
@@ -328,7 +328,10 @@ describe("resume", () => {
       }
       // the second id packed replaced by the first: as many ids as emitted, which `fromJson` counts
       const { packed } = json.seen
-      const body = { ...json, seen: { ...json.seen, packed: packed.slice(0, 16) + packed.slice(0, 16) + packed.slice(32) } }
+      const body = {
+        ...json,
+        seen: { ...json.seen, packed: packed.slice(0, 16) + packed.slice(0, 16) + packed.slice(32) }
+      }
       const forged = yield* Checkpoint.fromJson(JSON.stringify({ ...body, checksum: fnv1a(JSON.stringify(body)) }))
       yield* reset
       const scan = yield* client.scan({ microAppID: numbers, pageSize: 100, resume: forged })
