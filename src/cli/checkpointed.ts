@@ -117,10 +117,6 @@ export const save = (ckpt: string, body: Body) =>
     return destination.write(`${Codec.seal(text, checksumOf(text))}\n`)
   }, { mode: 0o600 })
 
-/** A usage error unless `file` holds the `length` bytes CKPT records, the last of them `end`. */
-const checkCommittedTo = (file: string, ckpt: string, length: number, end: string) =>
-  checkCommitted(file, { length, end, record: ckpt, remedy: `remove ${ckpt} to start again` })
-
 /** The `_id` of a line of the file that grows (an NDJSON line, or a row of the JSON array); null when it has none. */
 const idOfLine = (line: string): Either.Either<string | null, string> => {
   // a JSON array's rows are one a line, after "[" and before ",": JSON.stringify escapes line ends
@@ -158,32 +154,114 @@ const committedIds = (file: string, ckpt: string, length: number) =>
       ))
   )
 
+/**
+ * The `_id`s of the rows of a CSV FILE this command wrote, its first column, read as a stream: RFC
+ * 4180, whose quoted fields may hold commas, doubled quotes and line ends.
+ */
+const csvIds = (file: string, ckpt: string) =>
+  Stream.suspend(() => {
+    const changed = (what: string) =>
+      new UsageError({ message: `${file} ${what}: it was changed since; remove ${ckpt} to start again` })
+    let header = true
+    // the record's first field so far, in which column the reader is, and whether in quotes
+    let first = ""
+    let column = 0
+    let quoted = false
+    // a quote just closed a quoted field: a quote right after it is one of its characters
+    let closed = false
+    const idsIn = (text: string): Either.Either<Array<string>, UsageError> => {
+      const ids: Array<string> = []
+      for (const char of text) {
+        if (quoted) {
+          if (char === "\"") {
+            quoted = false
+            closed = true
+          } else if (column === 0) first += char
+          continue
+        }
+        if (char === "\"") {
+          if (closed && column === 0) first += char
+          quoted = true
+        } else if (char === ",") {
+          column++
+        } else if (char === "\n") {
+          if (!header) ids.push(first)
+          else if (first !== "_id") return Either.left(changed("does not begin with the header this command writes"))
+          header = false
+          first = ""
+          column = 0
+        } else if (char !== "\r" && column === 0) {
+          first += char
+        }
+        closed = false
+      }
+      return Either.right(ids)
+    }
+    return Stream.unwrap(Effect.map(FileSystem.FileSystem, (fs) =>
+      fs.stream(file).pipe(
+        Stream.mapError(failedOn(`cannot read ${file}`)),
+        Stream.decodeText(),
+        Stream.mapConcatEffect(idsIn),
+        // every record this command writes ends in CRLF, the last one too
+        Stream.concat(Stream.suspend(() =>
+          header
+            ? Stream.fail(changed("does not begin with the header this command writes"))
+            : quoted || column > 0 || first !== ""
+            ? Stream.fail(changed("ends inside a record"))
+            : Stream.empty
+        ))
+      )))
+  })
+
 /** The scan's checkpoint CKPT holds, checked as `Checkpoint.fromJson` checks it. */
 const scanOf = (state: Body, ckpt: string) =>
   Effect.mapError(Checkpoint.fromJson(state.scan), (error) => new UsageError({ message: `${ckpt}: ${error.reason}` }))
 
+/** How to start again after a refusal of CKPT as another query's: FILE is another export, maybe one to keep. */
+const startAgain = (ckpt: string, output: string) =>
+  `to keep ${output}, give this command another --output and --checkpoint; to replace it, remove ${ckpt}`
+
 /**
- * A usage error unless CKPT's `finished` agrees with its scan's checkpoint (complete) and with FILE
- * (as many rows as the scan read): `finished` alone would end a run over a FILE cut short.
+ * The scan's checkpoint CKPT holds, with the ids of the rows FILE holds (of the spool, for CSV
+ * not yet finished) given back, checked against the count and digest it records: finished or
+ * not, CKPT is trusted only as far as FILE agrees with it.
  */
-const checkFinished = (state: Body, output: string, ckpt: string) =>
+const resumable = (state: Body, format: Format, output: string, ckpt: string) =>
   Effect.gen(function*() {
+    if (state.format !== format) {
+      return yield* new UsageError({
+        message: `${ckpt} was written by --format ${state.format}, not ${format}: go on with --format ` +
+          `${state.format}, or ${startAgain(ckpt, output)}`
+      })
+    }
     const checkpoint = yield* scanOf(state, ckpt)
-    if (!checkpoint.summary.complete) {
+    if (state.finished && !checkpoint.summary.complete) {
       return yield* new UsageError({
         message:
           `${ckpt}: says FILE is complete, but its scan is not: it was changed since; remove ${ckpt} to start again`
       })
     }
-    if (state.format === "csv") return
-    const rows = yield* Stream.runCount(committedIds(output, ckpt, state.length))
-    if (rows !== checkpoint.summary.rows) {
-      return yield* new UsageError({
-        message:
-          `${output} holds ${rows} rows, but ${ckpt} records ${checkpoint.summary.rows}: it was changed since; ` +
-          `remove ${ckpt} to start again`
-      })
-    }
+    // a finished CSV FILE was written whole from the spool, which is gone: its rows are read from FILE itself
+    const csvWritten = state.finished && format === "csv"
+    const rows = format === "csv" && !state.finished ? `${ckpt}.rows` : output
+    const remedy = `remove ${ckpt} to start again`
+    yield* checkCommitted(rows, {
+      length: csvWritten ? 0 : state.length,
+      // a JSON array's rows end in "}" until it is finished, the comma comes with the next page
+      end: format === "json" && !state.finished ? "}" : "\n",
+      // nothing follows a finished FILE's last committed byte
+      exact: state.finished && !csvWritten,
+      record: ckpt,
+      remedy
+    })
+    // a version 2 CKPT holds its ids: FILE is checked against them all the same
+    return yield* Checkpoint.withIds(
+      Checkpoint.withoutIds(checkpoint),
+      csvWritten ? csvIds(output, ckpt) : committedIds(rows, ckpt, state.length)
+    ).pipe(Effect.catchTag("InvalidInput", (error) =>
+      new UsageError({
+        message: `${rows} does not hold the rows ${ckpt} counts (${error.reason}): it was changed since; ${remedy}`
+      })))
   })
 
 /** How a page's rows are written to the file that grows, given whether anything is written yet. */
@@ -221,42 +299,22 @@ export const writeCheckpointed = (
     yield* holdLock(output, `cannot write ${output}`)
     const stored = yield* load(ckpt)
     const growing = format === "csv" ? `${ckpt}.rows` : output
-    if (Option.isSome(stored)) {
-      const state = stored.value
-      if (state.format !== format) {
-        return yield* new UsageError({ message: `${ckpt} was written by --format ${state.format}, not ${format}` })
-      }
-      if (state.finished) {
-        // the spool CSV's length counts is gone: a CSV FILE need only be there
-        yield* checkCommittedTo(output, ckpt, format === "csv" ? 0 : state.length, "\n")
-        yield* checkFinished(state, output, ckpt)
-        yield* Effect.ignore(fs.remove(`${ckpt}.rows`, { force: true }))
-        return Option.none()
-      }
-      // a JSON array's rows end in "}", the comma comes with the next page
-      yield* checkCommittedTo(growing, ckpt, state.length, format === "json" ? "}" : "\n")
-    }
-    const resume = yield* Option.match(stored, {
-      onNone: () => Effect.succeed(undefined),
-      onSome: (state) =>
-        scanOf(state, ckpt).pipe(
-          // a version 2 CKPT holds its ids: FILE is not read
-          Effect.flatMap((checkpoint) => Checkpoint.withIds(checkpoint, committedIds(growing, ckpt, state.length))),
-          Effect.catchTag("InvalidInput", (error) =>
-            new UsageError({
-              message: `${growing} does not hold the rows ${ckpt} counts (${error.reason}): it was changed since; ` +
-                `remove ${ckpt} to start again`
-            }))
-        )
-    })
+    const resume = Option.isSome(stored) ? yield* resumable(stored.value, format, output, ckpt) : undefined
     const client = yield* MicroappClient
+    // finished or not, CKPT serves its own query only: the scan refuses another's before any request
     const scan = yield* client.scan({ ...options, ...(resume === undefined ? {} : { resume }) }).pipe(
       Effect.mapError((error) =>
         isInvalidCheckpoint(error) && error.problem === "another query"
-          ? new UsageError({ message: `${ckpt} belongs to another query: ${error.reason}` })
+          ? new UsageError({
+            message: `${ckpt} belongs to another query: ${error.reason}; ${startAgain(ckpt, output)}`
+          })
           : error
       )
     )
+    if (Option.isSome(stored) && stored.value.finished) {
+      yield* Effect.ignore(fs.remove(`${ckpt}.rows`, { force: true }))
+      return Option.none()
+    }
     let length = Option.match(stored, { onNone: () => 0, onSome: (state) => state.length })
     // nothing of FILE changes before the checkpoint has been accepted
     yield* Effect.mapError(

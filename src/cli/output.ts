@@ -126,25 +126,34 @@ export const refusedFile = (file: string, what: string, remedy: string) => (erro
   })
 
 /**
- * A usage error unless `file` holds at least the `length` bytes that `record` (the file that
- * records it) says were committed, the last of them `end`, as the run that committed them wrote
- * them; `remedy` says what to do then.
+ * A usage error unless `file` holds at least (`exact`: exactly) the `length` bytes that `record`
+ * (the file that records it) says were committed, the last of them `end`, as the run that
+ * committed them wrote them; `remedy` says what to do then.
  *
  * @since 0.2.0
  * @category files
  */
 export const checkCommitted = (
   file: string,
-  committed: { readonly length: number; readonly end: string; readonly record: string; readonly remedy: string }
+  committed: {
+    readonly length: number
+    readonly end: string
+    /** No more than `length` bytes either: `file` is finished. */
+    readonly exact?: boolean
+    readonly record: string
+    readonly remedy: string
+  }
 ): Effect.Effect<void, UsageError | CommandFailed, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    const { end, length, record, remedy } = committed
+    const { end, exact = false, length, record, remedy } = committed
     const changed = (what: string) => new UsageError({ message: `${file} ${what}: it was changed since; ${remedy}` })
     const info = yield* Effect.option(fs.stat(file))
     if (Option.isNone(info)) return yield* changed(`is missing, but ${record} records it`)
     const size = Number(info.value.size)
-    if (size < length) return yield* changed(`holds ${size} bytes, but ${record} records ${length}`)
+    if (size < length || (exact && size > length)) {
+      return yield* changed(`holds ${size} bytes, but ${record} records ${length}`)
+    }
     if (length === 0) return
     const last = yield* fs.stream(file, { offset: FileSystem.Size(length - 1), bytesToRead: FileSystem.Size(1) }).pipe(
       Stream.decodeText(),
