@@ -7,6 +7,7 @@ import { Effect } from "effect"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { fnv1a } from "../src/internal/checkpointCodec.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import {
   cli,
@@ -30,6 +31,44 @@ const signed = (fields: Record<string, unknown>) => {
   const text = JSON.stringify(body, ["kind", "version", "format", "length", "finished", "scan"])
   return `${text.slice(0, -1)},"checksum":"${createHash("sha256").update(text).digest("hex")}"}\n`
 }
+
+/** A scan checkpoint's text with `fields` and a checksum made anew, as `Checkpoint.toJson` writes it. */
+const signedScan = (fields: Record<string, unknown>) => {
+  const { checksum: _, ...body } = fields
+  const text = JSON.stringify(body)
+  return `${text.slice(0, -1)},"checksum":"${fnv1a(text)}"}`
+}
+
+/** FILE in `format` with its first `count` rows only, as this command writes such a FILE. */
+const cutTo = (format: typeof formats[number], rows: string, count: number) => {
+  switch (format) {
+    case "ndjson":
+      return rows.split("\n").slice(0, count).map((line) => `${line}\n`).join("")
+    case "json":
+      return `[\n${rows.split("\n").slice(1, count + 1).join("\n").slice(0, -1)}\n]\n`
+    case "csv":
+      return rows.split("\r\n").slice(0, count + 1).map((line) => `${line}\r\n`).join("")
+  }
+}
+
+/** `rows --format FORMAT --output FILE --checkpoint CKPT` run to the end: FILE complete, and CKPT saying so. */
+const finishedAs = (format: typeof formats[number]) =>
+  Effect.gen(function*() {
+    const server = yield* MicroappServer
+    const dir = yield* temporaryDirectory
+    const file = path.join(dir, `out.${format}`)
+    const ckpt = path.join(dir, "out.ckpt")
+    // as halfDone's: NDJSON by default
+    const formatArgs = format === "ndjson" ? [] : ["--format", format]
+    const args = rowsArgs(server, [...formatArgs, "--output", file, "--checkpoint", ckpt])
+    const run = yield* cli(args)
+    expect(run.code, run.stderr).toBe(0)
+    const saved = fs.readFileSync(ckpt, "utf8")
+    expect(JSON.parse(saved)).toMatchObject({ finished: true })
+    return { server, dir, file, ckpt, args, saved, rows: fs.readFileSync(file, "utf8") }
+  })
+
+const finished = finishedAs("ndjson")
 
 /** What `rows` writes to FILE with no checkpoint, in one run. */
 const reference = (dir: string, format: string, extra: ReadonlyArray<string> = []) =>
@@ -227,25 +266,97 @@ describe("microapp rows --checkpoint (in process)", () => {
         expect(resumed.code, resumed.stderr).toBe(0)
       }))
 
-    it.scoped("a CKPT of another query (Microapp, filter, sort, order): refused before any request, FILE untouched", () =>
-      Effect.gen(function*() {
-        const { args, ckpt, file, server } = yield* halfDone
-        const others = [
-          ["--filter", "f_status=Open"],
-          ["--sort", "1"],
-          ["--sort", "1", "--order", "desc"]
-        ]
-        for (const extra of others) {
-          yield* refused([...args, ...extra], file, /out\.ckpt belongs to another query/)
-        }
-        const otherApp = args.map((arg) => arg === projectsMicroAppID ? "64b7c0f1a2d3e4f5a6b7c8d9" : arg)
-        yield* refused(otherApp, file, /out\.ckpt belongs to another query/)
-        const otherPageSize = args.map((arg) => arg === "20" ? "30" : arg)
-        yield* refused(otherPageSize, file, /out\.ckpt belongs to another query/)
-        fs.rmSync(file)
-        yield* refused(args, file, /is missing, but .*out\.ckpt records/)
-        expect(fs.existsSync(ckpt)).toBe(true)
-        expect(server).toBeDefined()
-      }))
+    it.scoped.each(["unfinished", "finished"] as const)(
+      "a CKPT %s serves its own query only: another Microapp, filter, sort, order, page size or format is refused, saying how to start again",
+      (which) =>
+        Effect.gen(function*() {
+          const { args, ckpt, dir, file, rows, saved } = yield* (which === "finished" ? finished : halfDone)
+          const swap = (from: string, to: string) => args.map((arg) => arg === from ? to : arg)
+          const startAgain =
+            `to keep ${file}, give this command another --output and --checkpoint; to replace it, remove ${ckpt}`
+          const otherApp = "64b7c0f1a2d3e4f5a6b7c8d9"
+          const others: ReadonlyArray<readonly [ReadonlyArray<string>, string]> = [
+            [
+              [...args, "--filter", "f_status=Open"],
+              "filters (the checkpoint's: none; this scan's: f_status = \"Open\")"
+            ],
+            [[...args, "--sort", "1"], "sort (the checkpoint's: natural order; this scan's: sort field 1 asc)"],
+            [[...args, "--sort", "1", "--order", "desc"], "this scan's: sort field 1 desc"],
+            [
+              swap(projectsMicroAppID, otherApp),
+              `microAppID (the checkpoint's: ${projectsMicroAppID}; this scan's: ${otherApp})`
+            ],
+            [swap("20", "30"), "pageSize (the checkpoint's: 20; this scan's: 30)"]
+          ]
+          for (const [other, difference] of others) {
+            const run = yield* refused(other, file, /^error: \S*out\.ckpt belongs to another query: /)
+            expect(run.stderr).toContain(difference)
+            expect(run.stderr).toContain(startAgain)
+          }
+          for (const format of ["json", "csv"]) {
+            const run = yield* refused(
+              [...args, "--format", format],
+              file,
+              new RegExp(`out\\.ckpt was written by --format ndjson, not ${format}: go on with --format ndjson`)
+            )
+            expect(run.stderr).toContain(startAgain)
+          }
+          expect(fs.readFileSync(ckpt, "utf8")).toBe(saved)
+          expect(fs.readFileSync(file, "utf8")).toBe(rows)
+          fs.rmSync(file)
+          yield* refused(args, file, /is missing, but .*out\.ckpt records/)
+          // as the refusals say: without CKPT, the filtered export replaces FILE
+          fs.rmSync(ckpt)
+          const filter = ["--filter", "f_status=Open"]
+          const filtered = yield* cli([...args, ...filter])
+          expect(filtered.code, filtered.stderr).toBe(0)
+          expect(fs.readFileSync(file, "utf8")).toBe(yield* reference(dir, "ndjson", filter))
+        })
+    )
+
+    it.scoped.each(formats)(
+      "--format %s: a finished CKPT signed anew over a FILE cut to 40 rows, its counts forged to match, is refused",
+      (format) =>
+        Effect.gen(function*() {
+          const { args, ckpt, file, rows, saved } = yield* finishedAs(format)
+          const state = JSON.parse(saved) as Record<string, unknown>
+          const scan = JSON.parse(String(state["scan"])) as {
+            readonly counters: Record<string, number>
+            readonly seen: { readonly held: number; readonly digest: string }
+          }
+          const all = scan.counters["rows"] ?? 0
+          expect(scan.seen.held).toBe(all)
+          const cut = cutTo(format, rows, 40)
+          fs.writeFileSync(file, cut)
+          const forgeries: ReadonlyArray<readonly [Record<string, unknown>, RegExp]> = [
+            // as if the scan had read 40 rows: the ids' digest is not theirs
+            [
+              {
+                counters: { ...scan.counters, rows: 40, emitted: 40 },
+                seen: { ...scan.seen, held: 40 }
+              },
+              /as many ids as it counts, but not the same \(their digest differs\)/
+            ],
+            // as if the rest had been invalid: FILE holds fewer ids than counted
+            [
+              { counters: { ...scan.counters, rows: 40, invalidRows: all - 40 } },
+              new RegExp(`40 ids, but it counts ${all}`)
+            ]
+          ]
+          for (const [changes, reason] of forgeries) {
+            const forged = signedScan({ ...scan, ...changes })
+            const text = signed({ ...state, length: Buffer.byteLength(cut), scan: forged })
+            fs.writeFileSync(ckpt, text)
+            const run = yield* refused(args, file, reason)
+            expect(run.stderr).toMatch(
+              /does not hold the rows .*out\.ckpt counts .*: it was changed since; remove \S*out\.ckpt to start again/
+            )
+          }
+          // and rows added after a finished FILE's end
+          fs.writeFileSync(file, rows + (format === "ndjson" ? rows.slice(0, rows.indexOf("\n") + 1) : ""))
+          fs.writeFileSync(ckpt, saved)
+          if (format === "ndjson") yield* refused(args, file, /holds \d+ bytes, but .*out\.ckpt records \d+/)
+        })
+    )
   })
 })
