@@ -191,6 +191,45 @@ describe("microapp rows --checkpoint (in process)", () => {
     )
   })
 
+  const oddIds = ["a,b", "q\"uote\"", "crlf\r\nin", "lf\nin", "\"", ",", "plain"]
+  const oddTable = {
+    microAppID: "000000000000000000000c5v",
+    name: "Odd",
+    fields: [{ label: "Note", fieldID: "f_note", kind: "text" as const }],
+    sortFields: [],
+    rows: oddIds.map((id, i) => ({ _id: id, Note: i % 2 === 0 ? "x,\"y\"\r\nz" : "" }))
+  }
+  layer(MicroappServer.layer({ tables: [oddTable] }), { excludeTestServices: true })("CSV", (it) => {
+    it.scoped("a finished CSV FILE's ids are read back whatever they hold (commas, quotes, line ends), and checked", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const dir = yield* temporaryDirectory
+        const file = path.join(dir, "out.csv")
+        const ckpt = path.join(dir, "out.ckpt")
+        const args = rowsArgs(server, ["--format", "csv", "--output", file, "--checkpoint", ckpt])
+          .map((arg) => arg === projectsMicroAppID ? oddTable.microAppID : arg)
+        const first = yield* cli(args)
+        expect(first.code, first.stderr).toBe(0)
+        const written = fs.readFileSync(file, "utf8")
+        expect(written).toContain("\"crlf\r\nin\"")
+        const again = yield* cli(args)
+        expect(again.code, again.stderr).toBe(0)
+        const edits: ReadonlyArray<readonly [string, RegExp]> = [
+          // one quote fewer: the id is q"uote
+          [written.replace("\"q\"\"uote\"\"\"", "\"q\"\"uote\""), /digest differs/],
+          [`${written}"x`, /ends inside a record/],
+          [written.replace("\"a,b\"", "\"a,c\""), /digest differs/],
+          [written.replace("\"lf\nin\"", "\"lf\r\nin\""), /digest differs/],
+          [written.slice(written.indexOf("\r\n") + 2), /does not begin with the header this command writes/],
+          [written.slice(0, -2), /ends inside a record/]
+        ]
+        for (const [text, reason] of edits) {
+          fs.writeFileSync(file, text)
+          yield* refused(args, file, reason)
+        }
+      }))
+  })
+
   layer(MicroappServer.layer({ demoRows: 300 }), { excludeTestServices: true })("refusals", (it) => {
     it.scoped("an --output or a CKPT that cannot be written: exit 1, naming the file given, never a temporary one", () =>
       Effect.gen(function*() {
