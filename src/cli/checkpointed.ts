@@ -15,7 +15,9 @@
  *
  * Nothing a resumed run trusts goes unchecked: CKPT carries a SHA-256 checksum of all it records,
  * FILE must still end a row where CKPT says and hold exactly the ids CKPT counts (their count and
- * digest), and `CKPT.lock` and `FILE.lock` keep a second run away from both while one runs.
+ * digest), finished or not, CKPT serves only the query it was written for (its scan's checkpoint
+ * names the Microapp, filters, sort and page size; CKPT, the format), and `CKPT.lock` and
+ * `FILE.lock` keep a second run away from both while one runs.
  *
  * @since 0.1.0
  */
