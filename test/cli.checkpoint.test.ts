@@ -256,6 +256,31 @@ describe("microapp rows --checkpoint (in process)", () => {
         expect(intoDirectory.stderr).toBe(`error: Expected path '${dir}' to be a regular file\n`)
       }))
 
+    it.scoped.each(formats)(
+      "--format %s: a run that fails before its first page (a wrong token) leaves no CKPT, and FILE as it was",
+      (format) =>
+        Effect.gen(function*() {
+          const server = yield* MicroappServer
+          const dir = yield* temporaryDirectory
+          const file = path.join(dir, `out.${format}`)
+          const ckpt = path.join(dir, "out.ckpt")
+          const args = rowsArgs(server, ["--format", format, "--output", file, "--checkpoint", ckpt])
+          const typo = args.map((arg) => arg === server.credentials.authToken ? "not-the-token" : arg)
+          const failed = yield* cli(typo)
+          expect(failed.code, failed.stderr).toBe(3)
+          expect(fs.readdirSync(dir)).toEqual([])
+          fs.writeFileSync(file, "an earlier export\n")
+          const again = yield* cli(typo)
+          expect(again.code, again.stderr).toBe(3)
+          expect(fs.readdirSync(dir)).toEqual([`out.${format}`])
+          expect(fs.readFileSync(file, "utf8")).toBe("an earlier export\n")
+          // the command corrected: nothing of the failed runs stands in its way
+          const corrected = yield* cli(args)
+          expect(corrected.code, corrected.stderr).toBe(0)
+          expect(fs.readFileSync(file, "utf8")).toBe(yield* reference(dir, format))
+        })
+    )
+
     it.scoped("--checkpoint without --output, and --checkpoint-every without --checkpoint", () =>
       Effect.gen(function*() {
         const server = yield* MicroappServer

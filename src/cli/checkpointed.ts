@@ -23,7 +23,7 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
-import { Effect, Either, Option, Schema, Stream } from "effect"
+import { Effect, Either, Option, Schema, Scope, Stream } from "effect"
 import { createHash } from "node:crypto"
 import * as Checkpoint from "../Checkpoint.js"
 import * as Codec from "../internal/checkpointCodec.js"
@@ -318,14 +318,8 @@ export const writeCheckpointed = (
       return Option.none()
     }
     let length = Option.match(stored, { onNone: () => 0, onSome: (state) => state.length })
-    // nothing of FILE changes before the checkpoint has been accepted
-    yield* Effect.mapError(
-      Option.isSome(stored)
-        ? fs.truncate(growing, length)
-        // the spool holds rows, and is no one else's business; FILE is made as any file is
-        : fs.writeFile(growing, new Uint8Array(), format === "csv" ? { mode: 0o600 } : {}),
-      failedOn(`cannot write ${growing}`)
-    )
+    // nothing of FILE changes before the checkpoint has been accepted; then a page half-written when the process died goes
+    if (Option.isSome(stored)) yield* Effect.mapError(fs.truncate(growing, length), failedOn(`cannot write ${growing}`))
     const saveAt = (finished: boolean, checkpoint: Checkpoint.Checkpoint, committed: number) =>
       save(ckpt, {
         kind: "microapp rows --checkpoint",
@@ -337,9 +331,23 @@ export const writeCheckpointed = (
       })
     let last: Checkpoint.Checkpoint | undefined = resume
     yield* withProgress(scan.summary)(Effect.scoped(Effect.gen(function*() {
-      const file = yield* Effect.mapError(fs.open(growing, { flag: "a" }), failedOn(`cannot write ${growing}`))
+      // a new run makes (or empties) FILE with its first page: one that fails before leaves FILE as it was
+      const opened = yield* Effect.cached(
+        fs.open(
+          growing,
+          Option.isSome(stored)
+            ? { flag: "a" }
+            // the spool holds rows, and is no one else's business; FILE is made as any file is
+            : { flag: "w", ...(format === "csv" ? { mode: 0o600 } : {}) }
+        ).pipe(
+          // open until this block ends, not only while the stream that opens it runs
+          Scope.extend(yield* Effect.scope),
+          Effect.mapError(failedOn(`cannot write ${growing}`))
+        )
+      )
       const append = (text: string) =>
         Effect.gen(function*() {
+          const file = yield* opened
           const bytes = encoder.encode(text)
           if (bytes.length > 0) yield* Effect.mapError(file.writeAll(bytes), failedOn(`cannot write ${growing}`))
           yield* Effect.mapError(file.sync, failedOn(`cannot write ${growing}`))
