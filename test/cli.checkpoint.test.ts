@@ -297,7 +297,7 @@ describe("microapp rows --checkpoint (in process)", () => {
         )
       }))
 
-    it.scoped("a CKPT that is garbage, cut short, of a future version, tampered, or of another format", () =>
+    it.scoped("a CKPT that is garbage, cut short, of a future version, tampered, or of another format: each refusal says how to start again", () =>
       Effect.gen(function*() {
         const { args, ckpt, file, saved } = yield* halfDone
         const state = JSON.parse(saved) as Record<string, unknown>
@@ -323,7 +323,10 @@ describe("microapp rows --checkpoint (in process)", () => {
         ]
         for (const [text, reason] of cases) {
           fs.writeFileSync(ckpt, text)
-          yield* refused(args, file, reason)
+          const run = yield* refused(args, file, reason)
+          expect(run.stderr).toMatch(
+            /(remove it|remove \S*out\.ckpt) to start again|to replace it, remove \S*out\.ckpt\n$/
+          )
         }
         fs.writeFileSync(ckpt, saved)
         const resumed = yield* cli(args)

@@ -95,15 +95,18 @@ const bounds: Codec.Bounds = { chars: checkpointFileLimit, depth: 4 }
 
 const checksumOf = (text: string): string => createHash("sha256").update(text).digest("hex")
 
+/** How to start again when CKPT itself is refused. */
+const restoreOrRemove = "restore it, or remove it to start again"
+
 /** CKPT, if it exists; a clear usage error if it is not a checkpoint of `microapp rows` as written. */
 export const load = (
   ckpt: string
 ): Effect.Effect<Option.Option<Body>, UsageError | CommandFailed, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const what = "a checkpoint of microapp rows"
-    const text = yield* readSmallFile(ckpt, checkpointFileLimit, what)
+    const text = yield* readSmallFile(ckpt, checkpointFileLimit, what, restoreOrRemove)
     if (Option.isNone(text)) return Option.none()
-    const refused = refusedFile(ckpt, what, "restore it, or remove it to start again")
+    const refused = refusedFile(ckpt, what, restoreOrRemove)
     const { checksum, ...body } = yield* Either.mapLeft(
       Either.flatMap(Codec.parse(text.value, bounds, ""), (json) => decodeCheckpointFile(json, "")),
       refused
@@ -217,7 +220,10 @@ const csvIds = (file: string, ckpt: string) =>
 
 /** The scan's checkpoint CKPT holds, checked as `Checkpoint.fromJson` checks it. */
 const scanOf = (state: Body, ckpt: string) =>
-  Effect.mapError(Checkpoint.fromJson(state.scan), (error) => new UsageError({ message: `${ckpt}: ${error.reason}` }))
+  Effect.mapError(
+    Checkpoint.fromJson(state.scan),
+    (error) => new UsageError({ message: `${ckpt}: ${error.reason}; ${restoreOrRemove}` })
+  )
 
 /** How to start again after a refusal of CKPT as another query's: FILE is another export, maybe one to keep. */
 const startAgain = (ckpt: string, output: string) =>

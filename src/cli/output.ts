@@ -54,9 +54,14 @@ export const failedOn = (what: string) => (error: PlatformError | { readonly mes
     }`
   })
 
+/** A refusal's `message`, and then what to do about it when there is a `remedy`. */
+const withRemedy = (message: string, remedy: string | undefined) =>
+  remedy === undefined ? message : `${message}; ${remedy}`
+
 /**
  * A file's size, when it is a regular file of at most `maxBytes`: none when it does not exist; a
- * usage error, saying it is not `what`, when it is something else or too large.
+ * usage error, saying it is not `what` (and `remedy`, what to do then), when it is something else
+ * or too large.
  *
  * @since 0.2.0
  * @category files
@@ -64,7 +69,8 @@ export const failedOn = (what: string) => (error: PlatformError | { readonly mes
 export const regularFileSize = (
   file: string,
   maxBytes: number,
-  what: string
+  what: string,
+  remedy?: string
 ): Effect.Effect<Option.Option<number>, UsageError | CommandFailed, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
@@ -76,11 +82,14 @@ export const regularFileSize = (
     if (Option.isNone(info)) return Option.none()
     // a FIFO or a device would be read forever, and a huge file whole, before anything could be judged
     if (info.value.type !== "File") {
-      return yield* new UsageError({ message: `${file} is not ${what}: not a regular file` })
+      return yield* new UsageError({ message: withRemedy(`${file} is not ${what}: not a regular file`, remedy) })
     }
     if (info.value.size > maxBytes) {
       return yield* new UsageError({
-        message: `${file} is too large to be ${what}: ${info.value.size} bytes, more than ${maxBytes}`
+        message: withRemedy(
+          `${file} is too large to be ${what}: ${info.value.size} bytes, more than ${maxBytes}`,
+          remedy
+        )
       })
     }
     return Option.some(Number(info.value.size))
@@ -88,7 +97,8 @@ export const regularFileSize = (
 
 /**
  * A small file's text, read only when it is a regular file of at most `maxBytes`: none when it
- * does not exist; a usage error, saying it is not `what`, when it is something else or too large.
+ * does not exist; a usage error, saying it is not `what` (and `remedy`), when it is something else
+ * or too large.
  *
  * @since 0.2.0
  * @category files
@@ -96,11 +106,12 @@ export const regularFileSize = (
 export const readSmallFile = (
   file: string,
   maxBytes: number,
-  what: string
+  what: string,
+  remedy?: string
 ): Effect.Effect<Option.Option<string>, UsageError | CommandFailed, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    if (Option.isNone(yield* regularFileSize(file, maxBytes, what))) return Option.none()
+    if (Option.isNone(yield* regularFileSize(file, maxBytes, what, remedy))) return Option.none()
     // bounded again: the file may have grown since
     return yield* fs.stream(file, { bytesToRead: FileSystem.Size(maxBytes) }).pipe(
       Stream.decodeText(),
@@ -114,15 +125,18 @@ const unparsed = new Set<InvalidCheckpoint["problem"]>(["not JSON", "too large",
 
 /**
  * A checkpoint file the codec refused, as a usage error: changed since it was written (its
- * checksum), with `remedy`; else not `what` it should be, and where not.
+ * checksum), or not `what` it should be, and where not; then `remedy`, how to start again.
  */
 export const refusedFile = (file: string, what: string, remedy: string) => (error: InvalidCheckpoint) =>
   new UsageError({
     message: error.problem === "checksum"
       ? `${file}: changed or damaged since it was written (its checksum does not match its content): ${remedy}`
-      : `${file} is not ${what}: ${
-        error.input !== "" ? `${error.input}: ` : unparsed.has(error.problem) ? "it " : ""
-      }${error.reason}`
+      : withRemedy(
+        `${file} is not ${what}: ${
+          error.input !== "" ? `${error.input}: ` : unparsed.has(error.problem) ? "it " : ""
+        }${error.reason}`,
+        remedy
+      )
   })
 
 /**
