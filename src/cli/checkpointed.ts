@@ -135,6 +135,10 @@ const idOfLine = (line: string): Either.Either<string | null, string> => {
   }
 }
 
+/** A usage error: `file` is not as CKPT left it, as `what` shows. */
+const changedSince = (file: string, what: string, ckpt: string) =>
+  new UsageError({ message: `${file} ${what}: it was changed since; remove ${ckpt} to start again` })
+
 /**
  * The ids of the rows in the first `length` bytes of the file that grows, read as a stream: a
  * resumed run gives them back to the sink-held checkpoint, which checks them.
@@ -147,15 +151,9 @@ const committedIds = (file: string, ckpt: string, length: number) =>
         Stream.decodeText(),
         Stream.splitLines,
         Stream.mapEffect((line) =>
-          Either.mapLeft(
-            idOfLine(line),
-            (reason) =>
-              new UsageError({ message: `${file} ${reason}: it was changed since; remove ${ckpt} to start again` })
-          )
+          Either.mapLeft(idOfLine(line), (reason) => changedSince(file, reason, ckpt))
         ),
-        Stream.filter((id): id is string =>
-          id !== null
-        )
+        Stream.filter((id): id is string => id !== null)
       ))
   )
 
@@ -165,8 +163,7 @@ const committedIds = (file: string, ckpt: string, length: number) =>
  */
 const csvIds = (file: string, ckpt: string) =>
   Stream.suspend(() => {
-    const changed = (what: string) =>
-      new UsageError({ message: `${file} ${what}: it was changed since; remove ${ckpt} to start again` })
+    const changed = (what: string) => changedSince(file, what, ckpt)
     let header = true
     // the record's first field so far, in which column the reader is, and whether in quotes
     let first = ""
@@ -252,7 +249,6 @@ const resumable = (state: Body, format: Format, output: string, ckpt: string) =>
     // a finished CSV FILE was written whole from the spool, which is gone: its rows are read from FILE itself
     const csvWritten = state.finished && format === "csv"
     const rows = format === "csv" && !state.finished ? `${ckpt}.rows` : output
-    const remedy = `remove ${ckpt} to start again`
     yield* checkCommitted(rows, {
       length: csvWritten ? 0 : state.length,
       // a JSON array's rows end in "}" until it is finished, the comma comes with the next page
@@ -260,16 +256,14 @@ const resumable = (state: Body, format: Format, output: string, ckpt: string) =>
       // nothing follows a finished FILE's last committed byte
       exact: state.finished && !csvWritten,
       record: ckpt,
-      remedy
+      remedy: `remove ${ckpt} to start again`
     })
     // a version 2 CKPT holds its ids: FILE is checked against them all the same
     return yield* Checkpoint.withIds(
       Checkpoint.withoutIds(checkpoint),
       csvWritten ? csvIds(output, ckpt) : committedIds(rows, ckpt, state.length)
     ).pipe(Effect.catchTag("InvalidInput", (error) =>
-      new UsageError({
-        message: `${rows} does not hold the rows ${ckpt} counts (${error.reason}): it was changed since; ${remedy}`
-      })))
+      changedSince(rows, `does not hold the rows ${ckpt} counts (${error.reason})`, ckpt)))
   })
 
 /** How a page's rows are written to the file that grows, given whether anything is written yet. */
