@@ -2,11 +2,12 @@
  * `microapp rows --output FILE --checkpoint CKPT`, in process: FILE as one uninterrupted run
  * writes it, whatever stopped the runs before; CKPT's refusals. SIGKILL is in `cli.process.test.ts`.
  */
-import { describe, expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { describe, expect, it, layer } from "@effect/vitest"
+import { Effect, FastCheck as FC } from "effect"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { csvRecord, firstFields } from "../src/cli/output.js"
 import { fnv1a } from "../src/internal/checkpointCodec.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import {
@@ -425,5 +426,33 @@ describe("microapp rows --checkpoint (in process)", () => {
           if (format === "ndjson") yield* refused(args, file, /holds \d+ bytes, but .*out\.ckpt records \d+/)
         })
     )
+  })
+})
+
+describe("CSV's first column, read back (what a finished CSV FILE's ids are checked by)", () => {
+  // the characters CSV quotes, and some that it does not
+  const field = FC.string({ unit: FC.constantFrom(",", "\"", "\r", "\n", "a", "é", " ", "😀") })
+  const records = FC.array(FC.array(field, { minLength: 1, maxLength: 4 }), { maxLength: 8 })
+  it.prop("each record's first field as csvRecord wrote it, whatever the pieces the text comes in", [
+    records,
+    FC.array(FC.nat(), { maxLength: 6 })
+  ], ([written, cuts]) => {
+    const text = written.map(csvRecord).join("")
+    const at = [0, ...cuts.map((cut) => cut % (text.length + 1)).sort((a, b) => a - b), text.length]
+    const reader = firstFields()
+    const read = at.slice(1).flatMap((end, i) => reader.read(text.slice(at[i], end)))
+    expect(read).toEqual(written.map((record) => record[0]))
+    expect(reader.inRecord()).toBe(false)
+  })
+
+  it.prop("text cut inside a record is seen so", [records.filter((written) => written.length > 0), FC.nat()], (
+    [written, cut]
+  ) => {
+    const text = written.map(csvRecord).join("")
+    const ends = new Set(written.map((_, i) => written.slice(0, i + 1).map(csvRecord).join("").length))
+    const at = 1 + cut % text.length
+    const reader = firstFields()
+    reader.read(text.slice(0, at))
+    expect(reader.inRecord()).toBe(!ends.has(at))
   })
 })

@@ -37,6 +37,7 @@ import {
   atomicFile,
   checkCommitted,
   failedOn,
+  firstFields,
   type Format,
   formats,
   type JsonRow,
@@ -157,59 +158,28 @@ const committedIds = (file: string, ckpt: string, length: number) =>
       ))
   )
 
-/**
- * The `_id`s of the rows of a CSV FILE this command wrote, its first column, read as a stream: RFC
- * 4180, whose quoted fields may hold commas, doubled quotes and line ends.
- */
+/** The `_id`s of the rows of a CSV FILE this command wrote, its first column, read as a stream. */
 const csvIds = (file: string, ckpt: string) =>
   Stream.suspend(() => {
-    const changed = (what: string) => changedSince(file, what, ckpt)
+    const notHeader = changedSince(file, "does not begin with the header this command writes", ckpt)
+    const reader = firstFields()
     let header = true
-    // the record's first field so far, in which column the reader is, and whether in quotes
-    let first = ""
-    let column = 0
-    let quoted = false
-    // a quote just closed a quoted field: a quote right after it is one of its characters
-    let closed = false
-    const idsIn = (text: string): Either.Either<Array<string>, UsageError> => {
-      const ids: Array<string> = []
-      for (const char of text) {
-        if (quoted) {
-          if (char === "\"") {
-            quoted = false
-            closed = true
-          } else if (column === 0) first += char
-          continue
-        }
-        if (char === "\"") {
-          if (closed && column === 0) first += char
-          quoted = true
-        } else if (char === ",") {
-          column++
-        } else if (char === "\n") {
-          if (!header) ids.push(first)
-          else if (first !== "_id") return Either.left(changed("does not begin with the header this command writes"))
-          header = false
-          first = ""
-          column = 0
-        } else if (char !== "\r" && column === 0) {
-          first += char
-        }
-        closed = false
-      }
-      return Either.right(ids)
-    }
     return Stream.unwrap(Effect.map(FileSystem.FileSystem, (fs) =>
       fs.stream(file).pipe(
         Stream.mapError(failedOn(`cannot read ${file}`)),
         Stream.decodeText(),
-        Stream.mapConcatEffect(idsIn),
+        Stream.mapConcatEffect((text): Either.Either<Array<string>, UsageError> => {
+          const fields = reader.read(text)
+          if (!header || fields.length === 0) return Either.right(fields)
+          header = false
+          return fields[0] === "_id" ? Either.right(fields.slice(1)) : Either.left(notHeader)
+        }),
         // every record this command writes ends in CRLF, the last one too
         Stream.concat(Stream.suspend(() =>
           header
-            ? Stream.fail(changed("does not begin with the header this command writes"))
-            : quoted || column > 0 || first !== ""
-            ? Stream.fail(changed("ends inside a record"))
+            ? Stream.fail(notHeader)
+            : reader.inRecord()
+            ? Stream.fail(changedSince(file, "ends inside a record", ckpt))
             : Stream.empty
         ))
       )))

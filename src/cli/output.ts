@@ -325,6 +325,84 @@ export const csvCell = (value: unknown): string => {
  */
 export const csvRecord = (fields: ReadonlyArray<string>): string => `${fields.map(csvField).join(",")}\r\n`
 
+/**
+ * Reads back the first field of each record of CSV as `csvRecord` writes them, from its text in
+ * pieces of any size.
+ *
+ * @since 0.2.0
+ * @category csv
+ */
+export interface FirstFields {
+  /** The first fields of the records that end in `text`, in order. */
+  readonly read: (text: string) => Array<string>
+  /** Whether the text read so far stops inside a record. */
+  readonly inRecord: () => boolean
+}
+
+// what ends a run of plain characters outside quotes
+const unquotedEnd = /[",\n]/g
+
+/**
+ * A reader of the first field of each CSV record (RFC 4180: quoted fields may hold commas,
+ * doubled quotes and line ends; records end in CRLF), which skips from one quote, comma or line
+ * end to the next.
+ *
+ * @since 0.2.0
+ * @category csv
+ */
+export const firstFields = (): FirstFields => {
+  let first = ""
+  let column = 0
+  let quoted = false
+  // a quote just closed a quoted field: a quote right after it is one of its characters
+  let closed = false
+  // anything of a record read since the last one ended (`""` is a field, and CR alone no end)
+  let started = false
+  const read = (text: string): Array<string> => {
+    const fields: Array<string> = []
+    let at = 0
+    while (at < text.length) {
+      if (quoted) {
+        const end = text.indexOf("\"", at)
+        if (column === 0) first += text.slice(at, end === -1 ? text.length : end)
+        if (end === -1) break
+        quoted = false
+        closed = true
+        at = end + 1
+        continue
+      }
+      unquotedEnd.lastIndex = at
+      const found = unquotedEnd.exec(text)
+      const end = found === null ? text.length : found.index
+      if (end > at) {
+        // CR outside quotes only ends a record: a field that holds one is quoted
+        if (column === 0) first += text.slice(at, end).replace(/\r/g, "")
+        closed = false
+        started = true
+      }
+      if (found === null) break
+      const char = text[end]
+      if (char === "\"") {
+        if (closed && column === 0) first += char
+        quoted = true
+        started = true
+      } else if (char === ",") {
+        column++
+        started = true
+      } else {
+        fields.push(first)
+        first = ""
+        column = 0
+        started = false
+      }
+      closed = false
+      at = end + 1
+    }
+    return fields
+  }
+  return { read, inRecord: () => started }
+}
+
 const SpooledRow = Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 const decodeSpooled = Schema.decodeUnknown(SpooledRow)
 
