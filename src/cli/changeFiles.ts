@@ -103,9 +103,10 @@ export const load = (
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const what = "a state file of microapp changes"
-    const size = yield* regularFileSize(state, stateFileLimit, what)
+    const remedy = "restore it, or remove it to start again with a snapshot"
+    const size = yield* regularFileSize(state, stateFileLimit, what, remedy)
     if (Option.isNone(size)) return Option.none()
-    const notState = (reason: string) => new UsageError({ message: `${state} is not ${what}: ${reason}` })
+    const notState = (reason: string) => new UsageError({ message: `${state} is not ${what}: ${reason}; ${remedy}` })
     const hash = createHash("sha256")
     const baseline = new Map<string, string>()
     let headerLine: { readonly text: string; readonly checksum: string } | undefined
@@ -130,7 +131,7 @@ export const load = (
       })
     )
     if (headerLine === undefined) return yield* notState("it is empty")
-    const refused = refusedFile(state, what, "restore it, or remove it to start again with a snapshot")
+    const refused = refusedFile(state, what, remedy)
     if (hash.digest("hex") !== headerLine.checksum) return yield* refused(Codec.checksumRefused(""))
     const header = yield* Either.mapLeft(
       Either.flatMap(Codec.parse(headerLine.text, bounds, ""), (json) => decodeHeader(json, "")),
