@@ -45,6 +45,7 @@ import * as Changes from "../Changes.js"
 import type { AnyMicroapp } from "../Microapp.js"
 import type { MicroappClient } from "../MicroappClient.js"
 import { InvalidInput, type ScanError } from "../MicroappError.js"
+import { databaseWords } from "./internal/databaseWords.js"
 import * as Mirror from "./internal/mirror.js"
 
 /**
@@ -97,6 +98,17 @@ export type ConcurrentRun = Mirror.ConcurrentRun
  * @category constants
  */
 export const defaultTable = "microapp_rows"
+
+/**
+ * A database failure in the driver's own words: the `SqlError`'s message, then its cause's (pg's
+ * `password authentication failed for user "fleet" (28P01)`, `database "copy" does not exist
+ * (3D000)`, `connect ECONNREFUSED 127.0.0.1:5432`, libsql's `SQLITE_NOTADB: file is not a
+ * database`), with the password of any URL in them hidden.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export const describeError: (error: { readonly message: string; readonly cause?: unknown }) => string = databaseWords
 
 /**
  * The table of passes.

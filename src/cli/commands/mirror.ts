@@ -10,7 +10,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import type { SqlClient } from "@effect/sql"
 import type * as SqlLibsql from "@effect/sql-libsql"
 import type * as SqlPg from "@effect/sql-pg"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Cause, Context, Effect, Layer, Option, Redacted } from "effect"
 import { createRequire } from "node:module"
 import * as nodePath from "node:path"
 import { pathToFileURL } from "node:url"
@@ -73,15 +73,17 @@ const load = <A>(driver: keyof typeof installLines, loader: (drivers: SqlDrivers
 /** What SQLite (SQLITE_FULL, or no room for its WAL index), PostgreSQL (could not extend file) and the OS (ENOSPC) say of a full disk. */
 const diskFull = /SQLITE_FULL|SQLITE_IOERR_SHMSIZE|disk is full|ENOSPC|No space left|could not extend file/i
 
+/** What a driver's failure carries: where it failed, and the driver's error. */
+interface Failure {
+  readonly message: string
+  readonly cause?: unknown
+}
+
 /** A database failure as the command reports it: the driver's own words, and a full disk by name. */
-const databaseFailed = (message: string, cause: unknown): CommandFailed => {
-  const detail = cause instanceof Error
-    ? `${cause.message} ${String((cause as { code?: unknown }).code ?? "")}`
-    : String(cause)
+const databaseFailed = (error: Failure): CommandFailed => {
+  const words = SqlMirror.describeError(error)
   return new CommandFailed({
-    message: diskFull.test(detail) || diskFull.test(message)
-      ? `the database: the disk is full (${message})`
-      : `the database: ${message}${cause instanceof Error ? `: ${cause.message}` : ""}`
+    message: diskFull.test(words) ? `the database: the disk is full (${error.message})` : `the database: ${words}`
   })
 }
 
@@ -113,7 +115,12 @@ const databaseLayer = (
     const layer = driver === "libsql"
       ? (yield* load(driver, (loaders) => loaders.libsql())).LibsqlClient.layer({ url: Redacted.value(db) })
       : (yield* load(driver, (loaders) => loaders.pg())).PgClient.layer({ url: db })
-    return Layer.mapError(layer, (error) => new CommandFailed({ message: `the database: ${error.message}` }))
+    // libsql throws when it cannot open the file at all: its words are a defect of the layer
+    const opened = Layer.catchAllCause(layer, (cause) =>
+      Layer.failCause<Failure>(
+        Cause.isDie(cause) ? Cause.fail({ message: "cannot open it", cause: Cause.squash(cause) }) : cause
+      ))
+    return Layer.mapError(opened, databaseFailed)
   }))
 
 /**
@@ -162,12 +169,14 @@ export const mirror = Command.make(
         ...yield* selectionOf(args)
       }).pipe(
         Effect.catchTags({
-          SqlError: (error) => databaseFailed(error.message, error.cause),
+          SqlError: databaseFailed,
           ConcurrentRun: (error) => new CommandFailed({ message: error.message })
         }),
         // @effect/sql turns a failed COMMIT into a defect: a full disk there is still the disk's
         Effect.catchSomeDefect((defect) =>
-          diskFull.test(String(defect)) ? Option.some(databaseFailed("a commit failed", defect)) : Option.none()
+          diskFull.test(String(defect))
+            ? Option.some(databaseFailed({ message: "a commit failed", cause: defect }))
+            : Option.none()
         )
       )
       if (!args.quiet) yield* stderrLine(changesSummaryLine(summary))
