@@ -17,7 +17,7 @@ import { SqlMirror } from "../src/sql/index.js"
 import { MicroappServer } from "../src/testing/index.js"
 import { MicroappMirror } from "../src/workflow/index.js"
 import { cli, expectFailure, flags } from "./cliSupport.js"
-import { postgresClient } from "./sqlDatabases.js"
+import { freshPostgresUrl, postgresClient } from "./sqlDatabases.js"
 import { numbersTable, withEmulator } from "./support.js"
 import { freePort } from "./support/ports.js"
 
@@ -132,5 +132,45 @@ describe("a database that cannot be used, in the driver's words", () => {
           new URL(url).password
         )
       }))
+  })
+})
+
+describe("a mirror of a Microapp that does not exist", () => {
+  layer(withEmulator({ tables: [numbersTable(numbers, 20)] }), { excludeTestServices: true })((it) => {
+    it.effect("exit 4 before the database is opened: no SQLite file, no table, no pass left open", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const unknown = "ffffffffffffffffffffffff"
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "microapp-unknown-"))
+        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+        const sqlite = yield* cli(["mirror", unknown, "--db", `file:${path.join(dir, "copy.db")}`, ...flags(server)])
+        expectFailure(sqlite, 4, [])
+        expect(fs.readdirSync(dir)).toEqual([])
+
+        const url = yield* freshPostgresUrl
+        expectFailure(yield* cli(["mirror", unknown, "--db", url, ...flags(server)]), 4, [])
+        const tables = yield* Effect.provide(
+          Effect.flatMap(
+            SqlClient.SqlClient,
+            (sql) =>
+              sql<
+                { name: string }
+              >`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public'`
+          ),
+          postgresClient(url)
+        )
+        expect(tables).toEqual([])
+
+        // the id corrected, the same database takes the pass and completes it
+        expect((yield* cli(["mirror", numbers, "--db", url, "--quiet", ...flags(server)])).code).toBe(0)
+        const passes = yield* Effect.provide(
+          Effect.flatMap(
+            SqlClient.SqlClient,
+            (sql) => sql<{ microapp_id: string; complete: number }>`SELECT microapp_id, complete FROM microapp_passes`
+          ),
+          postgresClient(url)
+        )
+        expect(passes).toEqual([{ microapp_id: numbers, complete: 1 }])
+      }).pipe(Effect.scoped))
   })
 })

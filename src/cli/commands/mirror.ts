@@ -14,6 +14,7 @@ import { Cause, Context, Effect, Layer, Option, Redacted } from "effect"
 import { createRequire } from "node:module"
 import * as nodePath from "node:path"
 import { pathToFileURL } from "node:url"
+import { MicroappClient } from "../../MicroappClient.js"
 import * as SqlMirror from "../../sql/SqlMirror.js"
 import { CommandFailed, UsageError } from "../exitCodes.js"
 import { changesSummaryLine } from "../progress.js"
@@ -181,7 +182,14 @@ export const mirror = Command.make(
       )
       if (!args.quiet) yield* stderrLine(changesSummaryLine(summary))
     }).pipe(
-      Effect.provide(Layer.merge(clientLayer(args), databaseLayer(args.db))),
+      Effect.provide(databaseLayer(args.db)),
+      // a Microapp that does not exist fails here (NotFound), before the database is opened: no pass left open
+      (mirrored) =>
+        Effect.zipRight(
+          Effect.flatMap(MicroappClient, (client) => client.query({ microAppID: args.microAppID, limit: 1 })),
+          mirrored
+        ),
+      Effect.provide(clientLayer(args)),
       // the table is refused before the database is opened, which would create its file
       (mirrored) => Effect.zipRight(SqlMirror.tableOf({ table: args.table }), mirrored),
       untilSignal
