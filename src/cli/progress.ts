@@ -8,6 +8,7 @@ import { Duration, Effect, Schedule } from "effect"
 import type * as BulkUpdate from "../BulkUpdate.js"
 import type * as Changes from "../Changes.js"
 import type { ScanSummary } from "../RowStream.js"
+import type * as SqlMirror from "../sql/SqlMirror.js"
 import type { Interrupted, ReaderClosed } from "./exitCodes.js"
 import { Stdio } from "./stdio.js"
 
@@ -42,6 +43,18 @@ export const progressLine = (summary: ScanSummary): string =>
   `${plural(summary.rows, "row", "rows")}, ${plural(summary.pages, "page", "pages")}, ${
     perSecond(summary.rows, summary.elapsedMillis)
   } rows/s`
+
+/**
+ * The live line of `mirror`: rows, pages, rows per second, and what the pass does now (with the
+ * point reads so far while it confirms deletes).
+ *
+ * @since 0.2.0
+ * @category formatting
+ */
+export const mirrorProgressLine = ({ phase, summary }: SqlMirror.Progress): string =>
+  `${progressLine(summary)}, ${
+    phase === "confirming deletes" ? `confirming deletes (${plural(summary.reads, "read", "reads")})` : phase
+  }`
 
 /** A scan's figures: rows, pages, elapsed time, and each disturbance it met, if any. */
 const scanParts = (summary: ScanSummary): Array<string> => [

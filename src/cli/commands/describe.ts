@@ -8,6 +8,7 @@ import { Args, Command, Options } from "@effect/cli"
 import { Effect, Schema, Stream } from "effect"
 import * as Infer from "../../internal/infer.js"
 import { MicroappClient } from "../../MicroappClient.js"
+import { progressLine, withProgress } from "../progress.js"
 import { Stdio, untilSignal } from "../stdio.js"
 import { clientLayer, connection, described } from "./options.js"
 
@@ -26,15 +27,18 @@ export const describe = Command.make(
       described("The Microapp's name, and the exported constant's; default Inferred")
     ),
     json: Options.boolean("json").pipe(described("Print the inferred fields as JSON instead of a module")),
+    quiet: Options.boolean("quiet").pipe(described("No progress line on stderr while the rows are read")),
     ...connection
   },
   (args) =>
     Effect.gen(function*() {
       const client = yield* MicroappClient
-      const inference = Infer.make()
-      yield* Stream.runForEach(client.rows({ microAppID: args.microAppID }), (row) =>
-        Effect.sync(() => inference.add(row)))
       const stdio = yield* Stdio
+      const inference = Infer.make()
+      const scan = yield* client.scan({ microAppID: args.microAppID })
+      yield* Stream.runForEach(scan.rows, (row) => Effect.sync(() => inference.add(row))).pipe(
+        withProgress(Effect.map(scan.summary, progressLine), !args.quiet && stdio.isTerminal.stderr)
+      )
       const fields = inference.fields()
       yield* stdio.stdout.write(
         args.json

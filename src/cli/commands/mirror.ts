@@ -17,8 +17,8 @@ import { pathToFileURL } from "node:url"
 import { MicroappClient } from "../../MicroappClient.js"
 import * as SqlMirror from "../../sql/SqlMirror.js"
 import { CommandFailed, UsageError } from "../exitCodes.js"
-import { changesSummaryLine } from "../progress.js"
-import { stderrLine, untilSignal } from "../stdio.js"
+import { changesSummaryLine, mirrorProgressLine, withProgress } from "../progress.js"
+import { stderrLine, Stdio, untilSignal } from "../stdio.js"
 import { clientLayer, connection, deletes, described, selection, selectionOf } from "./options.js"
 
 /**
@@ -155,20 +155,21 @@ export const mirror = Command.make(
       )
     ),
     deletes,
-    quiet: Options.boolean("quiet").pipe(described("No summary on stderr")),
+    quiet: Options.boolean("quiet").pipe(described("No progress line and no summary on stderr")),
     ...selection,
     ...connection
   },
   (args) =>
     Effect.gen(function*() {
-      const summary = yield* SqlMirror.run({
+      const showProgress = !args.quiet && (yield* Stdio).isTerminal.stderr
+      const summary = yield* SqlMirror.run<Stdio>({
         microAppID: args.microAppID,
         table: args.table,
         history: args.history,
         view: Option.getOrUndefined(args.view),
         deletes: args.deletes,
         ...yield* selectionOf(args)
-      }).pipe(
+      }, (progress) => withProgress(Effect.map(progress, mirrorProgressLine), showProgress)).pipe(
         Effect.catchTags({
           SqlError: databaseFailed,
           ConcurrentRun: (error) => new CommandFailed({ message: error.message })
