@@ -171,8 +171,11 @@ const identifier = /^[A-Za-z_$][A-Za-z0-9_$]*$/
 
 const key = (label: string): string => identifier.test(label) ? label : JSON.stringify(label)
 
+/** What begins the placeholder of a fieldID the rows do not tell. */
+export const placeholderPrefix = "FIELD_ID_OF:"
+
 /** The placeholder written for a fieldID the rows do not tell: the editor shows the real one. */
-export const fieldIDPlaceholder = (label: string): string => `FIELD_ID_OF:${label}`
+export const fieldIDPlaceholder = (label: string): string => `${placeholderPrefix}${label}`
 
 const itemSchema: Record<ItemKind, string> = {
   text: "Schema.String",
@@ -203,7 +206,8 @@ export const constantName = (name: string): string => {
 
 /**
  * A TypeScript module defining the Microapp with `Microapp.make`, from `fields` inferred over
- * `rows` rows; each fieldID a placeholder marked `FIELD_ID_OF:<label>`.
+ * `rows` rows; each fieldID a placeholder marked `FIELD_ID_OF:<label>`, and the sort fields empty
+ * with a comment saying what to list there.
  */
 export const moduleOf = (options: {
   readonly microAppID: string
@@ -229,7 +233,11 @@ export const moduleOf = (options: {
     ...options.fields.map((field, i) =>
       `    ${key(field.label)}: ${fieldExpression(field)}${i === options.fields.length - 1 ? "" : ","}`
     ),
-    `  }`,
+    `  },`,
+    `  // the Results Tab's sort fields by label, sort field 1 first; the rows do not tell them: ${
+      JSON.stringify(options.fields.slice(0, 2).map((field) => field.label))
+    }, say`,
+    `  sortFields: []`,
     `})`,
     ``
   ]
