@@ -5,9 +5,10 @@
  *
  * @since 0.1.0
  */
-import { type CliApp, CliConfig, Command, HelpDoc, ValidationError } from "@effect/cli"
-import { Cause, Config, type Console, Effect, Logger, LogLevel, Option } from "effect"
+import { type CliApp, CliConfig, Command, CommandDescriptor, HelpDoc, Usage, ValidationError } from "@effect/cli"
+import { Cause, Config, type Console, Effect, HashMap, Logger, LogLevel, Option } from "effect"
 import { format } from "node:util"
+import { nearestLabel } from "../internal/microapp.js"
 import { changes } from "./commands/changes.js"
 import { demo } from "./commands/demo.js"
 import { describe } from "./commands/describe.js"
@@ -102,6 +103,16 @@ const flagOf = (argv: ReadonlyArray<string>, value: string): string | undefined 
   return undefined
 }
 
+/** The flags of the command `argv` runs (of every command when it names none), as its usage lists them. */
+const flagsOf = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const commands = [...HashMap.entries(Command.getSubcommands(microapp))]
+  const named = commands.filter(([name]) => argv.includes(name))
+  const usages = (named.length === 0 ? commands : named).map(([, command]) =>
+    HelpDoc.toAnsiText(Usage.getHelp(CommandDescriptor.getUsage(command))).replace(ansi, "")
+  )
+  return [...new Set(usages.flatMap((usage) => usage.match(/--[a-z][a-z-]*/g) ?? []))]
+}
+
 /** A usage error of @effect/cli as one line, each distinct message once, naming the flag of a bad value. */
 const usageLine = (error: ValidationError.ValidationError, argv: ReadonlyArray<string>): string => {
   const text = HelpDoc.toAnsiText(error.error).replace(ansi, "")
@@ -111,6 +122,10 @@ const usageLine = (error: ValidationError.ValidationError, argv: ReadonlyArray<s
         const flag = flagOf(argv, value)
         const article = /^[aeiou]/.test(kind) ? "an" : "a"
         return `${flag === undefined ? "" : `${flag}: `}'${value}' is not ${article} ${kind}`
+      }).replace(/^Received unknown argument: '(--[^'=]+)(=[^']*)?'$/, (found, flag: string) => {
+        // a flag mistyped by a letter or a hyphen: the one meant, from the command's own
+        const meant = nearestLabel(flagsOf(argv), flag)
+        return meant === undefined ? found : `${found}: did you mean ${meant}?`
       })
     )
   )
