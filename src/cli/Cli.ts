@@ -58,9 +58,12 @@ const builtInsHelp = HelpDoc.p(
 
 const ansi = /\u001b\[[0-9;]*m/g
 
-/** What @effect/cli says of every argument of a primitive type, which its placeholder already says. */
+/**
+ * What @effect/cli says of every argument of a primitive type, which its placeholder already says,
+ * and of every optional flag, which the usage line's brackets already say.
+ */
 const boilerplate =
-  /^\s*(?:A user-defined piece of text(?: that is confidential)?|An integer|A true or false value|A floating point number|(?:An existing|A) (?:file|directory|file or directory)(?: that must not exist)?|A date without a time-zone in the ISO-8601 format, .*|One of the following: .*)\.?$/
+  /^\s*(?:This setting is optional|A user-defined piece of text(?: that is confidential)?|An integer|A true or false value|A floating point number|(?:An existing|A) (?:file|directory|file or directory)(?: that must not exist)?|A date without a time-zone in the ISO-8601 format, .*|One of the following: .*)\.?$/
 
 /** The help as a reader wants it: without the boilerplate lines, and without colour unless `colour`. */
 const helpText = (text: string, colour: boolean): string => {
@@ -122,13 +125,15 @@ const usageLine = (error: ValidationError.ValidationError, argv: ReadonlyArray<s
         const flag = flagOf(argv, value)
         const article = /^[aeiou]/.test(kind) ? "an" : "a"
         return `${flag === undefined ? "" : `${flag}: `}'${value}' is not ${article} ${kind}`
-      }).replace(/^Received unknown argument: '(--[^'=]+)(=[^']*)?'$/, (found, flag: string) => {
-        // a flag mistyped by a letter or a hyphen: the one meant, from the command's own
-        const meant = nearestLabel(flagsOf(argv), flag)
-        return meant === undefined ? found : `${found}: did you mean ${meant}?`
       })
     )
   )
+  // a flag mistyped by a letter or a hyphen, whichever error @effect/cli met first: the one meant
+  const known = [...flagsOf(argv), "--help", "--version", "--log-level", "--completions", "--wizard"]
+  for (const flag of argv.filter((arg) => arg.startsWith("--")).map((arg) => arg.replace(/=.*$/, ""))) {
+    const meant = known.includes(flag) ? undefined : nearestLabel(known, flag)
+    if (meant !== undefined) messages.add(`${flag} is not an option: did you mean ${meant}?`)
+  }
   return `error: ${Array.from(messages).join("; ")}`
 }
 

@@ -92,7 +92,7 @@ export const summaryLine = (summary: ScanSummary, stoppedBy?: EarlyStop): string
 }
 
 /**
- * The closing line of a change pass: its counts, the point reads that confirmed its deletes, if
+ * The closing line of a change pass: its counts (`read N (a snapshot)` for a snapshot), the point reads that confirmed its deletes, if
  * any (and the candidates they left unconfirmed), then the scan's figures as `summaryLine` has them; a pass
  * that was not exhaustive says that rows may have been missed, and, under exhaustive-only
  * deletes, that it reported no delete.
@@ -100,8 +100,9 @@ export const summaryLine = (summary: ScanSummary, stoppedBy?: EarlyStop): string
  * @since 0.2.0
  * @category formatting
  */
-export const changesSummaryLine = (summary: Changes.Summary): string => {
-  const counts = [
+export const changesSummaryLine = (summary: Changes.Summary, snapshot = false): string => {
+  // a first pass of `changes` writes its rows as snapshot reads ("r"), and says so
+  const counts = snapshot ? [`read ${summary.inserted} (a snapshot)`] : [
     `inserted ${summary.inserted}`,
     `updated ${summary.updated}`,
     `deleted ${summary.deleted}`,

@@ -23,6 +23,7 @@ export const describe = Command.make(
   {
     microAppID: Args.text({ name: "microAppID" }).pipe(Args.withDescription("The Microapp to describe")),
     name: Options.text("name").pipe(
+      Options.withPseudoName("NAME"),
       Options.withDefault("Inferred"),
       described("The Microapp's name, and the exported constant's; default Inferred")
     ),

@@ -140,6 +140,7 @@ export const mirror = Command.make(
       )
     ),
     table: Options.text("table").pipe(
+      Options.withPseudoName("TABLE"),
       Options.withDefault(SqlMirror.defaultTable),
       described(`The table of rows; default ${SqlMirror.defaultTable}`)
     ),
