@@ -10,7 +10,13 @@ import * as path from "node:path"
 import ts from "typescript"
 import * as Infer from "../src/internal/infer.js"
 import * as Microapp from "../src/Microapp.js"
-import { MicroappServer, peopleMicroAppID, projectsMicroAppID } from "../src/testing/index.js"
+import {
+  MicroappServer,
+  peopleMicroAppID,
+  peopleSortFields,
+  projectsMicroAppID,
+  projectSortFields
+} from "../src/testing/index.js"
 import { cli, flags, root, type Run } from "./cliSupport.js"
 import { withEmulator } from "./support.js"
 
@@ -84,6 +90,10 @@ describe("microapp describe", () => {
           expect(rows.length).toBeGreaterThan(0)
           const decode = Schema.decodeUnknownEither(definition.schema)
           expect(rows.filter((row) => decode(row)._tag === "Left")).toEqual([])
+          // the sort fields the rows told, from 1 on: never one the Results Tab does not have there
+          const configured = microAppID === projectsMicroAppID ? projectSortFields : peopleSortFields
+          expect(definition.sortFields).toEqual(configured.slice(0, definition.sortFields.length))
+          if (microAppID === projectsMicroAppID) expect(definition.sortFields.length).toBeGreaterThanOrEqual(2)
         }))
     }
 
@@ -151,6 +161,15 @@ describe("a definition as describe writes it, before its placeholders are filled
 })
 
 describe("inference", () => {
+  it("a sort field's label: the one label in order under it with more than one value; none when two are, or none is", () => {
+    const rows = [{ a: 1, b: "z", c: 5 }, { a: 2, b: "y", c: 5 }, { a: 2, b: "x", c: 5 }]
+    expect(Infer.sortFieldOf(["a", "b", "c"], rows)).toBe("a")
+    expect(Infer.sortFieldOf(["a", "b", "c"], [{ a: 2, b: "y" }, { a: 1, b: "z" }, { a: 3, b: "x" }])).toBeUndefined()
+    expect(Infer.sortFieldOf(["a", "d"], [{ a: 1, d: "p" }, { a: 2, d: "q" }])).toBeUndefined()
+    // nothing sorts first, then numbers, then text
+    expect(Infer.sortFieldOf(["a"], [{}, { a: 3 }, { a: "10" }])).toBe("a")
+  })
+
   const inferred = (rows: ReadonlyArray<Record<string, unknown>>) => {
     const inference = Infer.make()
     rows.forEach(inference.add)
