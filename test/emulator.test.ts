@@ -747,7 +747,7 @@ describe("faults", () => {
       })
       const statuses = yield* Effect.forEach(
         ["/api/microappdata/row", "/api/microappdata", "/api/microappdata/row", "/api/microappdata/row"],
-        (path) => Effect.map(send(path, { rowID: "0".repeat(24), microAppID: projectsMicroAppID }), (r) => r.status)
+        (path) => Effect.map(send(path, { rowID: "0".repeat(24) }), (r) => r.status)
       )
       expect(login.status).toBe(200)
       expect(statuses).toEqual([500, 408, 500, 404])

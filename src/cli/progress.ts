@@ -8,6 +8,7 @@ import { Duration, Effect, Schedule } from "effect"
 import type * as BulkUpdate from "../BulkUpdate.js"
 import type * as Changes from "../Changes.js"
 import type { ScanSummary } from "../RowStream.js"
+import type * as SqlMirror from "../sql/SqlMirror.js"
 import type { Interrupted, ReaderClosed } from "./exitCodes.js"
 import { Stdio } from "./stdio.js"
 
@@ -42,6 +43,18 @@ export const progressLine = (summary: ScanSummary): string =>
   `${plural(summary.rows, "row", "rows")}, ${plural(summary.pages, "page", "pages")}, ${
     perSecond(summary.rows, summary.elapsedMillis)
   } rows/s`
+
+/**
+ * The live line of `mirror`: rows, pages, rows per second, and what the pass does now (with the
+ * point reads so far while it confirms deletes).
+ *
+ * @since 0.2.0
+ * @category formatting
+ */
+export const mirrorProgressLine = ({ phase, summary }: SqlMirror.Progress): string =>
+  `${progressLine(summary)}, ${
+    phase === "confirming deletes" ? `confirming deletes (${plural(summary.reads, "read", "reads")})` : phase
+  }`
 
 /** A scan's figures: rows, pages, elapsed time, and each disturbance it met, if any. */
 const scanParts = (summary: ScanSummary): Array<string> => [
@@ -79,7 +92,7 @@ export const summaryLine = (summary: ScanSummary, stoppedBy?: EarlyStop): string
 }
 
 /**
- * The closing line of a change pass: its counts, the point reads that confirmed its deletes, if
+ * The closing line of a change pass: its counts (`read N (a snapshot)` for a snapshot), the point reads that confirmed its deletes, if
  * any (and the candidates they left unconfirmed), then the scan's figures as `summaryLine` has them; a pass
  * that was not exhaustive says that rows may have been missed, and, under exhaustive-only
  * deletes, that it reported no delete.
@@ -87,8 +100,9 @@ export const summaryLine = (summary: ScanSummary, stoppedBy?: EarlyStop): string
  * @since 0.2.0
  * @category formatting
  */
-export const changesSummaryLine = (summary: Changes.Summary): string => {
-  const counts = [
+export const changesSummaryLine = (summary: Changes.Summary, snapshot = false): string => {
+  // a first pass of `changes` writes its rows as snapshot reads ("r"), and says so
+  const counts = snapshot ? [`read ${summary.inserted} (a snapshot)`] : [
     `inserted ${summary.inserted}`,
     `updated ${summary.updated}`,
     `deleted ${summary.deleted}`,

@@ -46,6 +46,7 @@ import * as Changes from "../Changes.js"
 import type { AnyMicroapp } from "../Microapp.js"
 import type { MicroappClient } from "../MicroappClient.js"
 import { InvalidInput, type ScanError } from "../MicroappError.js"
+import { databaseWords } from "./internal/databaseWords.js"
 import * as Mirror from "./internal/mirror.js"
 import * as TypedView from "./internal/typedView.js"
 
@@ -99,6 +100,17 @@ export type ConcurrentRun = Mirror.ConcurrentRun
  * @category constants
  */
 export const defaultTable = "microapp_rows"
+
+/**
+ * A database failure in the driver's own words: the `SqlError`'s message, then its cause's (pg's
+ * `password authentication failed for user "fleet" (28P01)`, `database "copy" does not exist
+ * (3D000)`, `connect ECONNREFUSED 127.0.0.1:5432`, libsql's `SQLITE_NOTADB: file is not a
+ * database`), with the password of any URL in them hidden.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export const describeError: (error: { readonly message: string; readonly cause?: unknown }) => string = databaseWords
 
 /**
  * The table of passes.
@@ -264,20 +276,46 @@ export const passState: (
 })
 
 /**
+ * A pass in progress, as `run`'s `watch` sees it: the summary so far, and what the pass does now:
+ * reading the Microapp's pages, writing a page into the database, or confirming deletes with
+ * point reads once its scan is over.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Progress {
+  readonly summary: Changes.Summary
+  readonly phase: "reading" | "writing" | "confirming deletes"
+}
+
+/**
+ * What runs around a pass once it is opened, given its progress: a progress line, say.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Watch<R> = (
+  progress: Effect.Effect<Progress>
+) => <A, E, R1>(pass: Effect.Effect<A, E, R1>) => Effect.Effect<A, E, R1 | R>
+
+/**
  * One pass: resumes the pass in progress, or starts a new one after a complete pass, and runs it
  * to its end. Its summary counts the whole pass, across the runs that resumed it; a first pass
- * counts every row as inserted.
+ * counts every row as inserted. `watch`, if given, runs around the pass once it is opened.
  *
  * @since 0.2.0
  * @category running
  */
-export const run: (
-  options: Options
-) => Effect.Effect<
+export const run = <R = never>(
+  options: Options,
+  watch?: Watch<R>
+): Effect.Effect<
   Changes.Summary,
   InvalidInput | ScanError | SqlError.SqlError | ConcurrentRun,
-  MicroappClient | SqlClient.SqlClient
-> = Effect.fn("SqlMirror.run")(function*(options: Options) {
+  MicroappClient | SqlClient.SqlClient | R
+> => Effect.withSpan(pass(options, watch), "SqlMirror.run")
+
+const pass = Effect.fnUntraced(function*<R>(options: Options, watch: Watch<R> | undefined) {
   const { definition, history = false, table: _, view, ...rows } = options
   const table = yield* tableOf(options)
   const viewed = view === undefined
@@ -290,7 +328,8 @@ export const run: (
   const keepView = viewed === undefined ? undefined : yield* Mirror.openView(sql, viewed, definition)
   const opened = yield* sql.withTransaction(Mirror.openPass(target, rows))
   const commits = yield* Ref.make(opened.commits)
-  yield* Stream.runForEach(opened.changes.pages, (page) =>
+  const writing = yield* Ref.make(false)
+  const pages = Stream.runForEach(opened.changes.pages, (page) =>
     Effect.gen(function*() {
       const before = yield* Ref.get(commits)
       // the commit count moves only with a transaction that committed
@@ -300,8 +339,16 @@ export const run: (
           Mirror.savePass(target, before, { pass: opened.pass, checkpoint: page.checkpoint })
         ),
         keepView === undefined ? Effect.void : keepView(page.changes)
-      ))
+      )).pipe((write) => Effect.zipRight(Ref.set(writing, true), write), Effect.ensuring(Ref.set(writing, false)))
       yield* Ref.set(commits, after)
     }))
+  const progress = Effect.map(
+    Effect.all([opened.changes.summary, Ref.get(writing)]),
+    ([summary, writes]): Progress => ({
+      summary,
+      phase: writes ? "writing" : summary.deletes === "pending" ? "reading" : "confirming deletes"
+    })
+  )
+  yield* watch === undefined ? pages : watch(progress)(pages)
   return yield* opened.changes.summary
 })

@@ -172,6 +172,7 @@ const InsertBody = Schema.Struct({ microAppID: NonEmptyId, rowData: RowData })
 const describeParseError = (error: ParseResult.ParseError): string => {
   const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
   if (issue === undefined) return "Invalid request body"
+  if (issue._tag === "Unexpected") return `Invalid request body: unknown key ${issue.path.join(".")}`
   return issue.path.length === 0
     ? `Invalid request body: ${issue.message}`
     : `Invalid request body: ${issue.path.join(".")}: ${issue.message}`
@@ -180,9 +181,13 @@ const describeParseError = (error: ParseResult.ParseError): string => {
 const parseJson = Schema.decodeUnknownEither(Schema.parseJson())
 const refuse = (error: ParseResult.ParseError) => errorReply(400, describeParseError(error))
 
-/** A body's decoder, built once a Schema, and synchronous: none of its work waits. */
+/**
+ * A body's decoder, built once a Schema, and synchronous: none of its work waits. A key it does not
+ * know is refused: ignored, a misplaced one (`skip` beside `microAppID` rather than in
+ * `searchFilter`) would answer as if the request had been understood.
+ */
 const decodeBody = <A, I>(schema: Schema.Schema<A, I>) => {
-  const decode = Schema.decodeUnknownEither(schema)
+  const decode = Schema.decodeUnknownEither(schema, { onExcessProperty: "error" })
   return (text: string): Either.Either<A, HttpServerResponse.HttpServerResponse> =>
     Either.flatMap(Either.mapLeft(parseJson(text), refuse), (json) => {
       const key = tooDeep(json)

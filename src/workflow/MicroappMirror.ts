@@ -68,7 +68,7 @@ export class MirrorDatabaseError extends Schema.TaggedError<MirrorDatabaseError>
    * @since 0.2.0
    */
   static readonly fromSqlError = (error: SqlError.SqlError): MirrorDatabaseError =>
-    new MirrorDatabaseError({ message: error.message })
+    new MirrorDatabaseError({ message: SqlMirror.describeError(error) })
 }
 
 /**

@@ -5,7 +5,8 @@
  * @since 0.2.0
  */
 import { Args, Command, Options } from "@effect/cli"
-import { Effect } from "effect"
+import * as FileSystem from "@effect/platform/FileSystem"
+import { Effect, Option, Stream } from "effect"
 import { writeChanges } from "../changeFiles.js"
 import { changesSummaryLine, progressLine, withProgress } from "../progress.js"
 import { stderrLine, Stdio, untilSignal } from "../stdio.js"
@@ -52,7 +53,15 @@ export const changes = Command.make(
         args.key,
         (summary) => withProgress(Effect.map(summary, progressLine), !args.quiet && stdio.isTerminal.stderr)
       )
-      if (!args.quiet) yield* stderrLine(changesSummaryLine(summary))
+      // FILE holds this pass's events alone: the first one's source says whether the pass is a snapshot
+      const first = yield* Effect.flatMap(FileSystem.FileSystem, (fs) =>
+        Stream.runHead(Stream.splitLines(Stream.decodeText(fs.stream(args.output))))).pipe(
+          Effect.orElseSucceed(() =>
+            Option.none<string>()
+          )
+        )
+      const snapshot = Option.exists(first, (line) => line.includes(`"snapshot":"first"`))
+      if (!args.quiet) yield* stderrLine(changesSummaryLine(summary, snapshot))
     }).pipe(Effect.provide(clientLayer(args)), untilSignal)
 ).pipe(
   Command.withDescription(
