@@ -18,7 +18,7 @@ import * as SqlMirror from "../../sql/SqlMirror.js"
 import { CommandFailed, UsageError } from "../exitCodes.js"
 import { changesSummaryLine } from "../progress.js"
 import { stderrLine, untilSignal } from "../stdio.js"
-import { clientLayer, connection, deletes, described, selection, selectionOf } from "./options.js"
+import { clientLayer, connection, deletes, described, maxDeletes, selection, selectionOf } from "./options.js"
 
 /**
  * The database drivers, imported when a command needs one; a test may swap them.
@@ -147,6 +147,7 @@ export const mirror = Command.make(
       )
     ),
     deletes,
+    maxDeletes,
     quiet: Options.boolean("quiet").pipe(described("No summary on stderr")),
     ...selection,
     ...connection
@@ -159,6 +160,7 @@ export const mirror = Command.make(
         history: args.history,
         view: Option.getOrUndefined(args.view),
         deletes: args.deletes,
+        maxDeletes: Option.getOrUndefined(args.maxDeletes),
         ...yield* selectionOf(args)
       }).pipe(
         Effect.catchTags({
