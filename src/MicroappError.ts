@@ -411,7 +411,9 @@ export class TooManyDeletes
   /** @since 0.2.0 */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
-    const bound = this.given ? `maxDeletes (${this.allowed})` : `the default bound (${this.allowed}: 100 rows, or a tenth of the copy when that is more)`
+    const bound = this.given
+      ? `maxDeletes (${this.allowed})`
+      : `the default bound (${this.allowed}: 100 rows, or a tenth of the copy when that is more)`
     return `the pass of ${this.microAppID} would delete ${this.deletes} of the copy's ${this.copy} rows, more than ` +
       `${bound}; nothing was deleted. If those rows are gone from the Microapp, allow them with maxDeletes ` +
       `(--max-deletes) ${this.deletes}`

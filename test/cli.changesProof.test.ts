@@ -10,7 +10,7 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { cli, temporaryDirectory } from "./cliSupport.js"
-import { type LyingService, lyingServer, rowNotFound, truthfulService, unprovenAnswers } from "./hostile.js"
+import { lyingServer, type LyingService, rowNotFound, truthfulService, unprovenAnswers } from "./hostile.js"
 
 const microAppID = "000000000000000000000d03"
 
@@ -69,7 +69,9 @@ describe("microapp changes against services that lie", () => {
         const run = yield* pass()
         expect(run.code, name).toBe(0)
         expect(run.events, name).toEqual([])
-        expect(run.stderr, name).toMatch(/^done: inserted 0, updated 0, deleted 0, unchanged 45, confirmed 0 deletes with 5 reads, 5 unconfirmed, left for a later pass, /)
+        expect(run.stderr, name).toMatch(
+          /^done: inserted 0, updated 0, deleted 0, unchanged 45, confirmed 0 deletes with 5 reads, 5 unconfirmed, left for a later pass, /
+        )
       }
     }))
 

@@ -15,8 +15,8 @@ import { provesNoSuchRow } from "../src/internal/http/errors.js"
 import {
   clientOf,
   hostileServer,
-  type LyingService,
   lyingServer,
+  type LyingService,
   rowNotFound,
   type ServiceRow,
   truthfulService,
@@ -81,7 +81,9 @@ describe("the proof of a delete", () => {
       [200, "{\"status\":\"success\",\"body\":{\"currentRow\":null}}", false],
       [200, "{\"status\":\"success\"}", false]
     ]
-    for (const [status, text, proves] of answers) expect(provesNoSuchRow(status, text), `${status} ${text}`).toBe(proves)
+    for (const [status, text, proves] of answers) {
+      expect(provesNoSuchRow(status, text), `${status} ${text}`).toBe(proves)
+    }
   })
 
   it.scoped("getRow: NotFound for callers, with noSuchRow only for the service's own answer", () =>
@@ -199,7 +201,13 @@ describe("a point read answers the row asked for", () => {
       const error = yield* Effect.flip(Effect.flatMap(MicroappClient, (client) => client.getRow(asked))).pipe(
         Effect.provide(clientOf(server.baseUrl, NodeHttpClient.layerUndici, { retry: false }))
       )
-      expect(error).toMatchObject({ _tag: "UnexpectedResponse", kind: "Row", rowID: asked, fieldPath: "_id", status: 200 })
+      expect(error).toMatchObject({
+        _tag: "UnexpectedResponse",
+        kind: "Row",
+        rowID: asked,
+        fieldPath: "_id",
+        status: 200
+      })
       expect(error.message).toContain(JSON.stringify(first?._id))
     }).pipe(Effect.scoped))
 })
@@ -297,18 +305,20 @@ describe("errors that say what happened", () => {
         })
       )
       const errors = yield* Effect.forEach(answers, () =>
-        Effect.flip(Effect.flatMap(MicroappClient, (client) => client.query({ microAppID }))).pipe(
-          Effect.provide(clientOf(server.baseUrl, NodeHttpClient.layerUndici, { retry: false }))
-        ))
+        Effect.flip(Effect.flatMap(MicroappClient, (client) =>
+          client.query({ microAppID }))).pipe(
+            Effect.provide(clientOf(server.baseUrl, NodeHttpClient.layerUndici, { retry: false }))
+          ))
       expect(errors.map((error) => [error._tag, "status" in error ? error.status : undefined])).toEqual([
         ["UnexpectedResponse", 203],
         ["UnexpectedResponse", 206],
         ["RequestRejected", 201]
       ])
       const rows = yield* Effect.flip(
-        Effect.flatMap(MicroappClient, (client) => Stream.runCollect(client.rows({ microAppID }))).pipe(
-          Effect.provide(clientOf(server.baseUrl, NodeHttpClient.layerUndici, { retry: false }))
-        )
+        Effect.flatMap(MicroappClient, (client) =>
+          Stream.runCollect(client.rows({ microAppID }))).pipe(
+            Effect.provide(clientOf(server.baseUrl, NodeHttpClient.layerUndici, { retry: false }))
+          )
       )
       expect(rows).toMatchObject({ _tag: "UnexpectedResponse", status: 203 })
     }))

@@ -143,12 +143,13 @@ export const unprovenAnswers: ReadonlyArray<readonly [string, () => HttpServerRe
       )
   ],
   ["404 API endpoint does not exist", noSuchEndpoint],
-  ["404 {\"error\":{\"code\":\"OVERLOADED\"}}", () =>
-    HttpServerResponse.unsafeJson({ error: { code: "OVERLOADED" } }, { status: 404 })],
+  [
+    "404 {\"error\":{\"code\":\"OVERLOADED\"}}",
+    () => HttpServerResponse.unsafeJson({ error: { code: "OVERLOADED" } }, { status: 404 })
+  ],
   ["404 with an empty body", () => HttpServerResponse.empty({ status: 404 })],
   ["200 {\"status\":\"success\",\"body\":{}}", () => HttpServerResponse.unsafeJson({ status: "success", body: {} })],
-  ["200 with currentRow null", () =>
-    HttpServerResponse.unsafeJson({ status: "success", body: { currentRow: null } })],
+  ["200 with currentRow null", () => HttpServerResponse.unsafeJson({ status: "success", body: { currentRow: null } })],
   ["200 {\"status\":\"success\"}", () => HttpServerResponse.unsafeJson({ status: "success" })]
 ]
 

@@ -15,8 +15,8 @@ import { SqlMirror } from "../src/sql/index.js"
 import { cli } from "./cliSupport.js"
 import {
   clientOf,
-  type LyingService,
   lyingServer,
+  type LyingService,
   rowNotFound,
   type ServiceRow,
   truthfully,
@@ -39,8 +39,13 @@ const mirror = (service: LyingService, table: string, options: Partial<SqlMirror
   }))
 
 const mirrored = (service: LyingService, table: string, options: Partial<SqlMirror.Options> = {}) =>
-  Effect.flatMap(mirror(service, table, options), (result) =>
-    result._tag === "Left" ? Effect.dieMessage(`the pass failed: ${result.left.message}`) : Effect.succeed(result.right))
+  Effect.flatMap(
+    mirror(service, table, options),
+    (result) =>
+      result._tag === "Left"
+        ? Effect.dieMessage(`the pass failed: ${result.left.message}`)
+        : Effect.succeed(result.right)
+  )
 
 /** The mirror's rows: each `row_id` with its data's `_id`. */
 const stored = (table: string) =>
@@ -121,7 +126,9 @@ for (const database of databases) {
           })
           expect(yield* count("guard_past")).toBe(200)
           const sql = yield* SqlClient.SqlClient
-          const recorded = yield* sql<{ n: number }>`SELECT count(*) AS n FROM ${sql(SqlMirror.deletesTableOf("guard_past"))}`
+          const recorded = yield* sql<{ n: number }>`SELECT count(*) AS n FROM ${
+            sql(SqlMirror.deletesTableOf("guard_past"))
+          }`
           expect(Number(recorded[0]?.n)).toBe(0)
           // the same again trips again; allowed, the pass in progress goes on and deletes
           expect(yield* mirror(past, "guard_past")).toMatchObject({ _tag: "Left", left: { _tag: "TooManyDeletes" } })
@@ -177,9 +184,13 @@ for (const database of databases) {
           service.rows = service.rows.slice(150)
           const guarded = yield* pass(["--max-deletes", "149"])
           expect(guarded.code).toBe(1)
-          expect(guarded.stderr).toMatch(/^error: the pass of \S+ would delete 150 of the copy's 200 rows, more than maxDeletes \(149\); nothing was deleted/)
+          expect(guarded.stderr).toMatch(
+            /^error: the pass of \S+ would delete 150 of the copy's 200 rows, more than maxDeletes \(149\); nothing was deleted/
+          )
           const allowed = yield* pass(["--max-deletes", "150"])
-          expect(allowed.stderr).toMatch(/^done: inserted 0, updated 0, deleted 150, unchanged 50, confirmed 150 deletes with 150 reads, /)
+          expect(allowed.stderr).toMatch(
+            /^done: inserted 0, updated 0, deleted 150, unchanged 50, confirmed 150 deletes with 150 reads, /
+          )
           expect((yield* pass(["--max-deletes", "-1"])).code).toBe(2)
           // a base URL with a path the service does not serve
           const wrong = yield* pass([], `${server.baseUrl}/api`)

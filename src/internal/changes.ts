@@ -622,7 +622,13 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
               }
               const counts = { ...run.counts, reads, unchanged, unconfirmed, updated }
               return [
-                { changes, seen: [], found, unconfirmed: unsettled, checkpoint: checkpointOf(scanned, "deletes", counts, sets) },
+                {
+                  changes,
+                  seen: [],
+                  found,
+                  unconfirmed: unsettled,
+                  checkpoint: checkpointOf(scanned, "deletes", counts, sets)
+                },
                 { ...run, phase: "deletes", counts }
               ]
             }))
@@ -647,7 +653,13 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
             }
             const counts = { ...run.counts, deleted, heldBack, reads, unconfirmed }
             return [
-              { changes, seen: [], found: [], unconfirmed: unsettled, checkpoint: checkpointOf(scanned, "deletes", counts, sets) },
+              {
+                changes,
+                seen: [],
+                found: [],
+                unconfirmed: unsettled,
+                checkpoint: checkpointOf(scanned, "deletes", counts, sets)
+              },
               { ...run, phase: "deletes", counts }
             ]
           })
@@ -681,7 +693,13 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
           )
         })
         const done = Ref.modify(latest, (run): [Changes.Page<A>, Run] => [
-          { changes: [], seen: [], found: [], unconfirmed: [], checkpoint: checkpointOf(scanned, "done", run.counts, sets) },
+          {
+            changes: [],
+            seen: [],
+            found: [],
+            unconfirmed: [],
+            checkpoint: checkpointOf(scanned, "done", run.counts, sets)
+          },
           { ...run, phase: "done" }
         ])
         return baseline.unseen(resolved).pipe(

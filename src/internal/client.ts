@@ -217,7 +217,11 @@ export const logIn = (
       { email: options.email, password: Redacted.value(options.password) },
       { credentials: undefined }
     )
-    const body = yield* decodeLogin(reply.json, { endpoint: endpoints.login, attempt: reply.attempts, status: reply.status })
+    const body = yield* decodeLogin(reply.json, {
+      endpoint: endpoints.login,
+      attempt: reply.attempts,
+      status: reply.status
+    })
     const data = "data" in body ? body.data : body
     return { authToken: Redacted.make(data.authToken), userId: data.userId } satisfies Credentials
   }).pipe(Effect.withSpan("MicroappClient.login"))
@@ -263,7 +267,11 @@ const makeWith = Effect.fnUntraced(function*<E>(
     const reply = yield* post(endpoints.rows, toRequestBody(selection, window), call, {
       microAppID: selection.microAppID
     })
-    const body = yield* decodeRowsBody(reply.json, { endpoint: endpoints.rows, attempt: reply.attempts, status: reply.status })
+    const body = yield* decodeRowsBody(reply.json, {
+      endpoint: endpoints.rows,
+      attempt: reply.attempts,
+      status: reply.status
+    })
     yield* Effect.annotateCurrentSpan({ rows: body.body.microAppRows.length, attempt: reply.attempts })
     return { rows: body.body.microAppRows, attempts: reply.attempts, status: reply.status }
   })

@@ -201,7 +201,11 @@ export const fromStatus = (
     case 404:
       // no endpoint there: the base URL is wrong, and nothing was looked for
       if (said.message === noSuchEndpointMessage) {
-        return new RequestRejected({ ...fields, ...(said.status === undefined ? {} : { serverStatus: said.status }), url })
+        return new RequestRejected({
+          ...fields,
+          ...(said.status === undefined ? {} : { serverStatus: said.status }),
+          url
+        })
       }
       return new NotFound({
         ...fields,
