@@ -674,14 +674,14 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
           if (proven.size === 0) return Stream.empty
           const confirmed = unread || (yield* control)
           const { counts } = yield* Ref.get(latest)
-          const deletes = counts.deleted + proven.size
+          const total = counts.deleted + proven.size
           // the rows the baseline held: those compared, those kept, those deleted and to delete
-          const copy = counts.updated + counts.unchanged + counts.unconfirmed + deletes
+          const copy = counts.updated + counts.unchanged + counts.unconfirmed + total
           const allowed = allowedDeletes(copy, maxDeletes)
-          if (confirmed && deletes > allowed) {
+          if (confirmed && total > allowed) {
             return yield* new TooManyDeletes({
               microAppID: scanOptions.microAppID,
-              deletes,
+              deletes: total,
               copy,
               allowed,
               given: maxDeletes !== undefined
