@@ -9,7 +9,7 @@
 import { NodeHttpClient } from "@effect/platform-node"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Ref, Stream } from "effect"
+import { Effect, Either, FastCheck as FC, Ref, Stream } from "effect"
 import { Changes, MicroappClient, NotFound, RequestRejected, TooManyDeletes } from "../src/index.js"
 import { provesNoSuchRow } from "../src/internal/http/errors.js"
 import {
@@ -19,6 +19,7 @@ import {
   type LyingService,
   rowNotFound,
   type ServiceRow,
+  truthfully,
   truthfulService,
   unprovenAnswers
 } from "./hostile.js"
@@ -142,6 +143,47 @@ describe("the proof of a delete", () => {
         expect(unproven.summary).toMatchObject({ deleted: 0, unconfirmed: 150, heldBack: 0 })
       }
     }))
+})
+
+describe("whatever the service answers", () => {
+  it.effect.prop(
+    "a pass deletes only rows gone from the service, and reports every row under its own id",
+    [
+      FC.integer({ min: 1, max: 60 }),
+      FC.array(FC.nat(59), { maxLength: 20 }),
+      FC.array(FC.nat(59), { maxLength: 20 }),
+      FC.integer({ min: 0, max: unprovenAnswers.length + 2 })
+    ],
+    ([count, hiddenAt, goneAt, answerAt]) =>
+      Effect.gen(function*() {
+        const service = truthfulService(count)
+        const baseline = service.rows
+        const gone = new Set(goneAt.filter((i) => i < count).map((i) => baseline[i]?._id))
+        const hidden = new Set(hiddenAt.filter((i) => i < count).map((i) => baseline[i]?._id))
+        service.rows = baseline.filter((row) => !gone.has(row._id))
+        service.listed = (rows) => rows.filter((row) => !hidden.has(row._id))
+        // an answer that proves nothing, "Row not found" for every row, another row for every row, or the truth
+        const other = baseline[0]
+        service.answer = answerAt < unprovenAnswers.length
+          ? unprovenAnswers[answerAt]?.[1] ?? truthfully
+          : answerAt === unprovenAnswers.length
+          ? rowNotFound
+          : answerAt === unprovenAnswers.length + 1
+          ? () => HttpServerResponse.unsafeJson({ status: "success", body: { currentRow: other } })
+          : truthfully
+        const pass = yield* passOver(service, baseline)
+        expect(pass.error).toBeUndefined()
+        for (const id of deletedOf(pass.changes)) expect(gone.has(id), id).toBe(true)
+        for (const change of pass.changes) {
+          if (change._tag !== "Deleted") expect((change.row as ServiceRow)._id).toBe(change.id)
+        }
+        // the truth, with a row the scan saw to read as a control: every row gone is deleted
+        if (service.answer === truthfully && service.listed(service.rows).length > 0) {
+          expect(deletedOf(pass.changes).sort()).toEqual([...gone].sort())
+        }
+      }),
+    { fastCheck: { numRuns: 12 } }
+  )
 })
 
 describe("the control read", () => {
