@@ -23,7 +23,8 @@
  * client's, timed out and retried like the scan's. `deletes: "exhaustive"` makes no read: a
  * candidate is `Deleted` after an exhaustive scan (the guard applies all the same), and a scan
  * that was not exhaustive reports no delete. The ids of the proven candidates stay in memory until
- * they are reported: a pass that deletes N rows holds N ids and fingerprints at once.
+ * they are reported: a pass that deletes N rows holds N ids and fingerprints at once (under
+ * `deletes: "exhaustive"`, at most the guard's bound: past it, the pass stops at once).
  *
  * `pass.pages` hands out the changes page by page with the checkpoint of the state after them: a
  * sink that commits both in one transaction, and resumes from the last checkpoint it committed,

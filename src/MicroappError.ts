@@ -405,7 +405,13 @@ export class TooManyDeletes
     /** The most the pass could delete: `maxDeletes`, or the default bound. */
     allowed: Schema.Number,
     /** Whether `allowed` was the caller's `maxDeletes` rather than the default bound. */
-    given: Schema.Boolean
+    given: Schema.Boolean,
+    /**
+     * Whether the pass stopped as soon as it was past the bound, before it had counted every
+     * candidate (under `deletes: "exhaustive"`, where each one is a delete): it would delete at
+     * least `deletes` rows of a copy of at least `copy`.
+     */
+    atLeast: Schema.Boolean
   })
 {
   /** @since 0.2.0 */
@@ -414,9 +420,10 @@ export class TooManyDeletes
     const bound = this.given
       ? `maxDeletes (${this.allowed})`
       : `the default bound (${this.allowed}: 100 rows, or a tenth of the copy when that is more)`
-    return `the pass of ${this.microAppID} would delete ${this.deletes} of the copy's ${this.copy} rows, more than ` +
-      `${bound}; nothing was deleted. If those rows are gone from the Microapp, allow them with maxDeletes ` +
-      `(--max-deletes) ${this.deletes}`
+    const allow = this.atLeast ? "of at least that, up to the copy's size" : `${this.deletes}`
+    return `the pass of ${this.microAppID} would delete ${this.atLeast ? "at least " : ""}${this.deletes} of the ` +
+      `copy's ${this.copy}${this.atLeast ? " or more" : ""} rows, more than ${bound}; nothing was deleted. ` +
+      `If those rows are gone from the Microapp, allow them with maxDeletes (--max-deletes) ${allow}`
   }
 }
 

@@ -270,7 +270,7 @@ describe("the delete guard", () => {
       expect(at.summary).toMatchObject({ deleted: 100 })
       const past = yield* deleting(200, 101)
       expect(past.error).toBeInstanceOf(TooManyDeletes)
-      expect(past.error).toMatchObject({ deletes: 101, copy: 200, allowed: 100, given: false })
+      expect(past.error).toMatchObject({ deletes: 101, copy: 200, allowed: 100, given: false, atLeast: false })
       expect(past.error?.message).toContain("maxDeletes (--max-deletes) 101")
       expect(deletedOf(past.changes)).toEqual([])
       expect(past.summary.deleted).toBe(0)
@@ -295,7 +295,9 @@ describe("the delete guard", () => {
     Effect.gen(function*() {
       const service: LyingService = { ...truthfulService(300), listed: () => [] }
       const pass = yield* passOver(service, service.rows, { deletes: "exhaustive" })
-      expect(pass.error).toMatchObject({ _tag: "TooManyDeletes", deletes: 300, copy: 300 })
+      // every candidate a delete: stopped at the first group past the bound, not after holding all 300
+      expect(pass.error).toMatchObject({ _tag: "TooManyDeletes", deletes: 120, copy: 120, allowed: 100, atLeast: true })
+      expect(pass.error?.message).toContain("would delete at least 120 of the copy's 120 or more rows")
       expect(deletedOf(pass.changes)).toEqual([])
     }))
 

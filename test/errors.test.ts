@@ -39,7 +39,14 @@ const sampleOf = (member: Tagged): MicroappError => {
     case "TooManyRows":
       return new TooManyRows({ microAppID: "m", max: 5 })
     case "TooManyDeletes":
-      return new TooManyDeletes({ microAppID: "m", deletes: 200, copy: 200, allowed: 100, given: false })
+      return new TooManyDeletes({
+        microAppID: "m",
+        deletes: 200,
+        copy: 200,
+        allowed: 100,
+        given: false,
+        atLeast: false
+      })
     default:
       return new member({ ...where, status: 500 })
   }

@@ -579,6 +579,8 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
         // only an exhaustive scan of the selection says it did, and then a read adds nothing
         const filtered = (scanOptions.filters?.length ?? 0) > 0
         const unread = mode === "exhaustive" || (filtered && scanned.summary.exhaustive)
+        // no row of the scan to read as a control: nothing can be deleted, so what a read proves gone is held back at once
+        const uncontrolled = !unread && seen.size() === 0
         const answers = (group: ReadonlyArray<Changes.Unseen>) =>
           unread
             ? Effect.succeed(group.map((unseen) => ({ unseen, answer: missing as Answer<A>, read: false })))
@@ -592,17 +594,40 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
                 })),
               { concurrency: readsAtOnce }
             )
+        /**
+         * Fails the pass when the deletes it proved, with those it reported, are more than the guard
+         * allows; `atLeast`: before every candidate is counted.
+         */
+        const guard = (atLeast: boolean) =>
+          Effect.flatMap(Ref.get(latest), ({ counts }) => {
+            const total = counts.deleted + proven.size
+            // the rows the baseline held: those compared, those kept, those deleted and to delete
+            const copy = counts.updated + counts.unchanged + counts.unconfirmed + total
+            const allowed = allowedDeletes(copy, maxDeletes)
+            return total > allowed
+              ? Effect.fail(
+                new TooManyDeletes({
+                  microAppID: scanOptions.microAppID,
+                  deletes: total,
+                  copy,
+                  allowed,
+                  given: maxDeletes !== undefined,
+                  atLeast
+                })
+              )
+              : Effect.void
+          })
         const page = (group: ReadonlyArray<Changes.Unseen>) =>
           Effect.flatMap(answers(group), (answered) =>
             Ref.modify(latest, (run): [Changes.Page<A>, Run] => {
               const changes: Array<Changes.Change<A>> = []
               const found: Array<string> = []
               const unsettled: Array<string> = []
-              let { reads, unchanged, unconfirmed, updated } = run.counts
+              let { heldBack, reads, unchanged, unconfirmed, updated } = run.counts
               for (const { answer, read, unseen: { fingerprint, id } } of answered) {
                 // an id the baseline gave twice is answered once
                 if (sets.deleted.has(id) || sets.kept.has(id) || proven.has(id)) continue
-                if (answer._tag === "Missing") {
+                if (answer._tag === "Missing" && !uncontrolled) {
                   // its read is counted with its delete
                   proven.set(id, { id, previous: fingerprint, read })
                   continue
@@ -610,7 +635,10 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
                 if (read) reads++
                 sets.kept.add(id)
                 ;(answer._tag === "Found" ? found : unsettled).push(id)
-                if (answer._tag === "Unconfirmed") unconfirmed++
+                if (answer._tag === "Missing") {
+                  unconfirmed++
+                  heldBack++
+                } else if (answer._tag === "Unconfirmed") unconfirmed++
                 else if (answer.row.fingerprint === fingerprint) unchanged++
                 else {
                   updated++
@@ -620,7 +648,7 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
                   )
                 }
               }
-              const counts = { ...run.counts, reads, unchanged, unconfirmed, updated }
+              const counts = { ...run.counts, heldBack, reads, unchanged, unconfirmed, updated }
               return [
                 {
                   changes,
@@ -631,7 +659,10 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
                 },
                 { ...run, phase: "deletes", counts }
               ]
-            }))
+            })).pipe(
+              // unread, every candidate is a delete: a pass past the guard stays past it, so it stops at once
+              Effect.tap(() => unread ? guard(true) : Effect.void)
+            )
         /** The proven candidates of `group`: deleted when `confirmed`, else kept, held back. */
         const settled = (group: ReadonlyArray<Proven>, confirmed: boolean) =>
           Ref.modify(latest, (run): [Changes.Page<A>, Run] => {
@@ -673,20 +704,7 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
         const settle = Effect.gen(function*() {
           if (proven.size === 0) return Stream.empty
           const confirmed = unread || (yield* control)
-          const { counts } = yield* Ref.get(latest)
-          const total = counts.deleted + proven.size
-          // the rows the baseline held: those compared, those kept, those deleted and to delete
-          const copy = counts.updated + counts.unchanged + counts.unconfirmed + total
-          const allowed = allowedDeletes(copy, maxDeletes)
-          if (confirmed && total > allowed) {
-            return yield* new TooManyDeletes({
-              microAppID: scanOptions.microAppID,
-              deletes: total,
-              copy,
-              allowed,
-              given: maxDeletes !== undefined
-            })
-          }
+          if (confirmed) yield* guard(false)
           return Stream.fromIterable(proven.values()).pipe(
             Stream.grouped(scanned.query.pageSize),
             Stream.mapEffect((group) => settled(Chunk.toReadonlyArray(group), confirmed))
