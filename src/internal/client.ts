@@ -341,7 +341,10 @@ const makeWith = Effect.fnUntraced(function*<E>(
           kind: "Row",
           reason: answered === null
             ? "the row answered has no _id: it cannot be shown to be the row asked for"
-            : `the row answered is ${JSON.stringify(answered)}, not the row asked for`,
+            // a server's id may be of any length: a short prefix names it
+            : `the row answered is ${
+              JSON.stringify(answered.length > 64 ? `${answered.slice(0, 64)}...` : answered)
+            }, not the row asked for`,
           rowID: id,
           fieldPath: "_id"
         })
