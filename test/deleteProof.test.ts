@@ -9,9 +9,19 @@
 import { NodeHttpClient } from "@effect/platform-node"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, FastCheck as FC, Ref, Stream } from "effect"
-import { Changes, MicroappClient, NotFound, RequestRejected, TooManyDeletes } from "../src/index.js"
+import { Chunk, Effect, Either, FastCheck as FC, Ref, Stream } from "effect"
+import {
+  Changes,
+  Checkpoint,
+  isInvalidCheckpoint,
+  MicroappClient,
+  NotFound,
+  RequestRejected,
+  TooManyDeletes
+} from "../src/index.js"
 import { provesNoSuchRow } from "../src/internal/http/errors.js"
+import { CheckpointImpl } from "../src/internal/scan/checkpoint.js"
+import * as IdSet from "../src/internal/scan/IdSet.js"
 import {
   clientOf,
   hostileServer,
@@ -332,6 +342,31 @@ describe("errors that say what happened", () => {
       expect(error).toMatchObject({ status: 404, url: `${base}/api/microappdata` })
       expect(error.message).toContain(`no endpoint at ${base}/api/microappdata`)
       expect(error.message).toContain(`is the base URL ${base} right?`)
+    }))
+
+  it.scoped("a scan that cannot resume its checkpoint: InvalidCheckpoint, naming no call", () =>
+    Effect.gen(function*() {
+      const service: LyingService = {
+        ...truthfulService(0),
+        rows: ["row-a", "row-b", "row-c"].map((_id, N) => ({ _id, N }))
+      }
+      const server = yield* lyingServer(service)
+      const error = yield* Effect.gen(function*() {
+        const client = yield* MicroappClient
+        const first = yield* client.scan({ microAppID, pageSize: 2 })
+        const [page] = Chunk.toReadonlyArray(yield* Stream.runCollect(Stream.take(first.pages, 1)))
+        if (!(page?.checkpoint instanceof CheckpointImpl)) return yield* Effect.dieMessage("no checkpoint")
+        const { query, state } = page.checkpoint
+        // the same id twice, under a checksum made anew: read back, but no scan can go on from it
+        const forged = new CheckpointImpl(query, { ...state, seen: IdSet.exactContents("", ["row-a", "row-a"]) })
+        const resume = yield* Checkpoint.fromJson(Checkpoint.toJson(forged))
+        const resumed = yield* client.scan({ microAppID, pageSize: 2, resume })
+        return yield* Effect.flip(Stream.runDrain(resumed.rows))
+      }).pipe(Effect.provide(clientOf(server.baseUrl, NodeHttpClient.layerUndici, { retry: false })))
+      expect(isInvalidCheckpoint(error)).toBe(true)
+      expect(error).toMatchObject({ input: "resume", problem: "field" })
+      expect(error).not.toHaveProperty("method")
+      expect(error.message).toContain("twice")
     }))
 
   it.scoped("every decode error says the status the answer came with", () =>

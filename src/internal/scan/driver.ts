@@ -4,10 +4,11 @@
  * everything else.
  */
 import { Chunk, Clock, Effect, Either, Fiber, Metric, Queue, Ref, Schema, Stream, Take, type Tracer } from "effect"
-import { InvalidInput, type ScanError, ScanInconsistent, type UnexpectedResponse } from "../../MicroappError.js"
+import { type InvalidInput, type ScanError, ScanInconsistent, type UnexpectedResponse } from "../../MicroappError.js"
 import * as Query from "../../Query.js"
 import * as RowStream from "../../RowStream.js"
 import { checking, validate } from "../bounds.js"
+import * as Codec from "../checkpointCodec.js"
 import type { DecodedRows } from "../http/decode.js"
 import { endpoints } from "../http/endpoints.js"
 import * as Metrics from "../metrics.js"
@@ -207,15 +208,8 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
           ? Either.right(Engine.initial(settings, journal))
           : Engine.resume(settings, resume.state, journal),
         {
-          onLeft: (reason) =>
-            Effect.fail(
-              new InvalidInput({
-                method: "POST",
-                path: source.path,
-                input: "resume",
-                reason: `the checkpoint ${reason}`
-              })
-            ),
+          // a checkpoint refused, as its reading refuses one: it names no call, nothing was sent
+          onLeft: (reason) => Effect.fail(Codec.invalidCheckpoint("field", "resume", `the checkpoint ${reason}`)),
           onRight: (engine) => {
             if (resume !== undefined) engine.counters.resumed++
             return Effect.succeed<Run>({
