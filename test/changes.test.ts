@@ -293,10 +293,14 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
                 })}
             }
             covered[summary?.deletes === "reported" ? "reported" : "skipped"]++
+            // deletes are held back only when the control read could not find a row the scan saw: it saw
+            // none (the table emptied), or the one it read was deleted while the pass ran
+            const heldBack = summary?.heldBack ?? 0
+            if (heldBack > 0) expect(summary?.rows === 0 || touched.size > 0, context).toBe(true)
             if (summary?.deletes === "reported") {
-              // ids gone before the pass began are all reported deleted
+              // ids gone before the pass began are all reported deleted, or all held back
               for (const id of previous.keys()) {
-                if (!start.has(id)) expect(reported.get(id)?._tag, context).toBe("Deleted")
+                if (!start.has(id)) expect(reported.get(id)?._tag, context).toBe(heldBack === 0 ? "Deleted" : undefined)
               }
             } else {
               expect(changes.some(Changes.Change.$is("Deleted")), context).toBe(false)
@@ -316,7 +320,7 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
               (summary?.rows ?? 0) + found
             )
             // every read is answered on a server that answers truthfully in the end
-            expect(summary?.unconfirmed, context).toBe(0)
+            expect(summary?.unconfirmed, context).toBe(heldBack)
             if (found > 0) covered.found++
             if (lag !== undefined) covered.lying++
           }
@@ -354,7 +358,9 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
         const pass = yield* numbersApp.changes({
           baseline: Changes.Baseline.fromMap(baseline),
           filters: { Parity: "five" },
-          sort: { field: "N" }
+          sort: { field: "N" },
+          // past the default guard: the baseline is the whole table, the selection one row
+          maxDeletes: size - 1
         })
         const changes = Chunk.toReadonlyArray(yield* Stream.runCollect(pass.changes))
         const [change, ...deleted] = changes

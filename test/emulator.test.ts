@@ -195,14 +195,14 @@ describe("authentication", () => {
       expect(again.status).toBe(200)
     }).pipe(withServer()))
 
-  it.live("answers unknown paths and other methods with 404 Not found", () =>
+  it.live("answers unknown paths and other methods with 404 API endpoint does not exist", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const client = yield* HttpClient.HttpClient
       const unknown = yield* send("/api/nothing", {})
       const get = yield* client.execute(HttpClientRequest.get(`${server.baseUrl}/api/microappdata`))
       expect(unknown.status).toBe(404)
-      expect(json(unknown.text)).toEqual({ status: "error", message: "Not found" })
+      expect(json(unknown.text)).toEqual({ status: "error", message: "API endpoint does not exist" })
       expect(get.status).toBe(404)
     }).pipe(withServer()))
 })

@@ -92,8 +92,9 @@ export const summaryLine = (summary: ScanSummary, stoppedBy?: EarlyStop): string
 }
 
 /**
- * The closing line of a change pass: its counts (`read N (a snapshot)` for a snapshot), the point reads that confirmed its deletes, if
- * any (and the candidates they left unconfirmed), then the scan's figures as `summaryLine` has them; a pass
+ * The closing line of a change pass: its counts (`read N (a snapshot)` for a snapshot), the point
+ * reads that confirmed its deletes, if any (and the candidates they left unconfirmed, and those held
+ * back by a failed control read, with why), then the scan's figures as `summaryLine` has them; a pass
  * that was not exhaustive says that rows may have been missed, and, under exhaustive-only
  * deletes, that it reported no delete.
  *
@@ -112,7 +113,14 @@ export const changesSummaryLine = (summary: Changes.Summary, snapshot = false): 
     ? []
     : [
       `confirmed ${plural(summary.deleted, "delete", "deletes")} with ${plural(summary.reads, "read", "reads")}`,
-      ...(summary.unconfirmed === 0 ? [] : [`${summary.unconfirmed} unconfirmed, left for a later pass`])
+      ...(summary.unconfirmed === 0 ? [] : [`${summary.unconfirmed} unconfirmed, left for a later pass`]),
+      ...(summary.heldBack === 0 ? [] : [
+        `${plural(summary.heldBack, "delete", "deletes")} of them held back: ${
+          summary.rows === 0
+            ? "the pass saw no row to read as a control"
+            : "a control read of a row the pass saw did not find it"
+        }`
+      ])
     ]
   const vouched = summary.exhaustive
     ? "exhaustive"

@@ -36,7 +36,9 @@
  * after a complete pass starts a new one, whose baseline is the table itself: one query per page
  * looks up its rows' fingerprints, and the rows the pass did not mark seen are read back in pages
  * at its end, so a large table never sits in memory. Each of those is deleted once a point read
- * confirms it (`Changes`; `deletes: "exhaustive"` deletes only after an exhaustive scan, unread).
+ * confirms it (`Changes`; `deletes: "exhaustive"` deletes only after an exhaustive scan, unread),
+ * within the delete guard (`maxDeletes`): a pass past it stops with `TooManyDeletes` before it
+ * records any delete, and the run that resumes it reads the candidates it did not keep again.
  *
  * @since 0.2.0
  */
@@ -45,7 +47,7 @@ import { Effect, Option, Ref, Stream } from "effect"
 import * as Changes from "../Changes.js"
 import type { AnyMicroapp } from "../Microapp.js"
 import type { MicroappClient } from "../MicroappClient.js"
-import { InvalidInput, type ScanError } from "../MicroappError.js"
+import { InvalidInput, type ScanError, type TooManyDeletes } from "../MicroappError.js"
 import { databaseWords } from "./internal/databaseWords.js"
 import * as Mirror from "./internal/mirror.js"
 import * as TypedView from "./internal/typedView.js"
@@ -76,6 +78,14 @@ export interface Options extends Omit<MicroappClient.RowsOptions, "resume" | "de
   readonly definition?: AnyMicroapp | undefined
   /** How a pass deletes (`Changes.PassOptions`): `"confirmed"` by a point read, the default, or `"exhaustive"`. */
   readonly deletes?: Changes.PassOptions<never, never>["deletes"]
+  /**
+   * The delete guard (`Changes.PassOptions.maxDeletes`): the most rows a pass may delete; by
+   * default the more of 100 and a tenth of the table. A pass past it fails with `TooManyDeletes`,
+   * its table untouched by any delete; run it again with a larger bound to apply them.
+   *
+   * @since 0.2.0
+   */
+  readonly maxDeletes?: number | undefined
 }
 
 /**
@@ -311,7 +321,7 @@ export const run = <R = never>(
   watch?: Watch<R>
 ): Effect.Effect<
   Changes.Summary,
-  InvalidInput | ScanError | SqlError.SqlError | ConcurrentRun,
+  InvalidInput | ScanError | TooManyDeletes | SqlError.SqlError | ConcurrentRun,
   MicroappClient | SqlClient.SqlClient | R
 > => Effect.withSpan(pass(options, watch), "SqlMirror.run")
 

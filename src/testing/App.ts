@@ -34,7 +34,8 @@ const errorReply = (status: number, message: string): HttpServerResponse.HttpSer
 const unauthorized = errorReply(401, "You must be logged in to do this.")
 const rowNotFound = errorReply(404, "Row not found")
 const microappNotFound = errorReply(404, "Microapp not found")
-const notFound = errorReply(404, "Not found")
+// what the service's REST framework (Restivus) answers for a path it does not serve
+const notFound = errorReply(404, "API endpoint does not exist")
 const forbidden = errorReply(403, "You do not have permission to change rows of this Microapp.")
 
 // --- request bodies ------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import { Effect, Option, Stream } from "effect"
 import { writeChanges } from "../changeFiles.js"
 import { changesSummaryLine, progressLine, withProgress } from "../progress.js"
 import { stderrLine, Stdio, untilSignal } from "../stdio.js"
-import { clientLayer, connection, deletes, described, selection, selectionOf } from "./options.js"
+import { clientLayer, connection, deletes, described, maxDeletes, selection, selectionOf } from "./options.js"
 
 /**
  * @since 0.2.0
@@ -39,13 +39,19 @@ export const changes = Command.make(
       )
     ),
     deletes,
+    maxDeletes,
     quiet: Options.boolean("quiet").pipe(described("No progress line and no summary on stderr")),
     ...connection
   },
   (args) =>
     Effect.gen(function*() {
       const stdio = yield* Stdio
-      const options = { microAppID: args.microAppID, deletes: args.deletes, ...(yield* selectionOf(args)) }
+      const options = {
+        microAppID: args.microAppID,
+        deletes: args.deletes,
+        maxDeletes: Option.getOrUndefined(args.maxDeletes),
+        ...(yield* selectionOf(args))
+      }
       const summary = yield* writeChanges(
         options,
         args.output,

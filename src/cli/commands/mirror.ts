@@ -19,7 +19,7 @@ import * as SqlMirror from "../../sql/SqlMirror.js"
 import { CommandFailed, UsageError } from "../exitCodes.js"
 import { changesSummaryLine, mirrorProgressLine, withProgress } from "../progress.js"
 import { stderrLine, Stdio, untilSignal } from "../stdio.js"
-import { clientLayer, connection, deletes, described, selection, selectionOf } from "./options.js"
+import { clientLayer, connection, deletes, described, maxDeletes, selection, selectionOf } from "./options.js"
 
 /**
  * The database drivers, imported when a command needs one; a test may swap them.
@@ -157,6 +157,7 @@ export const mirror = Command.make(
       )
     ),
     deletes,
+    maxDeletes,
     quiet: Options.boolean("quiet").pipe(described("No progress line and no summary on stderr")),
     ...selection,
     ...connection
@@ -170,6 +171,7 @@ export const mirror = Command.make(
         history: args.history,
         view: Option.getOrUndefined(args.view),
         deletes: args.deletes,
+        maxDeletes: Option.getOrUndefined(args.maxDeletes),
         ...yield* selectionOf(args)
       }, (progress) => withProgress(Effect.map(progress, mirrorProgressLine), showProgress)).pipe(
         Effect.catchTags({

@@ -140,7 +140,7 @@ export const makeTransport = (http: HttpClient.HttpClient, options: TransportOpt
         const json = Errors.parseJson(reply.text)
         return json === undefined
           ? Effect.fail(Errors.notJson(reply.status, reply.encoding, { endpoint, attempt: reply.attempts }))
-          : Effect.succeed({ json, attempts: reply.attempts })
+          : Effect.succeed({ json, attempts: reply.attempts, status: reply.status })
       })
 
     return { send, sendJson } as const

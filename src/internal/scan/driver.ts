@@ -18,10 +18,11 @@ import * as Engine from "./engine.js"
 import { noCounters } from "./state.js"
 import { summarise } from "./summary.js"
 
-/** One answer of the server, undecoded, and how many attempts it took. */
+/** One answer of the server, undecoded, how many attempts it took and its HTTP status. */
 export interface RawPage {
   readonly rows: ReadonlyArray<unknown>
   readonly attempts: number
+  readonly status: number
 }
 
 /** What the engine needs from the client. */
@@ -34,7 +35,7 @@ export interface ScanSource<A> {
   readonly decode: (
     rows: ReadonlyArray<unknown>,
     indexes: ReadonlyArray<number>,
-    attempts: number
+    answer: { readonly attempts: number; readonly status: number }
   ) => Either.Either<DecodedRows<A>, UnexpectedResponse>
 }
 
@@ -278,14 +279,14 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
     const emit = (
       taken: { readonly rows: Array<unknown>; readonly indexes: Array<number> },
       skip: number,
-      attempts: number,
+      answer: RawPage,
       end: boolean
     ) =>
       Effect.suspend(() => {
         if (taken.rows.length === 0) return end ? deliver([], false, true) : Effect.void
         // a row at fault is named by its place in the table as the scan reads it, not in one answer
         const indexes = taken.indexes.map((index) => skip + index)
-        return Either.match(source.decode(taken.rows, indexes, attempts), {
+        return Either.match(source.decode(taken.rows, indexes, answer), {
           onLeft: (error) => Effect.fail<ScanError>(error),
           onRight: (decoded) => {
             engine.counters.rows += decoded.rows.length
@@ -354,13 +355,13 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
             })
           )
         case "End":
-          return Effect.as(Effect.zipRight(dropAhead, emit(verdict, window.start, page.attempts, true)), false)
+          return Effect.as(Effect.zipRight(dropAhead, emit(verdict, window.start, page, true)), false)
         case "Continue":
           // fetch ahead before the consumer takes the rows
           return (verdict.dropAhead ? Effect.zipRight(dropAhead, fill) : fill).pipe(
             // one window in flight only: with more, the pause would let more of them be answered before a drop
             Effect.zipRight(controller.current === 1 ? letRequestsOut : Effect.void),
-            Effect.zipRight(emit(verdict, window.start, page.attempts, false)),
+            Effect.zipRight(emit(verdict, window.start, page, false)),
             Effect.as(true)
           )
       }

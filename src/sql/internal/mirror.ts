@@ -352,6 +352,7 @@ export const openPass = (
   target: Target,
   rows: Omit<MicroappClient.RowsOptions, "resume" | "dedupe"> & {
     readonly deletes?: Changes.PassOptions<never, never>["deletes"]
+    readonly maxDeletes?: number | undefined
   }
 ) =>
   Effect.gen(function*() {
