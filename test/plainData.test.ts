@@ -10,7 +10,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Cause, Chunk, Effect, Exit, FastCheck as FC, Schema, Stream } from "effect"
 import { Checkpoint, InvalidInput, Microapp, MicroappClient, type MicroappError, Row } from "../src/index.js"
 import { bounds } from "../src/internal/bounds.js"
-import { faultOf, parseExact } from "../src/internal/http/plainData.js"
+import { faultOf, markedNumbersMax, parseExact, readExact } from "../src/internal/http/plainData.js"
 import { Projects } from "../src/testing/index.js"
 import { cli } from "./cliSupport.js"
 import { clientOf, hostileServer, secretToken, secretUser } from "./hostile.js"
@@ -365,24 +365,151 @@ describe("Checkpoint.fromJson bounds its input", () => {
   })
 })
 
+/** The integer a shortest text of an integer-valued double says: `1.2345e+24` is 12345 followed by 20 zeros. */
+const integerOf = (text: string): bigint => {
+  const [mantissa = "", exponent = "0"] = text.split("e")
+  const [whole = "", fraction = ""] = mantissa.split(".")
+  const power = Number(exponent) - fraction.length
+  return power >= 0 ? BigInt(whole + fraction) * 10n ** BigInt(power) : BigInt(whole)
+}
+
+/** What JavaScript writes for doubles: each passes and is read as itself. */
+const written = [
+  "62007044045103450",
+  "1152921504606847000",
+  "9223372036854776000",
+  "12345678901234567000",
+  "123456789012345680000",
+  "1e21",
+  "5e-324",
+  "-5e-324",
+  "2.2250738585072014e-308",
+  "1.7976931348623157e308",
+  "0.30000000000000004",
+  "1e307"
+]
+
+/** A double's exact value, other than what JavaScript writes for it: passes, read as that double. */
+const exactValues = [
+  ["62007044045103448", 62007044045103448],
+  ["9223372036854775808", 2 ** 63],
+  ["1.50e2", 150],
+  ["0.1000000000000000055511151231257827021181583404541015625", 0.1],
+  ["1" + "0".repeat(21), 1e21],
+  ["-0.0e999999999999", -0]
+] as const
+
+/** Numbers that a double cannot hold as written, and the double each would be read as. */
+const inexact = [
+  ["9007199254740993", "9007199254740992"],
+  ["62007044045103449", "62007044045103450"],
+  ["12345678901234567890", "12345678901234567000"],
+  ["0.1000000000000000055511151231257827", "0.1"],
+  ["4.9406564584124654e-324", "5e-324"],
+  ["1e-400", "0"],
+  ["-1e-400", "0"]
+] as const
+
 describe("numbers a double cannot hold as written", () => {
   it.prop(
-    "any double, as JSON writes it, is read as itself and passes (but the digits of an integer past 2^53, which say another integer); an integer a double cannot hold exactly is named",
+    "any double, as JavaScript writes it, is read as itself and passes; integer digits pass when they are a double's exact value or its shortest text",
     [FC.double({ noNaN: true, noDefaultInfinity: true }), FC.stringMatching(/^-?[1-9][0-9]{15,24}$/)],
     ([double, digits]) => {
-      const text = JSON.stringify(double)
-      const read = parseExact(`{"n":${text}}`) as { n: unknown }
-      // 62007044045103450 is written for the double 62007044045103448: those digits are refused
-      const saysAnotherInteger = /^-?\d+$/.test(text) && BigInt(text) !== BigInt(double)
-      expect(read.n === double || (double === 0 && read.n === 0) || saysAnotherInteger).toBe(true)
-      expect(faultOf(read) === undefined).toBe(!saysAnotherInteger)
-      const held = BigInt(Number(digits)) === BigInt(digits)
+      const read = parseExact(`{"n":${JSON.stringify(double)}}`) as { n: unknown }
+      expect(faultOf(read)).toBeUndefined()
+      expect(Object.is(read.n, double) || (double === 0 && read.n === 0)).toBe(true)
+      const held = Number(digits)
+      const passes = BigInt(held) === BigInt(digits) || integerOf(String(held)) === BigInt(digits)
       const fault = faultOf(parseExact(`[${digits}]`))
-      expect(fault === undefined).toBe(held)
+      expect(fault === undefined).toBe(passes)
       if (fault !== undefined) expect(fault).toMatchObject({ path: [0], reason: expect.stringContaining(digits) })
     },
-    { fastCheck: { numRuns: 500, examples: [[62007044045103450, "9007199254740993"]] } }
+    {
+      fastCheck: {
+        numRuns: 500,
+        examples: [[62007044045103448, "9007199254740993"], [1e21, "62007044045103450"], [5e-324, "62007044045103448"]]
+      }
+    }
   )
+
+  it("what JavaScript writes for a double, and a double's exact value, pass as that double; what no double holds is named, with the double it would be read as", () => {
+    for (const text of written) {
+      const read = parseExact(`[${text}]`)
+      expect(faultOf(read), text).toBeUndefined()
+      expect(read).toEqual([Number(text)])
+    }
+    for (const [text, double] of exactValues) {
+      const read = parseExact(`{"n":${text}}`) as { n: unknown }
+      expect(faultOf(read), text).toBeUndefined()
+      expect(Object.is(read.n, double), text).toBe(true)
+    }
+    for (const [text, readAs] of inexact) {
+      const fault = faultOf(parseExact(`{"a":[true,{"n":${text}}]}`))
+      expect(fault, text).toEqual({
+        path: ["a", 1, "n"],
+        reason: `is ${text}, which a double cannot hold as written: it would be read as ${readAs}`
+      })
+    }
+  })
+
+  it("a string that looks like a number is a string; a text that is no JSON is refused as JSON.parse refuses it", () => {
+    const text = String.raw`{"a":"9007199254740993","b":"x\\","c":"\\\"1e-400","d":[1e-40,"12345678901234567890"]}`
+    const read = parseExact(text)
+    expect(faultOf(read)).toBeUndefined()
+    expect(read).toEqual(JSON.parse(text))
+    for (const bad of ["[1e-400", "[9007199254740993,]", "[01234567890123456789]", "[1.e-400]", "[--1e-400]"]) {
+      expect(() => parseExact(bad), bad).toThrow()
+    }
+  })
+
+  it("a number of a million digits is checked in one pass; its error quotes its first 24 characters and says how long it is", () => {
+    const zeros = "0".repeat(1_000_000)
+    for (
+      const [text, length] of [
+        [`1.${zeros}1e1`, "1,000,005"],
+        [`0.${zeros}1`, "1,000,003"],
+        [`1${zeros}1e-1000000`, "1,000,011"]
+      ] as const
+    ) {
+      const fault = faultOf(parseExact(`{"V":${text}}`))
+      expect(fault?.path).toEqual(["V"])
+      expect(fault?.reason).toBe(
+        `is ${text.slice(0, 24)}... (a number of ${length} characters), which a double cannot hold as written: ` +
+          `it would be read as ${Number(text)}`
+      )
+    }
+    // its digits past the point are zeros: it says 10, and is read as 10
+    expect(faultOf(parseExact(`{"V":1.${zeros}e1}`))).toBeUndefined()
+  })
+
+  it(`an answer holding more than ${markedNumbersMax.toLocaleString("en-US")} such numbers is refused whole, at the first past them`, () => {
+    const numbers = (count: number) => `{"V":[${Array.from({ length: count }, () => "1e-400").join(",")}]}`
+    const marked = readExact(numbers(markedNumbersMax))
+    expect("value" in marked && faultOf(marked.value)?.path).toEqual(["V", 0])
+    expect(readExact(numbers(markedNumbersMax + 1))).toEqual({
+      refused:
+        `it holds more than ${
+          markedNumbersMax.toLocaleString("en-US")
+        } numbers that a double cannot hold as written; ` +
+        "the first is 1e-400, which a double cannot hold as written: it would be read as 0"
+    })
+  })
+
+  it("sent, a number passes when JavaScript writes its double with the same value: a double's other exact digits are refused, saying what to write", () => {
+    for (const text of [...written, "1.50e2", "-0"]) {
+      expect(faultOf(parseExact(`{"n":${text}}`, "sent")), text).toBeUndefined()
+    }
+    expect(faultOf(parseExact(`{"n":62007044045103448}`, "sent"))).toEqual({
+      path: ["n"],
+      reason: "is 62007044045103448, which would be sent as 62007044045103450: a double holds it exactly, " +
+        "but JavaScript writes that double's shortest digits; write 62007044045103450 to send it"
+    })
+    for (const [text, sentAs] of inexact) {
+      expect(faultOf(parseExact(`{"n":${text}}`, "sent"))?.reason).toBe(
+        `is ${text}, which a double cannot hold as written: it would be sent as ${sentAs}`
+      )
+    }
+  })
 
   it.live("a row holding one fails the read naming its row and field; under invalidRows \"skip\" it is left out, counted", () =>
     Effect.gen(function*() {

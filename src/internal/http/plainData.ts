@@ -2,12 +2,14 @@
  * What a row or an update's `rowData` may hold to pass between JSON and JavaScript unchanged:
  * no key named `__proto__` (an assignment of it, as in Schema's parser or `Object.assign`, sets a
  * prototype instead of a property), only finite numbers (JSON.parse reads `1e400` as Infinity,
- * JSON.stringify writes it as null), only numbers a double holds as written (JSON.parse reads
- * `9007199254740993` as 9007199254740992: `parseExact` keeps such a number's text, for the check
- * to name it) and nesting within `bounds.valueDepth` (JSON.stringify and Schema's parser recurse).
+ * JSON.stringify writes it as null), only numbers that pass as written (JSON.parse reads
+ * `9007199254740993` as 9007199254740992: `readExact` marks such a number, for the check to name
+ * it; numberText.ts says which pass) and nesting within `bounds.valueDepth` (JSON.stringify and
+ * Schema's parser recurse).
  */
 import { Schema } from "effect"
 import { bounds } from "../bounds.js"
+import { type Direction, numberFault } from "./numberText.js"
 
 /** Where in a value it cannot pass unchanged, and why. */
 export interface Fault {
@@ -17,7 +19,7 @@ export interface Fault {
 
 const protoKey = "__proto__"
 
-/** The key of the object `parseExact` puts where a number was that a double cannot hold as written: no row has a key with NUL. */
+/** The key of the object `readExact` puts, with why, where a number was that cannot pass as written: no row has a key with NUL. */
 const inexactKey = "\u0000inexact"
 
 const inexactText = (value: object): string | undefined => {
@@ -56,9 +58,7 @@ const locate = (value: unknown, depth: number): Fault => {
   }
   if (depth > bounds.valueDepth) return { path: [], reason: `is nested deeper than ${bounds.valueDepth} levels` }
   const inexact = inexactText(value as object)
-  if (inexact !== undefined) {
-    return { path: [], reason: `is ${inexact}, which a double cannot hold: it would be read as ${Number(inexact)}` }
-  }
+  if (inexact !== undefined) return { path: [], reason: inexact }
   const record = value as Record<string, unknown>
   const keys: Array<string | number> = []
   if (Array.isArray(value)) {
@@ -80,49 +80,41 @@ const locate = (value: unknown, depth: number): Fault => {
   return { path: [key, ...fault.path], reason: fault.reason }
 }
 
-/** A number's text as digits and an exponent, for texts of one value to compare equal: `1.50e2` and `150` alike. */
-const canonical = (text: string): string => {
-  const [mantissa = "", exponent = "0"] = text.toLowerCase().split("e")
-  const negative = mantissa.startsWith("-")
-  const [whole = "", fraction = ""] = mantissa.replace(/^[-+]/, "").split(".")
-  const digits = (whole + fraction).replace(/^0+/, "")
-  const significant = digits.replace(/0+$/, "")
-  if (significant === "") return "0"
-  const power = Number(exponent) - fraction.length + (digits.length - significant.length)
-  return `${negative ? "-" : ""}${significant}e${power}`
-}
-
-/**
- * Whether JSON.parse reads `token` as another number than it says: its shortest text differs, or,
- * for an integer, the double differs by less than that text shows (`20000000000000070` reads as
- * ...068, whose shortest text is ...070). Infinity is left to `faultOf`'s own rule.
- */
-const changedByParse = (token: string): boolean => {
-  const read = Number(token)
-  if (!Number.isFinite(read)) return false
-  if (/^-?\d+$/.test(token)) return BigInt(token) !== BigInt(read)
-  return canonical(token) !== canonical(String(read))
-}
-
-// a number token that may not survive JSON.parse: 16 digits or more, or an exponent (a string may match too)
-const mayBeInexact = /[:,[]\s*-?(?:\d[\d.]{15,}|\d[\d.]*[eE])/
+// a number token that may not say what JSON.parse reads: 16 digits or more, or an exponent (a string may match too)
+const mayBeInexact = /(?:^|[:,[])\s*-?(?:\d[\d.]{15,}|\d[\d.]*[eE])/
 
 const isDigit = (code: number): boolean => code >= 48 && code <= 57
 
+/** The index of the quote that closes the string opened at `open`, or -1 when none does. */
+const closingQuote = (text: string, open: number): number => {
+  let at = open
+  for (;;) {
+    at = text.indexOf("\"", at + 1)
+    if (at < 0) return at
+    // each run of backslashes is counted once: it ends at this quote
+    let backslashes = 0
+    while (text.charCodeAt(at - 1 - backslashes) === 92) backslashes++
+    if (backslashes % 2 === 0) return at
+  }
+}
+
 /**
- * `JSON.parse(text)`, each number a double cannot hold as written (`9007199254740993`,
- * `0.1000000000000000055511151231257827`, `1e-400`) left as an object holding its text, which
- * `faultOf` reports. Texts without a long number (nearly all) are parsed as they are.
+ * The most numbers of one text that a double cannot hold which are marked one by one, for each
+ * row holding one to be named: one a row of the largest page. Past them the text is refused whole.
  */
-export const parseExact = (text: string): unknown => {
-  if (!mayBeInexact.test(text)) return JSON.parse(text)
-  let kept = ""
-  let from = 0
+export const markedNumbersMax = bounds.pageSize
+
+/** The numbers of `text` that cannot pass as written, with why; `refused` when there are more than `markedNumbersMax`. */
+const faultyNumbers = (
+  text: string,
+  direction: Direction
+): ReadonlyArray<{ readonly start: number; readonly end: number; readonly reason: string }> | { refused: string } => {
+  const found: Array<{ readonly start: number; readonly end: number; readonly reason: string }> = []
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i)
     if (code === 34) {
-      // a string: to its closing quote, past escaped ones
-      for (i++; i < text.length && text.charCodeAt(i) !== 34; i++) if (text.charCodeAt(i) === 92) i++
+      i = closingQuote(text, i)
+      if (i < 0) break
       continue
     }
     if (code !== 45 && !isDigit(code)) continue
@@ -133,15 +125,51 @@ export const parseExact = (text: string): unknown => {
       if (next === 101 || next === 69) exponent = true
       else if (!isDigit(next) && next !== 46 && next !== 43 && next !== 45) break
     }
-    const token = text.slice(i, end)
     // fewer than 16 characters and no exponent: at most 15 digits, which a double always holds
-    if ((exponent || end - i > 15) && changedByParse(token)) {
-      kept += `${text.slice(from, i)}{${JSON.stringify(inexactKey)}:${JSON.stringify(token)}}`
-      from = end
+    const reason = exponent || end - i > 15 ? numberFault(text, i, end, direction) : undefined
+    if (reason !== undefined) {
+      if (found.length === markedNumbersMax) {
+        return {
+          refused: `it holds more than ${markedNumbersMax.toLocaleString("en-US")} numbers that a double ` +
+            `cannot hold as written; the first ${found[0]?.reason ?? reason}`
+        }
+      }
+      found.push({ start: i, end, reason })
     }
     i = end - 1
   }
-  return JSON.parse(from === 0 ? text : kept + text.slice(from))
+  return found
+}
+
+/**
+ * `JSON.parse(text)`, each number that cannot pass as written (`9007199254740993`,
+ * `0.1000000000000000055511151231257827`, `1e-400`) left as an object holding why, which `faultOf`
+ * reports; `refused` for a text holding more than `markedNumbersMax` of them. Throws as JSON.parse
+ * does. A text without a long number (nearly all) is scanned once, by a regex, and parsed as it is;
+ * one with long numbers that all pass is scanned once more and parsed as it is.
+ */
+export const readExact = (text: string, direction: Direction = "read"): { readonly value: unknown } | {
+  readonly refused: string
+} => {
+  if (!mayBeInexact.test(text)) return { value: JSON.parse(text) }
+  const found = faultyNumbers(text, direction)
+  if ("refused" in found) return found
+  if (found.length === 0) return { value: JSON.parse(text) }
+  const parts: Array<string> = []
+  let from = 0
+  for (const { end, reason, start } of found) {
+    parts.push(text.slice(from, start), `{${JSON.stringify(inexactKey)}:${JSON.stringify(reason)}}`)
+    from = end
+  }
+  parts.push(text.slice(from))
+  return { value: JSON.parse(parts.join("")) }
+}
+
+/** `readExact`'s value; throws for a text it refuses as for one that is not JSON. */
+export const parseExact = (text: string, direction: Direction = "read"): unknown => {
+  const read = readExact(text, direction)
+  if ("refused" in read) throw new Error(read.refused)
+  return read.value
 }
 
 /** The first place where `value` (the first level of nesting) cannot pass unchanged, if any. */

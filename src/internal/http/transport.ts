@@ -20,12 +20,13 @@ import * as Headers from "@effect/platform/Headers"
 import type * as HttpClient from "@effect/platform/HttpClient"
 import { Duration, Effect, Either, Redacted } from "effect"
 import type { RetryOptions } from "../../MicroappClient.js"
-import type { RequestError } from "../../MicroappError.js"
+import { type RequestError, UnexpectedResponse } from "../../MicroappError.js"
 import { classify, type Reply } from "./classify.js"
 import type { Endpoint } from "./endpoints.js"
 import * as Errors from "./errors.js"
 import { spannedUnlessNative, withinTimeout } from "./fastPath.js"
 import type { InFlight } from "./inFlight.js"
+import { readExact } from "./plainData.js"
 import { type CallSettings, makePolicies } from "./policy.js"
 import { refuseRedirects } from "./redirects.js"
 import { budgetOf, type RateGate } from "./retry.js"
@@ -134,13 +135,25 @@ export const makeTransport = (http: HttpClient.HttpClient, options: TransportOpt
       )
     }
 
-    /** Sends and parses a JSON answer; a 2xx body that is not JSON fails (and, for reads, is retried). */
+    /**
+     * Sends and parses a JSON answer; a 2xx body that is not JSON fails (and, for reads, is retried),
+     * as does one holding too many numbers that a double cannot hold to name each (not retried).
+     */
     const sendJson = (endpoint: Endpoint, body: unknown, call: CallOptions) =>
       send(endpoint, body, call, (reply) => {
-        const json = Errors.parseJson(reply.text)
-        return json === undefined
-          ? Effect.fail(Errors.notJson(reply.status, reply.encoding, { endpoint, attempt: reply.attempts }))
-          : Effect.succeed({ json, attempts: reply.attempts })
+        const info = { endpoint, attempt: reply.attempts }
+        const read = Either.try(() => readExact(reply.text))
+        if (Either.isLeft(read)) return Effect.fail(Errors.notJson(reply.status, reply.encoding, info))
+        return "refused" in read.right
+          ? Effect.fail(
+            new UnexpectedResponse({
+              ...Errors.where(info),
+              status: reply.status,
+              kind: "Envelope",
+              reason: read.right.refused
+            })
+          )
+          : Effect.succeed({ json: read.right.value, attempts: reply.attempts })
       })
 
     return { send, sendJson } as const
