@@ -8,13 +8,13 @@ import { NodeHttpClient } from "@effect/platform-node"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Chunk, Effect, Exit, FastCheck as FC, Schema, Stream } from "effect"
-import { Checkpoint, InvalidInput, Microapp, MicroappClient, type MicroappError, Row } from "../src/index.js"
+import { Changes, Checkpoint, InvalidInput, Microapp, MicroappClient, type MicroappError, Row } from "../src/index.js"
 import { bounds } from "../src/internal/bounds.js"
 import { faultOf, markedNumbersMax, parseExact, readExact } from "../src/internal/http/plainData.js"
-import { Projects } from "../src/testing/index.js"
+import { MicroappServer, Projects } from "../src/testing/index.js"
 import { cli } from "./cliSupport.js"
 import { clientOf, hostileServer, secretToken, secretUser } from "./hostile.js"
-import { bodiesTo, taskID, tasksTable, withEmulator } from "./support.js"
+import { bodiesTo, taskID, tasksMicroAppID, tasksTable, withEmulator } from "./support.js"
 
 const microAppID = "66c000000000000000000001"
 const rowsPath = "/api/microappdata"
@@ -224,6 +224,52 @@ describe("a number JSON.parse cannot hold is reported, not changed", () => {
       const result = yield* readFrom([`{"_id":"r1","N":${"[".repeat(depth)}${"]".repeat(depth)}}`], query)
       expect(result._tag).toBe("Right")
     }))
+})
+
+/** A double as JSON carries it: -0 is written 0. */
+const carried = (double: number): number => double === 0 ? 0 : double
+
+describe("every double passes through the client as itself", () => {
+  const doubles = FC.array(FC.double({ noNaN: true, noDefaultInfinity: true }).map(carried), {
+    minLength: 1,
+    maxLength: 40
+  })
+
+  it.effect.prop(
+    "rows, changes and getRow read each double the emulator writes as itself; updateRow and updateRows send each as itself",
+    [doubles],
+    ([values]) =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const client = yield* MicroappClient
+        const microAppID = tasksMicroAppID
+        const rows = [62007044045103448, 1.7976931348623157e308, 5e-324, ...values].map((value, i) => ({
+          _id: taskID(i),
+          Count: value,
+          Nested: { list: [value, carried(-value)] }
+        }))
+        yield* server.rows.setRows(microAppID, rows)
+        const read = Chunk.toReadonlyArray(yield* Stream.runCollect(client.rows({ microAppID, pageSize: 7 })))
+        expect(read.map(({ Count, Nested, _id }) => ({ _id, Count, Nested }))).toEqual(rows)
+        const pass = yield* client.changes({ microAppID, pageSize: 7, baseline: Changes.Baseline.empty })
+        const changes = Chunk.toReadonlyArray(yield* Stream.runCollect(pass.changes))
+        expect(changes.map((change) => change._tag === "Inserted" ? change.row["Count"] : change._tag)).toEqual(
+          rows.map((row) => row.Count)
+        )
+        // written back shifted by one row, then read back by id
+        const shifted = rows.map((row, i) => ({
+          rowID: row._id,
+          rowData: { Count: rows[(i + 1) % rows.length]?.Count }
+        }))
+        const [first, ...rest] = shifted
+        if (first !== undefined) yield* client.updateRow(first)
+        const outcomes = Chunk.toReadonlyArray(yield* Stream.runCollect(client.updateRows(Stream.fromIterable(rest))))
+        expect(outcomes.map((outcome) => outcome._tag)).toEqual(rest.map(() => "Updated"))
+        const written = yield* Effect.forEach(rows, (row) => client.getRow(row._id))
+        expect(written.map((row) => row["Count"])).toEqual(shifted.map((update) => update.rowData.Count))
+      }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(1)] }))),
+    { fastCheck: { numRuns: 15 } }
+  )
 })
 
 /** Updates whose `rowData` cannot be sent as given: the input path named, and the reason. */
