@@ -138,6 +138,11 @@ export const numberFault = (text: string, start: number, end: number, direction:
   const said = decimalOf(text, start, end)
   if (said === undefined || said === "zero") return undefined
   if (said.count <= heldDigits && said.power >= -306 && said.power <= 308) return undefined
+  // what JavaScript writes (nearly every number of an answer) is its double's shortest text as it is
+  if (end - start <= 25) {
+    const token = text.slice(start, end)
+    if (String(Number(token)) === token) return undefined
+  }
   // 10^309 and past is Infinity
   if (said.power > 309) return undefined
   const read = said.power < -324 ? 0 : Number(`${said.negative ? "-" : ""}0.${said.digits}e${said.power}`)

@@ -83,10 +83,10 @@ const locate = (value: unknown, depth: number): Fault => {
 // a number token that may not say what JSON.parse reads: 16 digits or more, or an exponent (a string may match too)
 const mayBeInexact = /(?:^|[:,[])\s*-?(?:\d[\d.]{15,}|\d[\d.]*[eE])/
 
-const isDigit = (code: number): boolean => code >= 48 && code <= 57
+export const isDigit = (code: number): boolean => code >= 48 && code <= 57
 
 /** The index of the quote that closes the string opened at `open`, or -1 when none does. */
-const closingQuote = (text: string, open: number): number => {
+export const closingQuote = (text: string, open: number): number => {
   let at = open
   for (;;) {
     at = text.indexOf("\"", at + 1)
@@ -104,41 +104,93 @@ const closingQuote = (text: string, open: number): number => {
  */
 export const markedNumbersMax = bounds.pageSize
 
-/** The numbers of `text` that cannot pass as written, with why; `refused` when there are more than `markedNumbersMax`. */
-const faultyNumbers = (
+/** A number of a text that cannot pass as written: where it is, and why. */
+export interface Mark {
+  readonly start: number
+  readonly end: number
+  readonly reason: string
+}
+
+/** What a text to be read is, as far as the exact-number check goes: its value, or why it is refused whole. */
+export type Read = { readonly value: unknown } | { readonly refused: string }
+
+/** The end of the number token (or of what a number starts, for JSON.parse to refuse) at `start`. */
+export const numberEnd = (text: string, start: number): number => {
+  let end = start + 1
+  while (end < text.length) {
+    const next = text.charCodeAt(end)
+    if (!isDigit(next) && next !== 46 && next !== 43 && next !== 45 && next !== 101 && next !== 69) break
+    end++
+  }
+  return end
+}
+
+/**
+ * Checks the number token `text.slice(start, end)`, adding it to `marks` when it cannot pass as
+ * written; why the text is refused whole, when that makes more than `markedNumbersMax`.
+ */
+export const markNumber = (
   text: string,
-  direction: Direction
-): ReadonlyArray<{ readonly start: number; readonly end: number; readonly reason: string }> | { refused: string } => {
-  const found: Array<{ readonly start: number; readonly end: number; readonly reason: string }> = []
+  start: number,
+  end: number,
+  direction: Direction,
+  marks: Array<Mark>
+): string | undefined => {
+  // fewer than 16 characters and no exponent: at most 15 digits, which a double always holds
+  if (end - start <= 15) {
+    let at = start
+    while (at < end && (text.charCodeAt(at) | 32) !== 101) at++
+    if (at === end) return undefined
+  }
+  const reason = numberFault(text, start, end, direction)
+  if (reason === undefined) return undefined
+  if (marks.length === markedNumbersMax) {
+    return `it holds more than ${markedNumbersMax.toLocaleString("en-US")} numbers that a double ` +
+      `cannot hold as written; the first ${marks[0]?.reason ?? reason}`
+  }
+  marks.push({ start, end, reason })
+  return undefined
+}
+
+/** The numbers of `text` that cannot pass as written; why the text is refused whole, when there are too many. */
+const faultyNumbers = (text: string, direction: Direction): Array<Mark> | string => {
+  const marks: Array<Mark> = []
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i)
     if (code === 34) {
       i = closingQuote(text, i)
       if (i < 0) break
-      continue
+    } else if (code === 45 || isDigit(code)) {
+      const end = numberEnd(text, i)
+      const refused = markNumber(text, i, end, direction, marks)
+      if (refused !== undefined) return refused
+      i = end - 1
     }
-    if (code !== 45 && !isDigit(code)) continue
-    let end = i + 1
-    let exponent = false
-    for (; end < text.length; end++) {
-      const next = text.charCodeAt(end)
-      if (next === 101 || next === 69) exponent = true
-      else if (!isDigit(next) && next !== 46 && next !== 43 && next !== 45) break
-    }
-    // fewer than 16 characters and no exponent: at most 15 digits, which a double always holds
-    const reason = exponent || end - i > 15 ? numberFault(text, i, end, direction) : undefined
-    if (reason !== undefined) {
-      if (found.length === markedNumbersMax) {
-        return {
-          refused: `it holds more than ${markedNumbersMax.toLocaleString("en-US")} numbers that a double ` +
-            `cannot hold as written; the first ${found[0]?.reason ?? reason}`
-        }
-      }
-      found.push({ start: i, end, reason })
-    }
-    i = end - 1
   }
-  return found
+  return marks
+}
+
+/**
+ * `text.slice(from, to)`, each of `marks` from `marks[first]` on that starts before `to` replaced
+ * by an object holding why, which `faultOf` finds; the index of the first mark left.
+ */
+export const withMarks = (
+  text: string,
+  from: number,
+  to: number,
+  marks: ReadonlyArray<Mark>,
+  first: number
+): { readonly text: string; readonly next: number } => {
+  let next = first
+  const parts: Array<string> = []
+  let at = from
+  for (let mark = marks[next]; mark !== undefined && mark.start < to; mark = marks[++next]) {
+    parts.push(text.slice(at, mark.start), `{${JSON.stringify(inexactKey)}:${JSON.stringify(mark.reason)}}`)
+    at = mark.end
+  }
+  if (parts.length === 0) return { text: text.slice(from, to), next }
+  parts.push(text.slice(at, to))
+  return { text: parts.join(""), next }
 }
 
 /**
@@ -148,21 +200,11 @@ const faultyNumbers = (
  * does. A text without a long number (nearly all) is scanned once, by a regex, and parsed as it is;
  * one with long numbers that all pass is scanned once more and parsed as it is.
  */
-export const readExact = (text: string, direction: Direction = "read"): { readonly value: unknown } | {
-  readonly refused: string
-} => {
+export const readExact = (text: string, direction: Direction = "read"): Read => {
   if (!mayBeInexact.test(text)) return { value: JSON.parse(text) }
-  const found = faultyNumbers(text, direction)
-  if ("refused" in found) return found
-  if (found.length === 0) return { value: JSON.parse(text) }
-  const parts: Array<string> = []
-  let from = 0
-  for (const { end, reason, start } of found) {
-    parts.push(text.slice(from, start), `{${JSON.stringify(inexactKey)}:${JSON.stringify(reason)}}`)
-    from = end
-  }
-  parts.push(text.slice(from))
-  return { value: JSON.parse(parts.join("")) }
+  const marks = faultyNumbers(text, direction)
+  if (typeof marks === "string") return { refused: marks }
+  return { value: JSON.parse(marks.length === 0 ? text : withMarks(text, 0, text.length, marks, 0).text) }
 }
 
 /** `readExact`'s value; throws for a text it refuses as for one that is not JSON. */
