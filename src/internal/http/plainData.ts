@@ -29,14 +29,14 @@ const inexactText = (value: object): string | undefined => {
 
 /** Whether `value`, at `depth`, is or holds a fault: the check every row of every answer passes, so no path is built. */
 const holdsFault = (value: unknown, depth: number): boolean => {
-  if (typeof value !== "object") return typeof value === "number" && !Number.isFinite(value)
+  if (typeof value !== "object") return typeof value === "number" ? !Number.isFinite(value) : typeof value === "bigint"
   if (value === null) return false
   if (depth > bounds.valueDepth) return true
   if (Array.isArray(value)) {
     if (inexactText(value) !== undefined) return true
     for (let i = 0; i < value.length; i++) {
       const item: unknown = value[i]
-      if (typeof item === "object" || typeof item === "number" ? holdsFault(item, depth + 1) : false) return true
+      if (typeof item === "string" || typeof item === "boolean" ? false : holdsFault(item, depth + 1)) return true
     }
     return false
   }
@@ -46,13 +46,16 @@ const holdsFault = (value: unknown, depth: number): boolean => {
     if (key === protoKey) return true
     const item: unknown = (value as Record<string, unknown>)[key]
     if (key === inexactKey && typeof item === "string") return true
-    if (typeof item === "object" || typeof item === "number" ? holdsFault(item, depth + 1) : false) return true
+    if (typeof item === "string" || typeof item === "boolean" ? false : holdsFault(item, depth + 1)) return true
   }
   return false
 }
 
 /** Where the fault `value` holds is, and what it is. */
 const locate = (value: unknown, depth: number): Fault => {
+  if (typeof value === "bigint") {
+    return { path: [], reason: "is a bigint, which JSON has no number for: send its digits as a string" }
+  }
   if (typeof value === "number") {
     return { path: [], reason: `is ${value}, not a finite number: JSON has none (it writes null)` }
   }
