@@ -8,9 +8,9 @@ import { Effect, FastCheck as FC } from "effect"
 import { readInSteps, readJson, stepChars, stepsDepth } from "../src/internal/http/jsonInSteps.js"
 import { faultOf, type Read, readExact } from "../src/internal/http/plainData.js"
 
-/** `text` read in steps of `chars` characters. */
+/** `text` read in steps of `chars` characters each. */
 const inSteps = (text: string, chars: number): Read => {
-  const reader = readInSteps(text, "read", chars)
+  const reader = readInSteps(text, "read", chars, 0)
   for (;;) {
     const read = reader.step()
     if (read !== undefined) return read

@@ -1,5 +1,5 @@
 /**
- * `readExact` of a long text in steps of about `stepChars` characters, so that a run can be stopped
+ * `readExact` of a text longer than `stepChars` in steps of some 10 ms, so that a run can be stopped
  * between them (a signal, a timeout): JSON.parse of 64 MiB of short numbers takes seconds, in one
  * piece. Each step scans its characters once, for the containers and the number tokens; then every
  * container still open is made, and the members each holds complete are parsed by JSON.parse, in
@@ -21,10 +21,16 @@ import {
 } from "./plainData.js"
 
 /**
- * Characters scanned and parsed a step: at JSON.parse's slowest (short numbers) some 100 ms; a
- * page of 1,000 rows of 1 KB is read in one piece.
+ * The longest text parsed in one piece: at `JSON.parse`'s slowest (short numbers) some 100 ms on a
+ * loaded two-core machine; a page of 1,000 rows of 1 KB is.
  */
 export const stepChars = 1024 * 1024
+
+/** Characters scanned between two looks at the clock. */
+const scanChars = 64 * 1024
+
+/** How long a step scans before the members it found are parsed and the event loop turns. */
+const stepMillis = 10
 
 /**
  * How deep a text read in steps may nest: past what a row may hold (`bounds.valueDepth`) and the
@@ -48,13 +54,16 @@ const setMember = (container: Record<string, unknown>, key: string, value: unkno
 }
 
 /**
- * A reader of `text` in steps: each call of `step` reads about `chars` more characters, and
- * answers once the text is read. Throws as JSON.parse does.
+ * A reader of `text` in steps: each call of `step` scans `chars` characters at a time for `millis`
+ * ms (at least once), then parses the members it found complete, and answers once the text is
+ * read. A step's time is bounded by the clock, not by characters: on a loaded machine, where a
+ * process gets a share of a core, it still ends within moments. Throws as JSON.parse does.
  */
 export const readInSteps = (
   text: string,
   direction: Direction,
-  chars = stepChars
+  chars = scanChars,
+  millis = stepMillis
 ): { readonly step: () => Read | undefined } => {
   // the containers open at the scan's position, by level: level 0 is the text itself, as an array of one value
   const opens: Array<number> = [-1]
@@ -159,8 +168,8 @@ export const readInSteps = (
     if (at > 0) cursors[at - 1] = close + 1
   }
 
-  const step = (): Read | undefined => {
-    const stop = Math.min(text.length, position + chars)
+  /** Scans up to `stop`; why the text is refused whole, if it is. */
+  const scan = (stop: number): string | undefined => {
     while (position < stop) {
       const code = text.charCodeAt(position)
       if (code === 34) {
@@ -170,7 +179,7 @@ export const readInSteps = (
         lastStringEnd = close + 1
         position = close + 1
       } else if (code === 91 || code === 123) {
-        if (level === stepsDepth) return { refused: `it is nested deeper than ${stepsDepth} levels` }
+        if (level === stepsDepth) return `it is nested deeper than ${stepsDepth} levels`
         level++
         opens[level] = position
         isArray[level] = code === 91
@@ -189,12 +198,21 @@ export const readInSteps = (
       } else if (code === 45 || isDigit(code)) {
         const end = numberEnd(text, position)
         const refused = markNumber(text, position, end, direction, marks)
-        if (refused !== undefined) return { refused }
+        if (refused !== undefined) return refused
         position = end
       } else {
         position++
       }
     }
+    return undefined
+  }
+
+  const step = (): Read | undefined => {
+    const startedAt = performance.now()
+    do {
+      const refused = scan(Math.min(text.length, position + chars))
+      if (refused !== undefined) return { refused }
+    } while (position < text.length && performance.now() - startedAt < millis)
     // every container open is made, and the members complete in each parsed
     for (let at = made; at <= level; at++) make(at)
     addCompleteMembers(level)

@@ -83,8 +83,12 @@ const locate = (value: unknown, depth: number): Fault => {
   return { path: [key, ...fault.path], reason: fault.reason }
 }
 
-// a number token that may not say what JSON.parse reads: 16 digits or more, or an exponent (a string may match too)
-const mayBeInexact = /(?:^|[:,[])\s*-?(?:\d[\d.]{15,}|\d[\d.]*[eE])/
+// a number token that may not say what JSON.parse reads: 16 digits or more, or an exponent (a string may match too);
+// its first character a class, which V8 looks for fast
+const mayBeInexact = /[:,[]\s*-?(?:\d[\d.]{15,}|\d[\d.]*[eE])/
+
+// a text that is a number, not in an array or object: looked at whole
+const isNumber = /^\s*[-\d]/
 
 export const isDigit = (code: number): boolean => code >= 48 && code <= 57
 
@@ -204,7 +208,7 @@ export const withMarks = (
  * one with long numbers that all pass is scanned once more and parsed as it is.
  */
 export const readExact = (text: string, direction: Direction = "read"): Read => {
-  if (!mayBeInexact.test(text)) return { value: JSON.parse(text) }
+  if (!mayBeInexact.test(text) && !isNumber.test(text)) return { value: JSON.parse(text) }
   const marks = faultyNumbers(text, direction)
   if (typeof marks === "string") return { refused: marks }
   return { value: JSON.parse(marks.length === 0 ? text : withMarks(text, 0, text.length, marks, 0).text) }
