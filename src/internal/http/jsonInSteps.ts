@@ -55,7 +55,7 @@ const setMember = (container: Record<string, unknown>, key: string, value: unkno
 
 /**
  * A reader of `text` in steps: each call of `step` scans `chars` characters at a time for `millis`
- * ms (at least once), then parses the members it found complete, and answers once the text is
+ * ms (at least once, at most `stepChars` in all), then parses the members it found complete, and answers once the text is
  * read. A step's time is bounded by the clock, not by characters: on a loaded machine, where a
  * process gets a share of a core, it still ends within moments. Throws as JSON.parse does.
  */
@@ -209,10 +209,12 @@ export const readInSteps = (
 
   const step = (): Read | undefined => {
     const startedAt = performance.now()
+    // at most `stepChars` a step: what a step copies to parse is bounded as well
+    const last = Math.min(text.length, position + stepChars)
     do {
-      const refused = scan(Math.min(text.length, position + chars))
+      const refused = scan(Math.min(last, position + chars))
       if (refused !== undefined) return { refused }
-    } while (position < text.length && performance.now() - startedAt < millis)
+    } while (position < last && performance.now() - startedAt < millis)
     // every container open is made, and the members complete in each parsed
     for (let at = made; at <= level; at++) make(at)
     addCompleteMembers(level)
