@@ -421,6 +421,33 @@ const integerOf = (text: string): bigint => {
   return power >= 0 ? BigInt(whole + fraction) * 10n ** BigInt(power) : BigInt(whole)
 }
 
+/** A decimal text as a fraction of BigInts: numerator and denominator. */
+const fractionOf = (text: string): readonly [bigint, bigint] => {
+  const [mantissa = "", exponent = "0"] = text.toLowerCase().split("e")
+  const [whole = "", fraction = ""] = mantissa.split(".")
+  const power = Number(exponent) - fraction.length
+  const digits = BigInt(whole + fraction)
+  return power >= 0 ? [digits * 10n ** BigInt(power), 1n] : [digits, 10n ** BigInt(-power)]
+}
+
+const sameFraction = (a: string, b: string): boolean => {
+  const [an, ad] = fractionOf(a)
+  const [bn, bd] = fractionOf(b)
+  return an * bd === bn * ad
+}
+
+/** The exact value of the finite double `x`, written as a fraction's text: m × 2^e. */
+const exactText = (x: number): string => {
+  const view = new DataView(new ArrayBuffer(8))
+  view.setFloat64(0, Math.abs(x))
+  const bits = view.getBigUint64(0)
+  const biased = Number(bits >> 52n)
+  const mantissa = biased === 0 ? bits & 0xfffffffffffffn : (bits & 0xfffffffffffffn) | (1n << 52n)
+  const power = biased === 0 ? -1074 : biased - 1075
+  const sign = x < 0 || Object.is(x, -0) ? "-" : ""
+  return power >= 0 ? `${sign}${mantissa << BigInt(power)}` : `${sign}${mantissa * 5n ** BigInt(-power)}e${power}`
+}
+
 /** What JavaScript writes for doubles: each passes and is read as itself. */
 const written = [
   "62007044045103450",
@@ -476,6 +503,39 @@ describe("numbers a double cannot hold as written", () => {
       fastCheck: {
         numRuns: 500,
         examples: [[62007044045103448, "9007199254740993"], [1e21, "62007044045103450"], [5e-324, "62007044045103448"]]
+      }
+    }
+  )
+
+  it.prop(
+    "a number token passes read exactly when, as a fraction, it equals its finite double's value or that double's shortest text; sent, the shortest text",
+    [
+      FC.boolean(),
+      FC.stringMatching(/^(0|[1-9][0-9]{0,30})$/),
+      FC.option(FC.stringMatching(/^[0-9]{1,30}$/)),
+      FC.option(FC.integer({ min: -400, max: 400 }))
+    ],
+    ([negative, whole, fraction, exponent]) => {
+      const text = `${negative ? "-" : ""}${whole}${fraction === null ? "" : `.${fraction}`}${
+        exponent === null ? "" : `e${exponent}`
+      }`
+      const read = Number(text)
+      // past the largest double it is Infinity, refused as not finite
+      const passes = Number.isFinite(read) && (sameFraction(text, String(read)) || sameFraction(text, exactText(read)))
+      expect(faultOf(parseExact(`[${text}]`)) === undefined, text).toBe(passes)
+      // sent, it is written as its double's shortest text: it passes when that has its value
+      const sent = Number.isFinite(read) && sameFraction(text, String(read))
+      expect(faultOf(parseExact(`[${text}]`, "sent")) === undefined, text).toBe(sent)
+    },
+    {
+      fastCheck: {
+        numRuns: 2_000,
+        examples: [
+          [false, "62007044045103448", null, null],
+          [false, "1", "50", 2],
+          [false, "4", "9406564584124654", -324],
+          [true, "0", "0", 999]
+        ]
       }
     }
   )
