@@ -8,7 +8,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import { Effect, Either, Option, Predicate, Schema } from "effect"
 import * as BulkUpdate from "../../BulkUpdate.js"
 import { validateEither } from "../../internal/bounds.js"
-import { readExact, Sendable } from "../../internal/http/plainData.js"
+import { readToSend, Sendable } from "../../internal/http/plainData.js"
 import { MicroappClient } from "../../MicroappClient.js"
 import { UsageError } from "../exitCodes.js"
 import { unknownLabels } from "../labels.js"
@@ -23,23 +23,10 @@ const RowData = Sendable.pipe(
 )
 const validateRowData = (source: string) => validateEither(RowData, undefined, source)
 
-/** JSON read without rounding a number: one that cannot be sent as written is marked, for the check to name it. */
-const readJson = (text: string, source: string): Either.Either<unknown, UsageError> =>
-  Either.flatMap(
-    Either.try({
-      try: () => readExact(text, "sent"),
-      catch: () => new UsageError({ message: `${source} is not valid JSON` })
-    }),
-    (read) =>
-      "refused" in read
-        ? Either.left(new UsageError({ message: `${source}: ${read.refused}` }))
-        : Either.right(read.value)
-  )
-
 /** The row data of `update`: JSON that must be an object, with nothing JSON cannot carry unchanged. */
 const parseRowData = (text: string, source: string): Either.Either<typeof RowData.Type, UsageError> =>
   Either.flatMap(
-    readJson(text, source),
+    Either.mapLeft(readToSend(text), (reason) => new UsageError({ message: `${source}: ${reason}` })),
     (json) =>
       Predicate.isRecord(json)
         ? Either.mapLeft(validateRowData(source)(json), (error) =>

@@ -22,7 +22,7 @@ import {
 import * as BulkUpdate from "../../BulkUpdate.js"
 import { validate } from "../../internal/bounds.js"
 import { endpoints } from "../../internal/http/endpoints.js"
-import { readExact, Sendable } from "../../internal/http/plainData.js"
+import { readToSend, Sendable } from "../../internal/http/plainData.js"
 import { MicroappClient } from "../../MicroappClient.js"
 import { describe, InvalidInput } from "../../MicroappError.js"
 import { NotAllUpdated, UsageError } from "../exitCodes.js"
@@ -50,19 +50,12 @@ const Line = Schema.Struct({
 })
 
 const validateLine = validate(Line, endpoints.update, "line")
-/** A line's JSON, read without rounding a number (one that cannot be sent as written is marked), or why it is invalid. */
-const readLine = (text: string): Either.Either<unknown, string> =>
-  Either.flatMap(
-    Either.try({ try: () => readExact(text, "sent"), catch: () => "not valid JSON" }),
-    (read) => "refused" in read ? Either.left(read.refused) : Either.right(read.value)
-  )
-
 const invalidLine = (reason: string) =>
   new InvalidInput({ method: "POST", path: endpoints.update.path, input: "line", reason })
 
 /** A non-blank line: the update it asks for, or why it is invalid; and its rowID when it names one. */
 const parseLine = (text: string) =>
-  Either.match(readLine(text), {
+  Either.match(readToSend(text), {
     onLeft: (reason) => Effect.succeed({ rowID: undefined, input: invalidLine(reason) }),
     onRight: (json) => {
       const rowID = Predicate.isRecord(json) && typeof json.rowID === "string" ? json.rowID : undefined

@@ -7,7 +7,7 @@
  * it; numberText.ts says which pass) and nesting within `bounds.valueDepth` (JSON.stringify and
  * Schema's parser recurse).
  */
-import { Schema } from "effect"
+import { Either, Schema } from "effect"
 import { bounds } from "../bounds.js"
 import { type Direction, numberFault } from "./numberText.js"
 
@@ -213,6 +213,16 @@ export const readExact = (text: string, direction: Direction = "read"): Read => 
   if (typeof marks === "string") return { refused: marks }
   return { value: JSON.parse(marks.length === 0 ? text : withMarks(text, 0, text.length, marks, 0).text) }
 }
+
+/**
+ * A text a caller wrote to be sent (`update --data`, a line of `update --from`), read as `readExact`
+ * reads it, a number that would be sent with other digits marked: its value, or why it is not one.
+ */
+export const readToSend = (text: string): Either.Either<unknown, string> =>
+  Either.flatMap(
+    Either.try({ try: () => readExact(text, "sent"), catch: () => "not valid JSON" }),
+    (read) => "refused" in read ? Either.left(read.refused) : Either.right(read.value)
+  )
 
 /** `readExact`'s value; throws for a text it refuses as for one that is not JSON. */
 export const parseExact = (text: string, direction: Direction = "read"): unknown => {
