@@ -40,9 +40,10 @@ const steps: ReadonlyArray<Step> = [
   { step: "garbage collection", url: /^$/, fn: /^\(garbage collector\)$/ },
   { step: "JSON.parse of the answer", url: /internal\/http\/errors\.js$/, fn: /^parseJson$/ },
   { step: "JSON.parse of the answer", url: /^$/, fn: /^parse$/ },
-  // JSON.parse is inlined into parseExact's frame; the look for long numbers is its regex's own frame
-  { step: "JSON.parse of the answer", url: /internal\/http\/plainData\.js$/, fn: /^parseExact$/ },
-  { step: "look for numbers a double cannot hold (parseExact)", url: /^$/, fn: /^RegExp: \[:,\[\]/ },
+  // JSON.parse is inlined into readExact's frame; the look for long numbers is its regex's own frame
+  { step: "JSON.parse of the answer", url: /internal\/http\/plainData\.js$/, fn: /^readExact$/ },
+  { step: "look for numbers a double cannot hold (readExact)", url: /^$/, fn: /^RegExp: \(\?:\^\|\[:,\[\]/ },
+  { step: "look for numbers a double cannot hold (readExact)", url: /internal\/http\/numberText\.js$/ },
   { step: "request building (shape, JSON.stringify, headers)", url: /internal\/http\/shape\.js$/ },
   {
     step: "request building (shape, JSON.stringify, headers)",
