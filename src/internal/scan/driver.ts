@@ -375,7 +375,8 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
     const step = Effect.flatMap(fill, () => {
       const head = inflight.shift()
       if (head === undefined) return Effect.dieMessage("scan: no window in flight")
-      return Effect.flatMap(Fiber.join(head.fiber), () => {
+      // its exit, not `Fiber.join`: the driver takes nothing of the fetch's fiber-local state
+      return Effect.flatMap(Effect.flatten(Fiber.await(head.fiber)), () => {
         const page = head.slot.page
         head.slot.page = undefined
         if (page === undefined) return Effect.dieMessage("scan: a window ended without its page")
