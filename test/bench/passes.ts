@@ -4,7 +4,9 @@
  * and into PostgreSQL) and `microapp changes` (an unchanged pass), each run a `microapp` process of
  * its own against the stand-in server, the contenders in turns, rotated each round. Reports each
  * run's wall time and its process's CPU time (user and system), medians, and their ratios to the
- * export's. `--profile=DIR` runs every contender under `--cpu-prof` into DIR.
+ * export's. `--profile=DIR` runs every contender under `--cpu-prof` into DIR; `--before=BIN` adds
+ * an unchanged SQLite mirror pass by another build's `microapp` (its compiled `src/cli/bin.js`), to
+ * measure a change side by side with the build before it.
  */
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
@@ -24,7 +26,13 @@ interface Run {
 }
 
 /** One `microapp` process with `args`: its wall time and its own CPU time. */
-const microapp = (baseUrl: string, dir: string, args: ReadonlyArray<string>, nodeFlags: ReadonlyArray<string>) =>
+const microapp = (
+  baseUrl: string,
+  dir: string,
+  args: ReadonlyArray<string>,
+  nodeFlags: ReadonlyArray<string>,
+  program = bin
+) =>
   new Promise<Run>((resolve, reject) => {
     const cpuFile = path.join(dir, "cpu.json")
     fs.rmSync(cpuFile, { force: true })
@@ -34,7 +42,7 @@ const microapp = (baseUrl: string, dir: string, args: ReadonlyArray<string>, nod
       [
         ...nodeFlags,
         `--import=${cpuReport}`,
-        bin,
+        program,
         ...args,
         "--quiet",
         "--base-url",
@@ -60,6 +68,8 @@ interface Contender {
   /** The process's arguments before the connection flags; run once before the rounds when `prepare`. */
   readonly args: () => ReadonlyArray<string>
   readonly prepare: boolean
+  /** The `microapp` program run: this build's unless given. */
+  readonly bin?: string
 }
 
 const main = async (): Promise<Report> => {
@@ -69,6 +79,7 @@ const main = async (): Promise<Report> => {
   const withPostgres = opts.text("postgres") !== "no"
   const only = opts.text("contenders")?.split(",")
   const profile = opts.text("profile")
+  const before = opts.text("before")
   const nodeFlags = profile === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${path.resolve(profile)}`]
   const server = await startServer({ rows, delayMillis: 0 })
   const postgres = withPostgres ? await startPostgres() : undefined
@@ -87,6 +98,13 @@ const main = async (): Promise<Report> => {
       args: () => ["mirror", microAppID, "--db", `file:${path.join(dir, "mirror.db")}`],
       prepare: true
     },
+    ...(before === undefined ? [] : [{
+      name: "mirror-before",
+      label: "`microapp mirror`, unchanged pass, SQLite, the build before",
+      args: () => ["mirror", microAppID, "--db", `file:${path.join(dir, "mirror-before.db")}`],
+      prepare: true,
+      bin: path.resolve(before)
+    }]),
     ...(postgres === undefined ? [] : [{
       name: "mirror-pg",
       label: "`microapp mirror`, unchanged pass, PostgreSQL",
@@ -115,12 +133,12 @@ const main = async (): Promise<Report> => {
   const loads: Array<number> = []
   try {
     for (const contender of contenders) {
-      if (contender.prepare) await microapp(server.baseUrl, dir, contender.args(), [])
+      if (contender.prepare) await microapp(server.baseUrl, dir, contender.args(), [], contender.bin)
     }
     for (let round = 0; round < rounds; round++) {
       loads.push(os.loadavg()[0] ?? NaN)
       for (const contender of rotate(contenders, round)) {
-        const run = await microapp(server.baseUrl, dir, contender.args(), nodeFlags)
+        const run = await microapp(server.baseUrl, dir, contender.args(), nodeFlags, contender.bin)
         runs.get(contender.name)?.push(run)
         process.stderr.write(
           `passes: round ${round + 1} ${contender.name} ${Math.round(run.millis)} ms, CPU ${
