@@ -14,7 +14,18 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { startPostgres } from "../postgres.js"
-import { failed, finish, formatInt, formatRatio, median, options, type Report, rotate, startServer } from "./common.js"
+import {
+  failed,
+  finish,
+  formatInt,
+  formatRatio,
+  mb,
+  median,
+  options,
+  type Report,
+  rotate,
+  startServer
+} from "./common.js"
 
 const bin = fileURLToPath(new URL("../../src/cli/bin.js", import.meta.url))
 const cpuReport = new URL("./cpuReport.js", import.meta.url).href
@@ -23,6 +34,8 @@ const microAppID = "64d000000000000000000001"
 interface Run {
   readonly millis: number
   readonly cpuMillis: number
+  /** Bytes the process wrote to storage (Linux); NaN where unknown. */
+  readonly written: number
 }
 
 /** One `microapp` process with `args`: its wall time and its own CPU time. */
@@ -56,8 +69,12 @@ const microapp = (
       (error, _stdout, stderr) => {
         const millis = performance.now() - start
         if (error !== null) return reject(new Error(`microapp ${args[0]} failed: ${stderr}`))
-        const cpu = JSON.parse(fs.readFileSync(cpuFile, "utf8")) as { user: number; system: number }
-        resolve({ millis, cpuMillis: (cpu.user + cpu.system) / 1000 })
+        const cpu = JSON.parse(fs.readFileSync(cpuFile, "utf8")) as {
+          user: number
+          system: number
+          written?: number
+        }
+        resolve({ millis, cpuMillis: (cpu.user + cpu.system) / 1000, written: cpu.written ?? NaN })
       }
     )
   })
@@ -156,26 +173,28 @@ const main = async (): Promise<Report> => {
     const of = runs.get(contender.name) ?? []
     return [contender.name, {
       millis: median(of.map((run) => run.millis)),
-      cpuMillis: median(of.map((run) => run.cpuMillis))
+      cpuMillis: median(of.map((run) => run.cpuMillis)),
+      written: median(of.map((run) => run.written))
     }]
   }))
-  const floor = medians.get("export") ?? { millis: NaN, cpuMillis: NaN }
+  const none = { millis: NaN, cpuMillis: NaN, written: NaN }
+  const floor = medians.get("export") ?? none
   const ratios = (name: string) => {
-    const run = medians.get(name) ?? { millis: NaN, cpuMillis: NaN }
+    const run = medians.get(name) ?? none
     return { time: run.millis / floor.millis, cpu: run.cpuMillis / floor.cpuMillis }
   }
   const load = `load average ${formatRatio(Math.min(...loads), 1)} to ${formatRatio(Math.max(...loads), 1)}`
   const details = [
     `### Passes against an export of the same ${formatInt(rows)} rows, median of ${rounds} rounds in turns (${load})`,
     "",
-    "| Run | ms | CPU ms | time vs export | CPU vs export |",
-    "|---|---:|---:|---:|---:|",
+    "| Run | ms | CPU ms | time vs export | CPU vs export | written to storage |",
+    "|---|---:|---:|---:|---:|---:|",
     ...contenders.map((contender) => {
-      const run = medians.get(contender.name) ?? { millis: NaN, cpuMillis: NaN }
+      const run = medians.get(contender.name) ?? none
       const ratio = ratios(contender.name)
       return `| ${contender.label} | ${formatInt(run.millis)} | ${formatInt(run.cpuMillis)} | ${
         formatRatio(ratio.time)
-      }x | ${formatRatio(ratio.cpu)}x |`
+      }x | ${formatRatio(ratio.cpu)}x | ${Number.isNaN(run.written) ? "–" : mb(run.written)} |`
     })
   ].join("\n")
   const finding = (name: string, figure: string, goal?: number): Report["findings"][number] | undefined => {
