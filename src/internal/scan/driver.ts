@@ -258,9 +258,12 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
             }))
       )
 
-    const fill = Effect.suspend(() =>
-      Effect.forEach(
-        Array.from({ length: Math.max(0, Engine.wanted(engine, controller.current) - inflight.length) }),
+    const fill = Effect.suspend(() => {
+      const wanted = Engine.wanted(engine, controller.current) - inflight.length
+      // most pages, in a steady scan, find the windows they want in flight already
+      if (wanted <= 0) return Effect.void
+      return Effect.forEach(
+        Array.from({ length: wanted }),
         () => {
           const window = Engine.plan(engine, inflight.length > 0)
           const slot: InFlight["slot"] = { page: undefined, millis: 0 }
@@ -271,7 +274,7 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
         },
         { discard: true }
       )
-    )
+    })
 
     const dropAhead = Effect.suspend(() => Fiber.interruptAll(inflight.splice(0).map((entry) => entry.fiber)))
 
@@ -291,9 +294,10 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
           onRight: (decoded) => {
             engine.counters.rows += decoded.rows.length
             engine.counters.invalidRows += decoded.invalid.length
+            const counted = Metrics.increase(metric.rows, decoded.rows.length)
             return Effect.zipRight(
-              Effect.all([
-                Metrics.increase(metric.rows, decoded.rows.length),
+              decoded.invalid.length === 0 ? counted : Effect.all([
+                counted,
                 Metrics.increase(metric.invalidRows, decoded.invalid.length),
                 // where the row failed, never its values (the Schema's message may quote them)
                 Effect.forEach(decoded.invalid, (error) =>
@@ -318,14 +322,11 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
         const before = { ...engine.counters }
         const verdict = Engine.judge(engine, window, page.rows, page.attempts)
         const after = engine.counters
-        const counted = Effect.all([
-          Metrics.increase(metric.pages, after.pages - before.pages),
-          Metrics.increase(metric.duplicatesDropped, after.duplicatesDropped - before.duplicatesDropped),
-          Metrics.increase(metric.appearedBehind, after.appearedBehind - before.appearedBehind),
-          Metrics.increase(metric.vanishedBehind, after.vanishedBehind - before.vanishedBehind),
-          Metrics.increase(metric.inconsistencies, after.inconsistencies - before.inconsistencies),
-          Metric.set(metric.windowsInFlight, inflight.length)
-        ], { discard: true })
+        // a page of a steady scan moves only the pages counter: the others are not run for nothing
+        const moved = (["pages", "duplicatesDropped", "appearedBehind", "vanishedBehind", "inconsistencies"] as const)
+          .filter((counter) => after[counter] !== before[counter])
+          .map((counter) => Metrics.increase(metric[counter], after[counter] - before[counter]))
+        const counted = Effect.all([...moved, Metric.set(metric.windowsInFlight, inflight.length)], { discard: true })
         Concurrency.observe(controller, {
           now,
           rows: page.rows.length,
@@ -375,7 +376,8 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
     const step = Effect.flatMap(fill, () => {
       const head = inflight.shift()
       if (head === undefined) return Effect.dieMessage("scan: no window in flight")
-      return Effect.flatMap(Fiber.join(head.fiber), () => {
+      // its exit, not `Fiber.join`: the driver takes nothing of the fetch's fiber-local state
+      return Effect.flatMap(Effect.flatten(Fiber.await(head.fiber)), () => {
         const page = head.slot.page
         head.slot.page = undefined
         if (page === undefined) return Effect.dieMessage("scan: a window ended without its page")

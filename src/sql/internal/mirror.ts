@@ -264,6 +264,13 @@ const sinkIds = (target: Target, pass: number): Changes.SinkIds<SqlError.SqlErro
   }
 }
 
+/** The rows' fingerprints by id, as the text of one JSON object (`NULL` on PostgreSQL for no rows). */
+const fingerprintsObject = (sql: SqlClient.SqlClient) =>
+  sql.literal(sql.onDialectOrElse({
+    pg: () => "json_object_agg(row_id, fingerprint)::text",
+    orElse: () => "json_group_object(row_id, fingerprint)"
+  }))
+
 /** The table as the previous pass left it, less the candidates pass `pass` has settled. */
 const baseline = (target: Target, pass: number): Changes.Baseline<SqlError.SqlError> => {
   const { microAppID, sql, tables } = target
@@ -271,11 +278,18 @@ const baseline = (target: Target, pass: number): Changes.Baseline<SqlError.SqlEr
     lookup: (ids) =>
       Effect.gen(function*() {
         const found = new Map<string, string>()
+        // one row of JSON text rather than a row per id: the drivers build an object for each row
+        // they return, which cost more than the query itself
         yield* grouped(ids, (group) =>
           Effect.map(
-            sql<{ row_id: string; fingerprint: string }>`SELECT row_id, fingerprint
+            sql<{ found: string | null }>`SELECT ${fingerprintsObject(sql)} AS found
               FROM ${sql(tables.rows)} WHERE microapp_id = ${microAppID} AND ${sql.in("row_id", group)}`,
-            (rows) => rows.forEach((row) => found.set(row.row_id, row.fingerprint))
+            ([row]) => {
+              if (row?.found == null) return
+              for (const [id, fingerprint] of Object.entries(JSON.parse(row.found) as Record<string, string>)) {
+                found.set(id, fingerprint)
+              }
+            }
           ))
         return found
       }),
