@@ -169,12 +169,20 @@ export const passesTableExists = (sql: SqlClient.SqlClient) =>
   )
 
 /** The target's pass in progress or last completed, if any. */
-export const stored = (target: Target) =>
+export const stored = (target: Target, options?: { readonly lock: boolean }) =>
   Effect.map(
     target.sql<StoredPass>`SELECT pass, complete, checkpoint, commits FROM ${target.sql(passesTable)}
-      WHERE ${keyOf(target)}`,
+      WHERE ${keyOf(target)}${options?.lock === true ? lockOf(target.sql) : target.sql.literal("")}`,
     (found) => Option.fromNullable(found[0])
   )
+
+/**
+ * Locks the pass's row until the transaction ends, on PostgreSQL: another run's page cannot commit
+ * between it and the ids read after it, which would make the checkpoint and its ids disagree.
+ * SQLite's transaction reads one snapshot already.
+ */
+const lockOf = (sql: SqlClient.SqlClient) =>
+  sql.onDialectOrElse({ pg: () => sql.literal(" FOR UPDATE"), orElse: () => sql.literal("") })
 
 /** The pass's row set to `values`, unless another run wrote it since `commits`; a new or complete pass's deletes forgotten. */
 export const savePass = (target: Target, commits: number, values: {
@@ -372,7 +380,7 @@ export const openPass = (
   Effect.gen(function*() {
     const client = yield* MicroappClient
     yield* createPass(target)
-    const { checkpoint, commits, complete, pass } = Option.getOrElse(yield* stored(target), () => ({
+    const { checkpoint, commits, complete, pass } = Option.getOrElse(yield* stored(target, { lock: true }), () => ({
       pass: 0,
       complete: 1,
       checkpoint: null,
