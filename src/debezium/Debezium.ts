@@ -11,11 +11,11 @@
  *
  * A row becomes a `Value` of columns, one per field of `fields` (`_id` first, then the row's
  * metadata keys, then its fields), each with the Connect type of its kind: `integer` int64,
- * `number` float64, `boolean` boolean, `text` and `date` string, and every nested value (a
- * cross-app value, a location, a list, or a field whose values disagree beyond int64 and float64,
+ * `number` double (JsonConverter's name of FLOAT64), `boolean` boolean, `text` and `date` string, and every nested value (a
+ * cross-app value, a location, a list, or a field whose values disagree beyond int64 and double,
  * or a date and a text) a string of its JSON named `io.debezium.data.Json`, as Debezium writes a
  * JSON column. Every column but `_id` is optional. A field's kind widens by one rule, the typed
- * view's: int64 with float64 is float64, a date with a text is a text, anything else with
+ * view's: int64 with double is double, a date with a text is a text, anything else with
  * anything else is `io.debezium.data.Json`; `widen` joins the rows of a page into `fields` before
  * its events are built, so that every value fits the schema it is written under.
  *
@@ -180,7 +180,7 @@ const fieldSchema = (field: Field): ConnectSchema => {
     case "integer":
       return { type: "int64", ...base }
     case "number":
-      return { type: "float64", ...base }
+      return { type: "double", ...base }
     case "boolean":
       return { type: "boolean", ...base }
     case "text":
