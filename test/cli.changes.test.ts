@@ -3,13 +3,15 @@
  * changes between two passes as events, each once; resumed after SIGKILL under faults and drift
  * (the built bin); and what it refuses, before anything is written or sent.
  */
+import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { describe, expect, layer } from "@effect/vitest"
 import { createClient } from "@libsql/client"
-import { Duration, Effect, Fiber, Schema } from "effect"
+import { Duration, Effect, Fiber, Layer, Schema } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
+import * as ChangeFiles from "../src/cli/changeFiles.js"
 import { Changes } from "../src/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import { cli, flags, refused, startCli, temporaryDirectory, untilRequests } from "./cliSupport.js"
@@ -427,6 +429,100 @@ describe("microapp changes", () => {
         yield* refused(changesArgs(server, state, output), output, /holds 10 bytes, but .*state records/)
         fs.writeFileSync(output, events)
         expect((yield* pass(state, output)).code).toBe(0)
+      }))
+  })
+
+  layer(MicroappServer.layer({ demoRows: 230 }), { excludeTestServices: true })("earlier STATEs and mistakes", (it) => {
+    /** STATE as the earlier version wrote it after a pass over the table as it is now: fingerprints only. */
+    const legacyState = (state: string, pass: ChangeFiles.Pass | null = null) =>
+      Effect.gen(function*() {
+        const table = yield* rowsById
+        const baseline = new Map(Array.from(table, ([id, row]) => [id, Changes.fingerprint(row)]))
+        yield* ChangeFiles.save(state, {
+          kind: "microapp changes --state",
+          version: 1,
+          microAppID: projectsMicroAppID,
+          filters: [],
+          rows: baseline.size,
+          pass
+        }, baseline).pipe(Effect.provide(Layer.merge(NodeFileSystem.layer, NodePath.layer)))
+      })
+
+    it.scoped("a STATE of the earlier version reads: its next pass says which events lack a whole before; the pass after has them", () =>
+      Effect.gen(function*() {
+        const dir = yield* temporaryDirectory
+        const state = path.join(dir, "state")
+        yield* legacyState(state)
+        const changes = yield* changeTable
+        const second = path.join(dir, "second.ndjson")
+        const run = yield* pass(state, second)
+        expect(run.stderr).toContain("6 updates and deletes carry only their key as before")
+        const events = eventsOf(second)
+        expect(opsOf(events)).toEqual(expectedOps(changes))
+        for (const event of events.filter((event) => event.op === "u" || event.op === "d")) {
+          expect(Object.entries(event.before ?? {}).filter(([, value]) => value !== null)).toEqual([["_id", idOf(event)]])
+        }
+        expect(fs.readFileSync(state).subarray(0, 15).toString()).toBe("SQLite format 3")
+        // the rows this pass wrote are whole now: their next update carries its before
+        const server = yield* MicroappServer
+        for (const id of changes.updated) yield* server.rows.updateRow(id, { Name: `again ${id}` })
+        const third = path.join(dir, "third.ndjson")
+        const again = yield* pass(state, third)
+        expect(again.stderr).not.toContain("carry only their key")
+        for (const event of eventsOf(third)) expect(event.before?.["Name"]).toBe(`changed ${idOf(event)} ${generation}`)
+      }))
+
+    it.scoped("a STATE of the earlier version with a pass in progress: refused, saying how to start again", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const dir = yield* temporaryDirectory
+        const state = path.join(dir, "state")
+        const output = path.join(dir, "out.ndjson")
+        yield* legacyState(state, { output, length: 0, snapshot: true, key: false, checkpoint: null })
+        yield* refused(
+          changesArgs(server, state, output),
+          output,
+          /holds a pass in progress written by an earlier microapp.*or remove .*state and .*out\.ndjson to start again/
+        )
+      }))
+
+    it.scoped("a typo in the Microapp's id costs nothing: exit 4, no STATE and no FILE left; the corrected command runs", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const dir = yield* temporaryDirectory
+        const state = path.join(dir, "state")
+        const output = path.join(dir, "out.ndjson")
+        const args = changesArgs(server, state, output).map((arg) =>
+          arg === projectsMicroAppID ? "64b7c0f1a2d3e4f5a6b7c8ff" : arg
+        )
+        const run = yield* cli(args)
+        expect(run.code, run.stderr).toBe(4)
+        expect(fs.readdirSync(dir)).toEqual([])
+        const corrected = yield* pass(state, output)
+        const rows = (yield* rowsById).size
+        expect(corrected.stderr).toMatch(closing(`inserted ${rows}, updated 0, deleted 0, unchanged 0`))
+      }))
+
+    it.scoped("a STATE left by a run killed before its first commit is replaced by the corrected command", () =>
+      Effect.gen(function*() {
+        const dir = yield* temporaryDirectory
+        const state = path.join(dir, "state")
+        const output = path.join(dir, "out.ndjson")
+        // what a run of another selection leaves when SIGKILL stops it before its first page: a pass opened, nothing committed
+        yield* pass(state, output, ["--filter", "f_status=Nothing such"])
+        fs.rmSync(output)
+        const client = createClient({ url: pathToFileURL(state).href })
+        yield* Effect.promise(() =>
+          client.batch([
+            "UPDATE changes_state SET passes = 0, output = 'elsewhere', committed = 0, snapshot = 1, " +
+            `format = '{"key":false,"schemas":false,"tombstones":true,"before":"row","table":"t"}'`
+          ], "write")
+        )
+        client.close()
+        const run = yield* pass(state, output)
+        const rows = (yield* rowsById).size
+        expect(run.stderr).toMatch(closing(`inserted ${rows}, updated 0, deleted 0, unchanged 0`))
+        expect(eventsOf(output)).toHaveLength(rows)
       }))
   })
 

@@ -40,7 +40,7 @@ const kind = "microapp changes --state"
 const version = 1
 
 /** The pass in progress: where it writes, how much of FILE is committed, and where the pass stands. */
-const Pass = Schema.Struct({
+const PassSchema = Schema.Struct({
   /** FILE, as an absolute path. */
   output: Schema.String,
   length: Schema.NonNegativeInt,
@@ -51,7 +51,13 @@ const Pass = Schema.Struct({
   /** `Changes.toJson` of the last page committed; null before the first. */
   checkpoint: Schema.NullOr(Schema.String)
 })
-type Pass = typeof Pass.Type
+/**
+ * A pass in progress, as the earlier STATE records it.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Pass = typeof PassSchema.Type
 
 /** STATE's first line, but its checksum. */
 const Header = Schema.Struct({
@@ -61,7 +67,7 @@ const Header = Schema.Struct({
   filters: Schema.Array(Filter),
   /** The baseline's lines that follow. */
   rows: Schema.NonNegativeInt,
-  pass: Schema.NullOr(Pass)
+  pass: Schema.NullOr(PassSchema)
 })
 type Header = typeof Header.Type
 

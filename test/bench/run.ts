@@ -21,7 +21,8 @@ const programs = [
   "writes",
   "fleet",
   "views",
-  "deletes"
+  "deletes",
+  "changes"
 ] as const
 
 interface Outcome {
