@@ -136,7 +136,7 @@ const stateOf = (state: string) =>
       Effect.tryPromise(async () => {
         const [passes, rows] = await client.batch([
           "SELECT output, committed FROM changes_state",
-          "SELECT row_id, fingerprint, data FROM baseline ORDER BY row_id"
+          "SELECT row_id, fingerprint, data FROM baseline LEFT JOIN baseline_rows USING (row_id) ORDER BY row_id"
         ], "read")
         const [pass] = passes?.rows ?? []
         return {
@@ -460,7 +460,10 @@ describe("microapp changes", () => {
         const events = eventsOf(second)
         expect(opsOf(events)).toEqual(expectedOps(changes))
         for (const event of events.filter((event) => event.op === "u" || event.op === "d")) {
-          expect(Object.entries(event.before ?? {}).filter(([, value]) => value !== null)).toEqual([["_id", idOf(event)]])
+          expect(Object.entries(event.before ?? {}).filter(([, value]) => value !== null)).toEqual([[
+            "_id",
+            idOf(event)
+          ]])
         }
         expect(fs.readFileSync(state).subarray(0, 15).toString()).toBe("SQLite format 3")
         // the rows this pass wrote are whole now: their next update carries its before

@@ -177,6 +177,9 @@ export const save = (state: string, header: Header, baseline: ReadonlyMap<string
 
 const encoder = new TextEncoder()
 
+/** Pages in a row that changed nothing, committed at once: a commit syncs STATE, which costs more than the page. */
+const quietPagesACommit = 16
+
 /** What an SQLite database's first 16 bytes are. */
 const sqliteMagic = "SQLite format 3\u0000"
 
@@ -431,6 +434,7 @@ export const writeChanges = (
           table: format.table,
           version: release
         }
+        const unsaved: Array<ReadonlyArray<string>> = []
         yield* withProgress(pass.summary)(Effect.scoped(Effect.gen(function*() {
           const file = yield* Effect.mapError(fs.open(output, { flag: "a" }), failedOn(`cannot write ${output}`))
           yield* Stream.runForEach(pass.pages, (page) =>
@@ -465,7 +469,21 @@ export const writeChanges = (
                 length += bytes.length
               }
               lacking += lines.lacking
-              yield* State.commitPage(sql, page, { wholeRows: format.before === "row", length, fields, lacking })
+              const quiet = page.changes.length + page.found.length + page.unconfirmed.length === 0 &&
+                page.checkpoint.phase === "scan"
+              // a page that changed nothing moves no row and writes no event: its ids wait for a later commit,
+              // and a run stopped before it reads the page again, with nothing written twice
+              if (quiet && unsaved.length < quietPagesACommit) {
+                unsaved.push(page.seen)
+                return
+              }
+              yield* State.commitPage(sql, { ...page, seen: [...unsaved.flat(), ...page.seen] }, {
+                wholeRows: format.before === "row",
+                length,
+                fields,
+                lacking
+              })
+              unsaved.length = 0
               committed = true
             }))
         })))

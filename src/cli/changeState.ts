@@ -6,8 +6,11 @@
  * schemas have so far, and the ids the pass has compared, deleted and kept. A page commits in one
  * transaction, O(page) whatever the table's size; FILE is written and synced before it.
  *
- * Tables: `changes_state` (one row; `committed`: FILE's length), `baseline` (`row_id`, `fingerprint`, `data`: JSON text, or
- * NULL when STATE holds no whole row), `pass_seen`, `pass_deleted`, `pass_kept` (`row_id`).
+ * Tables: `changes_state` (one row; `committed`: FILE's length), `baseline` (`row_id`,
+ * `fingerprint`), `baseline_rows` (`row_id`, `data`: the row's JSON text, for the rows STATE holds
+ * whole), `pass_seen`, `pass_deleted`, `pass_kept` (`row_id`). The fingerprints sit apart from the
+ * rows, so that a page's lookup and the pass's last read of the ids it did not see touch a table
+ * of ids and fingerprints only.
  *
  * @since 0.2.0
  */
@@ -99,7 +102,8 @@ export const createTables = (sql: SqlClient.SqlClient) =>
       id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL, microapp_id TEXT NOT NULL,
       filters TEXT NOT NULL, passes INTEGER NOT NULL, fields TEXT NOT NULL, output TEXT,
       committed INTEGER NOT NULL, snapshot INTEGER NOT NULL, format TEXT, checkpoint TEXT, lacking INTEGER NOT NULL)`
-    yield* sql`CREATE TABLE IF NOT EXISTS baseline (row_id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, data TEXT)`
+    yield* sql`CREATE TABLE IF NOT EXISTS baseline (row_id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL) WITHOUT ROWID`
+    yield* sql`CREATE TABLE IF NOT EXISTS baseline_rows (row_id TEXT PRIMARY KEY, data TEXT NOT NULL)`
     for (const table of idTables) {
       yield* sql`CREATE TABLE IF NOT EXISTS ${sql(table)} (row_id TEXT PRIMARY KEY) WITHOUT ROWID`
     }
@@ -142,6 +146,7 @@ export const reset = (
   Effect.gen(function*() {
     yield* sql`DELETE FROM changes_state`
     yield* sql`DELETE FROM baseline`
+    yield* sql`DELETE FROM baseline_rows`
     for (const table of idTables) yield* sql`DELETE FROM ${sql(table)}`
     yield* sql`INSERT INTO changes_state ${
       sql.insert({
@@ -177,9 +182,21 @@ export const insertBaseline = (
   sql: SqlClient.SqlClient,
   rows: ReadonlyArray<{ readonly row_id: string; readonly fingerprint: string; readonly data: string | null }>
 ) =>
-  grouped(rows, (group) =>
-    sql`INSERT INTO baseline ${sql.insert(group)} ON CONFLICT (row_id)
-      DO UPDATE SET fingerprint = excluded.fingerprint, data = excluded.data`)
+  Effect.gen(function*() {
+    yield* grouped(rows, (group) =>
+      sql`INSERT INTO baseline ${
+        sql.insert(group.map(({ fingerprint, row_id }) => ({ row_id, fingerprint })))
+      } ON CONFLICT (row_id) DO UPDATE SET fingerprint = excluded.fingerprint`)
+    const whole = rows.flatMap(({ data, row_id }) =>
+      data === null ? [] : [{ row_id, data }]
+    )
+    // a row changed without its JSON kept (`--before key`): the JSON held of it is no longer its before
+    const bare = rows.flatMap(({ data, row_id }) => data === null ? [row_id] : [])
+    yield* grouped(whole, (group) =>
+      sql`INSERT INTO baseline_rows ${sql.insert(group)} ON CONFLICT (row_id) DO UPDATE SET data = excluded.data`)
+    yield* grouped(bare, (group) =>
+      sql`DELETE FROM baseline_rows WHERE ${sql.in("row_id", group)}`)
+  })
 
 /** Rows of `table` after `after`, in keyset pages: rows deleted behind the position move nothing. */
 const keyset = <A extends { readonly row_id: string }>(
@@ -240,9 +257,8 @@ export const previousRows = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string
     const found = new Map<string, Readonly<Record<string, unknown>>>()
     yield* grouped(ids, (group) =>
       Effect.map(
-        sql<{ row_id: string; data: string | null }>`SELECT row_id, data FROM baseline
-          WHERE data IS NOT NULL AND ${sql.in("row_id", group)}`,
-        (rows) => rows.forEach((row) => row.data !== null && found.set(row.row_id, JSON.parse(row.data)))
+        sql<{ row_id: string; data: string }>`SELECT row_id, data FROM baseline_rows WHERE ${sql.in("row_id", group)}`,
+        (rows) => rows.forEach((row) => found.set(row.row_id, JSON.parse(row.data)))
       ))
     return found
   })
@@ -293,7 +309,11 @@ export const commitPage = (
     )
     const deleted = page.changes.flatMap((change) => change._tag === "Deleted" ? [change.id] : [])
     yield* insertBaseline(sql, written)
-    yield* grouped(deleted, (group) => sql`DELETE FROM baseline WHERE ${sql.in("row_id", group)}`)
+    yield* grouped(deleted, (group) =>
+      Effect.zipRight(
+        sql`DELETE FROM baseline WHERE ${sql.in("row_id", group)}`,
+        sql`DELETE FROM baseline_rows WHERE ${sql.in("row_id", group)}`
+      ))
     const recorded = [
       ["pass_seen", page.seen],
       ["pass_deleted", deleted],
