@@ -333,6 +333,46 @@ describe("microapp changes", () => {
       }))
   })
 
+  layer(MicroappServer.layer({ demoRows: 40 }), { excludeTestServices: true })("schemas", (it) => {
+    it.scoped("--schemas --fields: the columns' types from describe --json, widened by the rows; a bad file refused", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const dir = yield* temporaryDirectory
+        const fieldsFile = path.join(dir, "fields.json")
+        fs.writeFileSync(
+          fieldsFile,
+          JSON.stringify([
+            { label: "Priority", kind: "number", required: false },
+            { label: "Extra", kind: "text", required: false }
+          ])
+        )
+        const output = path.join(dir, "out.ndjson")
+        yield* pass(path.join(dir, "state"), output, ["--schemas", "--fields", fieldsFile])
+        const [line = ""] = fs.readFileSync(output, "utf8").split("\n")
+        const { schema } = JSON.parse(line) as { schema: { fields: Array<{ field: string; fields: Array<unknown> }> } }
+        const columns = Object.fromEntries(
+          (schema.fields[1]?.fields as Array<{ field: string; type: string; name?: string }>).map((column) => [
+            column.field,
+            column.name ?? column.type
+          ])
+        )
+        expect(columns).toMatchObject({
+          _id: "string",
+          Priority: "double",
+          Extra: "string",
+          Budget: "double",
+          Owner: "io.debezium.data.Json"
+        })
+        fs.writeFileSync(fieldsFile, "[{\"label\": 1}]")
+        const other = path.join(dir, "other.ndjson")
+        yield* refused(
+          changesArgs(server, path.join(dir, "other.state"), other, ["--fields", fieldsFile]),
+          other,
+          /--fields .*fields\.json is not the output of microapp describe --json/
+        )
+      }))
+  })
+
   layer(MicroappServer.layer({ demoRows: 230 }), { excludeTestServices: true })("refusals", (it) => {
     /** A first pass stopped by SIGINT after a few pages: STATE with a pass in progress. */
     const halfDone = Effect.gen(function*() {

@@ -270,6 +270,8 @@ export interface Writing {
   /** `source.name` and `source.db`. */
   readonly name: string
   readonly db: string
+  /** Columns known before any row is read (`--fields`: `microapp describe --json`'s output). */
+  readonly fields: ReadonlyArray<Debezium.Field>
 }
 
 /**
@@ -415,7 +417,7 @@ export const writeChanges = (
         const snapshot = inProgress?.snapshot ?? current.passes === 0
         let length = inProgress?.length ?? 0
         let lacking = inProgress?.lacking ?? 0
-        let fields = current.fields
+        let fields = Debezium.widen(current.fields, [], writing.fields)
         if (inProgress === undefined) {
           // FILE first, then STATE: a run killed between the two finds FILE empty and starts the pass again
           yield* Effect.mapError(

@@ -5,14 +5,39 @@
  * @since 0.2.0
  */
 import { Args, Command, Options } from "@effect/cli"
-import { Effect, Option } from "effect"
+import * as FileSystem from "@effect/platform/FileSystem"
+import { Effect, Option, ParseResult, Schema } from "effect"
 import { writeChanges } from "../changeFiles.js"
+import { UsageError } from "../exitCodes.js"
+import { failedOn } from "../output.js"
 import { changesSummaryLine, progressLine, withProgress } from "../progress.js"
 import { stderrLine, Stdio, untilSignal } from "../stdio.js"
 import { clientLayer, connection, deletes, described, endpointOf, selection, selectionOf } from "./options.js"
 
 /** `source.name`: Debezium's logical name of the source, the first part of every schema's name. */
 const sourceName = "microapp"
+
+/** What `--fields` may hold: `microapp describe --json`'s fields, of which each label and kind are read. */
+const DescribedFields = Schema.parseJson(Schema.Array(Schema.Struct({
+  label: Schema.String,
+  kind: Schema.Literal("text", "number", "integer", "boolean", "date", "crossApp", "location", "list", "json")
+})))
+
+/** `--fields JSON`'s columns, or a usage error naming the file. */
+const readFields = (file: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const text = yield* Effect.mapError(fs.readFileString(file), failedOn(`cannot read ${file}`))
+    return yield* Effect.mapError(
+      Schema.decodeUnknown(DescribedFields)(text),
+      (error) =>
+        new UsageError({
+          message: `--fields ${file} is not the output of microapp describe --json: ${
+            ParseResult.TreeFormatter.formatErrorSync(error)
+          }`
+        })
+    )
+  })
 
 /**
  * @since 0.2.0
@@ -55,6 +80,14 @@ export const changes = Command.make(
           "keeps; key: an update's is null and a delete's holds the key only, and STATE keeps fingerprints"
       )
     ),
+    fields: Options.file("fields", { exists: "yes" }).pipe(
+      Options.withPseudoName("JSON"),
+      Options.optional,
+      described(
+        "The Microapp's fields as `microapp describe APP --json` prints them: the columns' types before any " +
+          "row is read (values that disagree still widen them)"
+      )
+    ),
     table: Options.text("table").pipe(
       Options.withPseudoName("TABLE"),
       Options.optional,
@@ -82,6 +115,7 @@ export const changes = Command.make(
             table: Option.getOrElse(args.table, () => args.microAppID)
           },
           name: sourceName,
+          fields: yield* Option.match(args.fields, { onNone: () => Effect.succeed([]), onSome: readFields }),
           db: URL.canParse(baseUrl) ? new URL(baseUrl).host : baseUrl
         },
         (summary) => withProgress(Effect.map(summary, progressLine), !args.quiet && stdio.isTerminal.stderr)
