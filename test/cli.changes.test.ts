@@ -373,6 +373,35 @@ describe("microapp changes", () => {
       }))
   })
 
+  layer(MicroappServer.layer({ demoRows: 230 }), { excludeTestServices: true })("key-only before images", (it) => {
+    it.scoped("--before key: STATE of fingerprints only; an update's before null, a delete's the key; --no-tombstones", () =>
+      Effect.gen(function*() {
+        const dir = yield* temporaryDirectory
+        const state = path.join(dir, "state")
+        const flagsOf = ["--before", "key", "--key", "--no-tombstones"]
+        yield* pass(state, path.join(dir, "first.ndjson"), flagsOf)
+        expect([...(yield* stateOf(state)).rows.values()].every((data) => data === null)).toBe(true)
+        const changes = yield* changeTable
+        const second = path.join(dir, "second.ndjson")
+        const run = yield* pass(state, second, flagsOf)
+        expect(run.stderr).not.toContain("carry only their key")
+        const lines = fs.readFileSync(second, "utf8").trimEnd().split("\n").map((line) => line.split("\t"))
+        // no tombstone: every line a key and an event
+        expect(lines.every(([, value]) => value !== undefined && value !== "")).toBe(true)
+        const events = lines.map(([, value]) => decodeEvent(value ?? ""))
+        expect(opsOf(events)).toEqual(expectedOps(changes))
+        for (const event of events) {
+          if (event.op === "u") expect(event.before).toBeNull()
+          if (event.op === "d") {
+            expect(Object.entries(event.before ?? {}).filter(([, value]) => value !== null)).toEqual([[
+              "_id",
+              idOf(event)
+            ]])
+          }
+        }
+      }))
+  })
+
   layer(MicroappServer.layer({ demoRows: 230 }), { excludeTestServices: true })("refusals", (it) => {
     /** A first pass stopped by SIGINT after a few pages: STATE with a pass in progress. */
     const halfDone = Effect.gen(function*() {
