@@ -90,8 +90,8 @@ export const stateFileLimit = 256 * 1024 * 1024
 // the format nests three deep: anything deeper would overflow the parser's stack, not be a state file
 const bounds: Codec.Bounds = { chars: stateFileLimit, depth: 4 }
 
-/** What STATE holds. */
-interface State {
+/** What the earlier version's STATE holds. */
+interface EarlierState {
   readonly header: Header
   readonly baseline: ReadonlyMap<string, string>
 }
@@ -107,10 +107,10 @@ const entryOf = (line: string): Either.Either<readonly [string, string], string>
         : Either.left("a baseline line is not [\"id\", \"16 hex digits\"]")
   )
 
-/** STATE, if it exists; a clear usage error if it is not a state file of `microapp changes` as written. */
+/** The earlier version's STATE, if it exists; a clear usage error if it is not a state file of `microapp changes` as written. */
 export const load = (
   state: string
-): Effect.Effect<Option.Option<State>, UsageError | CommandFailed, FileSystem.FileSystem> =>
+): Effect.Effect<Option.Option<EarlierState>, UsageError | CommandFailed, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const what = "a state file of microapp changes"
@@ -153,7 +153,7 @@ export const load = (
     return Option.some({ header, baseline })
   })
 
-/** Replaces STATE atomically (a temporary file beside it, synced, renamed over it); a new STATE is private. */
+/** Writes STATE as the earlier version did (a temporary file beside it, synced, renamed over it, private): what `load` reads. */
 export const save = (state: string, header: Header, baseline: ReadonlyMap<string, string>) =>
   atomicFile(state, (destination) =>
     Effect.gen(function*() {
@@ -224,7 +224,7 @@ const startAgain = (state: string, output?: string) =>
  * baseline (fingerprints, no whole rows), after one complete pass. A pass in progress cannot go on
  * under this version: its checkpoint holds what only the earlier one reads back.
  */
-const upgrade = (state: string, legacy: State_) =>
+const upgrade = (state: string, legacy: EarlierState) =>
   Effect.gen(function*() {
     const { header } = legacy
     if (header.pass !== null) {
@@ -255,8 +255,6 @@ const upgrade = (state: string, legacy: State_) =>
     yield* Effect.mapError(fs.chmod(next, 0o600), failedOn(`cannot write ${next}`))
     yield* Effect.mapError(fs.rename(next, state), failedOn(`cannot write ${state}`))
   })
-
-type State_ = Option.Option.Value<Effect.Effect.Success<ReturnType<typeof load>>>
 
 /**
  * How `microapp changes` writes: the format of FILE (`--key`, `--schemas`, tombstones, `--before`,
@@ -320,7 +318,7 @@ export const writeChanges = (
       if (Option.isSome(legacy)) yield* upgrade(state, legacy.value)
     }
     if (!stateExisted) {
-      // a new STATE is private: SQLite opens the empty file as a database, and gives its -wal and -shm its mode
+      // a new STATE is private: SQLite opens the empty file as a database, and gives its journal the file's mode
       yield* Effect.mapError(fs.writeFile(state, new Uint8Array(), { mode: 0o600 }), failedOn(`cannot create ${state}`))
     }
     const { format } = writing
