@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as FC } from "effect"
-import { fingerprint } from "../src/internal/fingerprint.js"
+import { canonical, direct, fingerprint } from "../src/internal/fingerprint.js"
 
 /** The same value with every object's keys in another order, at every depth. */
 const shuffled = (value: unknown, seed: number): unknown => {
@@ -21,6 +21,19 @@ describe("fingerprint", () => {
   it.prop("does not depend on the order of keys, at any depth", [FC.jsonValue(), FC.nat()], ([value, seed]) => {
     expect(fingerprint(shuffled(value, seed))).toBe(fingerprint(value))
     expect(fingerprint(value)).toMatch(/^[0-9a-f]{16}$/)
+  })
+
+  it.prop("the recursive walk writes the iterative walk's text, and leaves a row nested deeper to it", [
+    FC.jsonValue(),
+    FC.integer({ min: 0, max: 80 })
+  ], ([value, depth]) => {
+    let nested: unknown = value
+    for (let i = 0; i < depth; i++) nested = i % 2 === 0 ? [nested] : { d: nested, u: undefined }
+    const text = direct(nested, 0)
+    if (text !== undefined) expect(text).toBe(canonical(nested))
+    // a value one level deep at most is written directly whatever it holds, 64 levels deeper never
+    if (depth === 0 && (value === null || typeof value !== "object")) expect(text).toBeDefined()
+    if (depth > 66) expect(text).toBeUndefined()
   })
 
   it.prop("tells different contents apart (distinct canonical JSON, distinct fingerprints)", [

@@ -54,7 +54,7 @@ const hash64 = (text: string): string => {
  * JSON with every object's keys in code-unit order; `undefined` members dropped, as JSON does.
  * Iterative: a row nested deeper than the call stack still has a fingerprint.
  */
-const canonical = (root: unknown): string => {
+export const canonical = (root: unknown): string => {
   const out: Array<string> = []
   // a value still to write, or text to write as it stands
   const stack: Array<{ readonly value: unknown } | string> = [{ value: root }]
@@ -93,7 +93,7 @@ const maxDirectDepth = 64
  * `canonical`'s text, built by recursion and string concatenation (about twice as fast for the rows
  * of a table); undefined when `value` nests deeper than `maxDirectDepth`.
  */
-const direct = (value: unknown, depth: number): string | undefined => {
+export const direct = (value: unknown, depth: number): string | undefined => {
   if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null"
   if (depth > maxDirectDepth) return undefined
   if (Array.isArray(value)) {
