@@ -12,6 +12,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import * as ChangeFiles from "../src/cli/changeFiles.js"
+import { SqlDrivers } from "../src/cli/commands/mirror.js"
 import { Changes } from "../src/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import { cli, flags, refused, startCli, temporaryDirectory, untilRequests } from "./cliSupport.js"
@@ -573,6 +574,24 @@ describe("microapp changes", () => {
         const corrected = yield* pass(state, output)
         const rows = (yield* rowsById).size
         expect(corrected.stderr).toMatch(closing(`inserted ${rows}, updated 0, deleted 0, unchanged 0`))
+      }))
+
+    it.scoped("without the SQLite driver: exit 2 with the line that installs it, no STATE and no FILE left", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const dir = yield* temporaryDirectory
+        const missing = () => Promise.reject(new Error("Cannot find package"))
+        const run = yield* Effect.provideService(
+          cli(changesArgs(server, path.join(dir, "state"), path.join(dir, "out.ndjson"))),
+          SqlDrivers,
+          { libsql: missing, pg: missing }
+        )
+        expect(run.code, run.stderr).toBe(2)
+        expect(run.stderr).toBe(
+          "error: --state needs the SQLite driver, which is not installed: " +
+            "npm install @effect/sql@~0.52.1 @effect/sql-libsql@~0.42.0\n"
+        )
+        expect(fs.readdirSync(dir)).toEqual([])
       }))
 
     it.scoped("a STATE left by a run killed before its first commit is replaced by the corrected command", () =>

@@ -15,7 +15,7 @@
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Either, Option, Redacted, Schema, Stream } from "effect"
+import { Clock, Effect, Either, Layer, Option, Redacted, Schema, Stream } from "effect"
 import { createHash } from "node:crypto"
 import { pathToFileURL } from "node:url"
 import * as Changes from "../Changes.js"
@@ -212,8 +212,13 @@ const removeAll = (files: ReadonlyArray<string>) =>
     (fs) => Effect.forEach(files, (file) => Effect.ignore(fs.remove(file, { force: true })), { discard: true })
   )
 
-/** The SQLite database at `file`, as `mirror --db file:...` opens it. */
-const sqliteAt = (file: string) => databaseLayer(Redacted.make(pathToFileURL(file).href))
+/** The SQLite database at `file`, as `mirror --db file:...` opens it; what it refuses named as STATE's. */
+const sqliteAt = (file: string) =>
+  Layer.mapError(
+    databaseLayer(Redacted.make(pathToFileURL(file).href)),
+    (error) =>
+      error._tag === "UsageError" ? new UsageError({ message: error.message.replace(/^--db/, "--state") }) : error
+  )
 
 /** The remedy every refusal of STATE ends with. */
 const startAgain = (state: string, output?: string) =>
