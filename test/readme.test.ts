@@ -32,6 +32,7 @@ const asQuoted = (source: string) =>
     .replaceAll(`"../src/testing/index.js"`, `"effect-microapp/testing"`)
     .replaceAll(`"../src/sql/index.js"`, `"effect-microapp/sql"`)
     .replaceAll(`"../src/workflow/index.js"`, `"effect-microapp/workflow"`)
+    .replaceAll(`"../src/debezium/index.js"`, `"effect-microapp/debezium"`)
 
 const runnable = fs.readdirSync(path.join(root, "scratchpad"))
   .filter((file) => file.endsWith(".ts"))

@@ -121,5 +121,39 @@ const canonicalDeep = (root: unknown): string => {
   return out.join("")
 }
 
+/** Nesting a row may have for `direct`, which recurses; a deeper row takes `canonical`, which does not. */
+const maxDirectDepth = 64
+
+/**
+ * `canonical`'s text, built by recursion and string concatenation (about twice as fast for the rows
+ * of a table); undefined when `value` nests deeper than `maxDirectDepth`.
+ */
+export const direct = (value: unknown, depth: number): string | undefined => {
+  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null"
+  if (depth > maxDirectDepth) return undefined
+  if (Array.isArray(value)) {
+    let text = "["
+    for (let i = 0; i < value.length; i++) {
+      const item = direct(value[i] ?? null, depth + 1)
+      if (item === undefined) return undefined
+      text += i === 0 ? item : `,${item}`
+    }
+    return `${text}]`
+  }
+  const record = value as Record<string, unknown>
+  const keys = Object.keys(record).sort()
+  let text = "{"
+  let first = true
+  for (const key of keys) {
+    const member = record[key]
+    if (member === undefined) continue
+    const written = direct(member, depth + 1)
+    if (written === undefined) return undefined
+    text += `${first ? "" : ","}${JSON.stringify(key)}:${written}`
+    first = false
+  }
+  return `${text}}`
+}
+
 /** The fingerprint of a row's content: equal for equal content, whatever the order of its keys. */
-export const fingerprint = (row: unknown): string => hash64(canonical(row))
+export const fingerprint = (row: unknown): string => hash64(direct(row, 0) ?? canonical(row))

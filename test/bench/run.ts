@@ -22,7 +22,8 @@ const programs = [
   "fleet",
   "views",
   "deletes",
-  "passes"
+  "passes",
+  "changes"
 ] as const
 
 /** Programs that run longer than the others at full size: five `microapp` processes a round. */

@@ -71,17 +71,32 @@ const load = <A>(driver: keyof typeof installLines, loader: (drivers: SqlDrivers
         })
     }))
 
-/** What SQLite (SQLITE_FULL, or no room for its WAL index), PostgreSQL (could not extend file) and the OS (ENOSPC) say of a full disk. */
-const diskFull = /SQLITE_FULL|SQLITE_IOERR_SHMSIZE|disk is full|ENOSPC|No space left|could not extend file/i
+/**
+ * What SQLite (SQLITE_FULL, or no room for its WAL index), PostgreSQL (could not extend file) and the OS (ENOSPC) say of a full disk.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export const diskFull = /SQLITE_FULL|SQLITE_IOERR_SHMSIZE|disk is full|ENOSPC|No space left|could not extend file/i
 
-/** What a driver's failure carries: where it failed, and the driver's error. */
-interface Failure {
+/**
+ * What a driver's failure carries: where it failed, and the driver's error.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export interface Failure {
   readonly message: string
   readonly cause?: unknown
 }
 
-/** A database failure as the command reports it: the driver's own words, and a full disk by name. */
-const databaseFailed = (error: Failure): CommandFailed => {
+/**
+ * A database failure as the command reports it: the driver's own words, and a full disk by name.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export const databaseFailed = (error: Failure): CommandFailed => {
   const words = SqlMirror.describeError(error)
   return new CommandFailed({
     message: diskFull.test(words) ? `the database: the disk is full (${error.message})` : `the database: ${words}`
@@ -104,8 +119,13 @@ const checkSqliteFile = (db: string) =>
     }
   })
 
-/** The `SqlClient` of `--db`: its scheme picks the driver; the URL itself is never printed. */
-const databaseLayer = (
+/**
+ * The `SqlClient` of `--db`: its scheme picks the driver; the URL itself is never printed.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const databaseLayer = (
   db: Redacted.Redacted<string>
 ): Layer.Layer<SqlClient.SqlClient, UsageError | CommandFailed, FileSystem.FileSystem> =>
   Layer.unwrapEffect(Effect.gen(function*() {
