@@ -12,7 +12,16 @@ import { UsageError } from "../exitCodes.js"
 import { failedOn } from "../output.js"
 import { changesSummaryLine, progressLine, withProgress } from "../progress.js"
 import { stderrLine, Stdio, untilSignal } from "../stdio.js"
-import { clientLayer, connection, deletes, described, endpointOf, maxDeletes, selection, selectionOf } from "./options.js"
+import {
+  clientLayer,
+  connection,
+  deletes,
+  described,
+  endpointOf,
+  maxDeletes,
+  selection,
+  selectionOf
+} from "./options.js"
 
 /** `source.name`: Debezium's logical name of the source, the first part of every schema's name. */
 const sourceName = "microapp"
