@@ -14,6 +14,14 @@ import { Config, Cron, Effect, Layer, Logger, Option } from "effect"
 import { MicroappClient } from "../src/index.js"
 import { MicroappMirror, MirrorCron } from "../src/workflow/index.js"
 
+// @effect/cluster sends its shard-lock queries on one reserved connection from several fibers: pg 8
+// runs them in turn, as it should, but warns of the queue on stderr among the JSON log lines
+const queueWarning = "Calling client.query() when the client is already executing a query"
+const emitWarning = process.emitWarning.bind(process)
+process.emitWarning = ((warning: string | Error, ...rest: Array<never>) => {
+  if (!String(warning).includes(queueWarning)) emitWarning(warning, ...rest)
+}) as typeof process.emitWarning
+
 const clusterDatabase = Config.redacted("CLUSTER_DATABASE_URL")
 
 const schedule = Config.option(Config.string("MIRROR_CRON"))

@@ -6,15 +6,25 @@
  * keeps the copy (a `Baseline`): by id, and by a fingerprint of the row's content. A row the
  * baseline lacks is `Inserted`; one whose fingerprint differs is `Updated`.
  *
- * A baseline id the scan did not see is a candidate delete, and a point read (`getRow`) decides:
- * the service's `NotFound` makes it `Deleted`; a row found is compared as a scanned one is
- * (`Updated`, or unchanged); any other answer (a fault, a refusal, a row set aside as invalid)
- * keeps it, counted `unconfirmed`, for a later pass to settle. So a pass reports its deletes
- * whether its scan was exhaustive or not (rows inserted during a scan that was not may still come
- * in the next), and never one of a row that exists. Each candidate costs one request, made
- * concurrently within the scan's bound and the client's, timed out and retried like the scan's.
- * `deletes: "exhaustive"` makes no read: a candidate is `Deleted` after an exhaustive scan, and a
- * scan that was not exhaustive reports no delete.
+ * A baseline id the scan did not see is a candidate delete, and a point read (`getRow`) decides.
+ * Only the service's own answer for a row it does not hold (HTTP 404
+ * `{"status":"error","message":"Row not found"}`, a `NotFound` with `noSuchRow`) proves it
+ * missing; a row found is compared as a scanned one is (`Updated`, or unchanged); any other
+ * answer (another 404, a success without a row, a row with another `_id`, a fault, a refusal, a
+ * row set aside as invalid) keeps it, counted `unconfirmed`, for a later pass to settle. The
+ * proven candidates are held until every candidate is answered; then a control read asks the same
+ * endpoint for a row the scan saw: unless it answers that very row, none is deleted (all are kept,
+ * counted `heldBack`), as when the scan saw no row at all. Last, the delete guard: a pass that
+ * would delete more than `maxDeletes` (by default the more of 100 rows and a tenth of the copy,
+ * `deleteGuard`) fails with `TooManyDeletes` before its first `Deleted`. So a pass reports its
+ * deletes whether its scan was exhaustive or not (rows inserted during a scan that was not may
+ * still come in the next), and never one of a row that exists. Each candidate costs one request
+ * (and the pass one more, the control read), made concurrently within the scan's bound and the
+ * client's, timed out and retried like the scan's. `deletes: "exhaustive"` makes no read: a
+ * candidate is `Deleted` after an exhaustive scan (the guard applies all the same), and a scan
+ * that was not exhaustive reports no delete. The ids of the proven candidates stay in memory until
+ * they are reported: a pass that deletes N rows holds N ids and fingerprints at once (under
+ * `deletes: "exhaustive"`, at most the guard's bound: past it, the pass stops at once).
  *
  * `pass.pages` hands out the changes page by page with the checkpoint of the state after them: a
  * sink that commits both in one transaction, and resumes from the last checkpoint it committed,
@@ -27,7 +37,7 @@ import type * as ScanCheckpoint from "./Checkpoint.js"
 import * as internal from "./internal/changes.js"
 import * as Fingerprint from "./internal/fingerprint.js"
 import type { MicroappClient } from "./MicroappClient.js"
-import type { InvalidCheckpoint, ScanError } from "./MicroappError.js"
+import type { InvalidCheckpoint, ScanError, TooManyDeletes } from "./MicroappError.js"
 import * as RowStream from "./RowStream.js"
 
 /**
@@ -36,8 +46,9 @@ import * as RowStream from "./RowStream.js"
  *
  * - `Inserted`: the baseline does not have the id.
  * - `Updated`: the baseline has the id with another fingerprint.
- * - `Deleted`: the baseline has the id, the scan did not see it, and a point read answered
- *   `NotFound` (under `deletes: "exhaustive"`: the scan was exhaustive).
+ * - `Deleted`: the baseline has the id, the scan did not see it, a point read answered the
+ *   service's "no such row" (`NotFound` with `noSuchRow`) and the control read found a row the
+ *   scan saw (under `deletes: "exhaustive"`: the scan was exhaustive); within the delete guard.
  *
  * @since 0.2.0
  * @category models
@@ -142,10 +153,29 @@ export interface PassOptions<E, R> {
   readonly dedupe?: "exact" | undefined
   /**
    * `"confirmed"` (the default): a baseline id the scan did not see is deleted once a point read
-   * answers `NotFound`. `"exhaustive"`: deleted without a read, after an exhaustive scan only.
+   * answers the service's "no such row" and the control read passes. `"exhaustive"`: deleted
+   * without a read, after an exhaustive scan only.
    */
   readonly deletes?: "confirmed" | "exhaustive" | undefined
+  /**
+   * The delete guard: the most rows the pass may delete, a whole number (0: none). A pass that
+   * would delete more fails with `TooManyDeletes` before it reports any delete. By default, the
+   * more of `deleteGuard.count` (100) and `deleteGuard.share` (a tenth) of the copy (the rows the
+   * baseline holds): it trips when the deletes exceed both. Applies under both `deletes` modes.
+   *
+   * @since 0.2.0
+   */
+  readonly maxDeletes?: number | undefined
 }
+
+/**
+ * The delete guard's default: a pass may delete `count` rows, or `share` of the copy when that is
+ * more (`PassOptions.maxDeletes` replaces it).
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const deleteGuard: { readonly count: 100; readonly share: 0.1 } = internal.deleteGuard
 
 /**
  * `client.changes(options)`: the scan's options (`RowsOptions`) and the pass's.
@@ -187,8 +217,8 @@ export interface Page<A> {
  * @category models
  */
 export interface Pass<A, E, R> {
-  readonly changes: Stream.Stream<Change<A>, ScanError | E, R>
-  readonly pages: Stream.Stream<Page<A>, ScanError | E, R>
+  readonly changes: Stream.Stream<Change<A>, ScanError | TooManyDeletes | E, R>
+  readonly pages: Stream.Stream<Page<A>, ScanError | TooManyDeletes | E, R>
   readonly summary: Effect.Effect<Summary>
 }
 
@@ -210,8 +240,10 @@ export type Deletes = typeof Deletes.Type
 
 /**
  * A pass's own counts, declared once: the summary's, and a checkpoint's. `reads`: the point reads
- * of candidate deletes, one per candidate (its retries aside); `unconfirmed`: the candidates whose
- * read answered neither found nor not found, kept for a later pass.
+ * of candidate deletes, one per candidate (its retries aside, and the control read aside);
+ * `unconfirmed`: the candidates kept for a later pass, their read having answered neither found
+ * nor the service's "no such row", or (`heldBack`, counted in `unconfirmed` too) having answered
+ * "no such row" in a pass whose control read did not find a row the scan saw.
  *
  * @since 0.2.0
  * @category models
@@ -223,14 +255,16 @@ export const Counts: Schema.Struct<{
   deleted: typeof Schema.NonNegativeInt
   reads: typeof Schema.NonNegativeInt
   unconfirmed: typeof Schema.NonNegativeInt
+  heldBack: typeof Schema.NonNegativeInt
 }> = internal.Counts
 
 /**
  * The scan's summary and the pass's counts, over all its runs when resumed. `reads` counts the
  * point reads of candidate deletes (one per candidate, its retries aside): `deleted` of them
- * answered `NotFound`, `unconfirmed` neither found nor not found, and the rest found their row,
- * counted `updated` or `unchanged` with the scan's. So `inserted + updated + unchanged` is the
- * scan's `rows` plus `reads - deleted - unconfirmed`.
+ * answered the service's "no such row", `unconfirmed` did not prove it (`heldBack` of them did,
+ * but the control read failed), and the rest found their row, counted `updated` or `unchanged`
+ * with the scan's. So `inserted + updated + unchanged` is the scan's `rows` plus
+ * `reads - deleted - unconfirmed`.
  *
  * @since 0.2.0
  * @category models

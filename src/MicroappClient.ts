@@ -104,7 +104,8 @@ export class MicroappClient extends Context.Tag("effect-microapp/MicroappClient"
           ),
           // as is every credential no header can carry
           authToken: internal.headerSafeConfig(
-            authToken ?? Config.redacted("MICROAPP_AUTH_TOKEN"),
+            // Config.redacted would redact its own "missing" message too; a string config never shows its value
+            authToken ?? Config.map(Config.string("MICROAPP_AUTH_TOKEN"), Redacted.make),
             "authToken",
             Redacted.value
           ),
@@ -185,7 +186,7 @@ export declare namespace MicroappClient {
   export interface ConfigOptions extends Tuning {
     /** Default `Config.string("MICROAPP_BASE_URL")`. */
     readonly baseUrl?: Config.Config<string> | undefined
-    /** Default `Config.redacted("MICROAPP_AUTH_TOKEN")`. */
+    /** Default: `MICROAPP_AUTH_TOKEN`, as a `Redacted`. */
     readonly authToken?: Config.Config<Redacted.Redacted<string>> | undefined
     /** Default `Config.string("MICROAPP_USER_ID")`. */
     readonly userId?: Config.Config<string> | undefined

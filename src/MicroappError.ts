@@ -142,6 +142,10 @@ export class Forbidden extends Schema.TaggedError<Forbidden>(`${identifier}/Forb
 
 /**
  * The row (or Microapp) does not exist: HTTP 404, or a success envelope without the row.
+ * `noSuchRow` is true only when the answer was the service's own word for a row it does not hold
+ * (HTTP 404 `{"status":"error","message":"Row not found"}`): the only `NotFound` a change pass
+ * takes as proof of a delete. Any other 404 (a proxy's page, another JSON shape, an empty body) or
+ * a success without a row is a `NotFound` for `getRow`'s callers, and proves nothing.
  *
  * @since 0.1.0
  * @category errors
@@ -149,7 +153,9 @@ export class Forbidden extends Schema.TaggedError<Forbidden>(`${identifier}/Forb
 export class NotFound extends Schema.TaggedError<NotFound>(`${identifier}/NotFound`)("NotFound", {
   ...RequestFields,
   rowID: Schema.optional(Schema.String),
-  microAppID: Schema.optional(Schema.String)
+  microAppID: Schema.optional(Schema.String),
+  /** @since 0.2.0 */
+  noSuchRow: Schema.optional(Schema.Boolean)
 }) {
   /** @since 0.1.0 */
   readonly [TypeId]: TypeId = TypeId
@@ -249,6 +255,9 @@ export class Timeout extends Schema.TaggedError<Timeout>(`${identifier}/Timeout`
 
 /**
  * The server refused the request: another 4xx, or a 200 whose envelope status is not "success".
+ * A 404 that says the server has no endpoint there ("API endpoint does not exist", the service's
+ * answer for a path it does not serve) is one too, with `url`: the base URL is wrong, and no row
+ * or Microapp was looked for.
  *
  * @since 0.1.0
  * @category errors
@@ -257,13 +266,24 @@ export class RequestRejected
   extends Schema.TaggedError<RequestRejected>(`${identifier}/RequestRejected`)("RequestRejected", {
     ...RequestFields,
     /** The envelope's `status` when the server answered one ("error", "fail"). */
-    serverStatus: Schema.optional(Schema.String)
+    serverStatus: Schema.optional(Schema.String),
+    /**
+     * The URL the request went to (the base URL, then `path`), when the server answered that it
+     * has no endpoint there. A base URL holds no credentials: the client refuses one with a user,
+     * a password or a query.
+     *
+     * @since 0.2.0
+     */
+    url: Schema.optional(Schema.String)
   })
 {
   /** @since 0.1.0 */
   readonly [TypeId]: TypeId = TypeId
   override get message(): string {
-    return `the server rejected the request${suffix(this.serverMessage)}`
+    if (this.url === undefined) return `the server rejected the request${suffix(this.serverMessage)}`
+    const base = this.url.endsWith(this.path) ? this.url.slice(0, this.url.length - this.path.length) : this.url
+    return `the server has no endpoint at ${this.url}${suffix(this.serverMessage)}; ` +
+      `is the base URL ${base} right? The client adds ${this.path} to it`
   }
 }
 
@@ -367,6 +387,47 @@ export class TooManyRows extends Schema.TaggedError<TooManyRows>(`${identifier}/
 }
 
 /**
+ * A change pass would delete more rows than its guard allows (`maxDeletes`; by default, the more of
+ * 100 rows and a tenth of the copy): it stopped before deleting any, and its sink holds none of
+ * them. Allow them with `maxDeletes` (`--max-deletes`) of at least `deletes`, after checking that
+ * the rows are gone from the Microapp.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class TooManyDeletes
+  extends Schema.TaggedError<TooManyDeletes>(`${identifier}/TooManyDeletes`)("TooManyDeletes", {
+    microAppID: Schema.String,
+    /** The rows the pass would delete. */
+    deletes: Schema.Number,
+    /** The rows the copy held before the pass (its baseline). */
+    copy: Schema.Number,
+    /** The most the pass could delete: `maxDeletes`, or the default bound. */
+    allowed: Schema.Number,
+    /** Whether `allowed` was the caller's `maxDeletes` rather than the default bound. */
+    given: Schema.Boolean,
+    /**
+     * Whether the pass stopped as soon as it was past the bound, before it had counted every
+     * candidate (under `deletes: "exhaustive"`, where each one is a delete): it would delete at
+     * least `deletes` rows of a copy of at least `copy`.
+     */
+    atLeast: Schema.Boolean
+  })
+{
+  /** @since 0.2.0 */
+  readonly [TypeId]: TypeId = TypeId
+  override get message(): string {
+    const bound = this.given
+      ? `maxDeletes (${this.allowed})`
+      : `the default bound (${this.allowed}: 100 rows, or a tenth of the copy when that is more)`
+    const allow = this.atLeast ? "of at least that, up to the copy's size" : `${this.deletes}`
+    return `the pass of ${this.microAppID} would delete ${this.atLeast ? "at least " : ""}${this.deletes} of the ` +
+      `copy's ${this.copy}${this.atLeast ? " or more" : ""} rows, more than ${bound}; nothing was deleted. ` +
+      `If those rows are gone from the Microapp, allow them with maxDeletes (--max-deletes) ${allow}`
+  }
+}
+
+/**
  * What one request can fail with, as one Schema: `getRow`, `query`, `queryRaw` and `updateRow`
  * fail with these only. A refused checkpoint comes before its parent `InvalidInput`, so that it
  * keeps its class and `problem` across a boundary.
@@ -423,7 +484,7 @@ export type ScanError = typeof ScanError.Type
  * @since 0.1.0
  * @category schemas
  */
-export const MicroappError = Schema.Union(...ScanError.members, TooManyRows)
+export const MicroappError = Schema.Union(...ScanError.members, TooManyRows, TooManyDeletes)
 
 /**
  * Every error a call of the client can fail with.

@@ -50,8 +50,10 @@ export interface ScanOptions {
   /**
    * Goes on from a checkpoint of `pages`: no row it says was emitted is emitted again, and the
    * summary counts the whole scan. It must come from a scan of the same Microapp, filters, sort,
-   * `pageSize`, `overlap` and `dedupe` (else `InvalidInput`, before any request); `concurrency`,
-   * `maxConcurrency`, `prefetch`, `onInconsistent`, `timeout` and `checkpointEvery` may differ.
+   * `pageSize`, `overlap` and `dedupe`, and hold its ids (`Checkpoint.withIds`); else
+   * `InvalidCheckpoint`, before any request (ids no scan could hold, as one twice, fail the run of
+   * `rows` or `pages` that finds them). `concurrency`, `maxConcurrency`, `prefetch`,
+   * `onInconsistent`, `timeout` and `checkpointEvery` may differ.
    */
   readonly resume?: Checkpoint | undefined
   /**

@@ -293,10 +293,14 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
                 })}
             }
             covered[summary?.deletes === "reported" ? "reported" : "skipped"]++
+            // deletes are held back only when the control read could not find a row the scan saw: it saw
+            // none (the table emptied), or the one it read was deleted while the pass ran
+            const heldBack = summary?.heldBack ?? 0
+            if (heldBack > 0) expect(summary?.rows === 0 || touched.size > 0, context).toBe(true)
             if (summary?.deletes === "reported") {
-              // ids gone before the pass began are all reported deleted
+              // ids gone before the pass began are all reported deleted, or all held back
               for (const id of previous.keys()) {
-                if (!start.has(id)) expect(reported.get(id)?._tag, context).toBe("Deleted")
+                if (!start.has(id)) expect(reported.get(id)?._tag, context).toBe(heldBack === 0 ? "Deleted" : undefined)
               }
             } else {
               expect(changes.some(Changes.Change.$is("Deleted")), context).toBe(false)
@@ -316,7 +320,7 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
               (summary?.rows ?? 0) + found
             )
             // every read is answered on a server that answers truthfully in the end
-            expect(summary?.unconfirmed, context).toBe(0)
+            expect(summary?.unconfirmed, context).toBe(heldBack)
             if (found > 0) covered.found++
             if (lag !== undefined) covered.lying++
           }
@@ -354,7 +358,9 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
         const pass = yield* numbersApp.changes({
           baseline: Changes.Baseline.fromMap(baseline),
           filters: { Parity: "five" },
-          sort: { field: "N" }
+          sort: { field: "N" },
+          // past the default guard: the baseline is the whole table, the selection one row
+          maxDeletes: size - 1
         })
         const changes = Chunk.toReadonlyArray(yield* Stream.runCollect(pass.changes))
         const [change, ...deleted] = changes
@@ -375,20 +381,27 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
     const rows = [
       ...table.slice(0, 3),
       ...unstorable.map((_id, i) => ({ _id, N: 1000 + i })),
-      { _id: "\ufffd", N: 2000 },
-      { _id: "big", N: 2 ** 53 + 2 }
+      { _id: "\ufffd", N: 2000 }
     ]
 
-    it.effect("a row whose id or number a copy cannot keep fails the pass, naming the row and the field", () =>
+    it.effect("a row whose id a copy cannot keep fails the pass, naming the row and the field", () =>
       Effect.gen(function*() {
         yield* reset(rows)
         const error = yield* Effect.flip(passOf({ baseline: Changes.Baseline.empty }))
         expect(error).toMatchObject({ _tag: "UnexpectedResponse", rowID: "\ud83d", fieldPath: "_id" })
         expect(error.message).toContain("lone surrogate")
-        yield* reset([...table.slice(0, 3), { _id: "big", N: 2 ** 53 + 2 }])
-        const big = yield* Effect.flip(passOf({ baseline: Changes.Baseline.empty }))
-        expect(big).toMatchObject({ _tag: "UnexpectedResponse", rowID: "big", fieldPath: "N" })
-        expect(big.message).toContain("2^53")
+      }))
+
+    it.effect("every double is kept as itself, integers past 2^53 and the ends of the range included", () =>
+      Effect.gen(function*() {
+        const doubles = [2 ** 53 + 2, 62007044045103448, 1e307, 1.7976931348623157e308, 5e-324, -1e21]
+        const exact = doubles.map((N, i) => ({ _id: `double ${i}`, N }))
+        yield* reset([...table.slice(0, 3), ...exact])
+        const client = yield* MicroappClient
+        const pass = yield* client.changes({ microAppID: numbers, pageSize: 50, baseline: Changes.Baseline.empty })
+        const changes = Chunk.toReadonlyArray(yield* Stream.runCollect(pass.changes))
+        expect(changes.slice(3).map((change) => change._tag === "Inserted" ? [change.id, change.row.N] : change._tag))
+          .toEqual(exact.map((row) => [row._id, row.N]))
       }))
 
     it.effect("under invalidRows \"skip\" those rows are left out and counted, every other id kept apart", () =>
@@ -402,7 +415,7 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
         })
         const changes = Chunk.toReadonlyArray(yield* Stream.runCollect(pass.changes))
         expect(changes.map((change) => change.id)).toEqual([...table.slice(0, 3).map((row) => row._id), "\ufffd"])
-        expect(yield* pass.summary).toMatchObject({ inserted: 4, invalidRows: 4 })
+        expect(yield* pass.summary).toMatchObject({ inserted: 4, invalidRows: 3 })
       }))
   })
 

@@ -103,20 +103,23 @@ describe("CKPT of microapp rows", () => {
       )
       expect(yield* refusal(forgedCkpt({ ...fields, version: 4 }))).toBe(
         `${ckpt} is not a checkpoint of microapp rows: version: version 4 is newer than this microapp reads (3): ` +
-          "read it with a newer microapp"
+          "read it with a newer microapp; restore it, or remove it to start again"
       )
       expect(yield* refusal(forgedCkpt({ ...fields, version: 1 }))).toBe(
         `${ckpt} is not a checkpoint of microapp rows: version: version 1 has no checksum, so what it records ` +
-          "cannot be trusted"
+          "cannot be trusted; restore it, or remove it to start again"
       )
       expect(yield* refusal(`${"[".repeat(5)}${"]".repeat(5)}`)).toBe(
-        `${ckpt} is not a checkpoint of microapp rows: it is nested deeper than 4 levels, as no checkpoint is`
+        `${ckpt} is not a checkpoint of microapp rows: it is nested deeper than 4 levels, as no checkpoint is; ` +
+          "restore it, or remove it to start again"
       )
       expect(yield* refusal(text.slice(0, 100))).toMatch(
-        new RegExp(`^${ckpt} is not a checkpoint of microapp rows: .*JSON`)
+        new RegExp(`^${ckpt} is not a checkpoint of microapp rows: .*JSON.*; restore it, or remove it to start again$`)
       )
       expect(yield* refusal(Checkpointed.checkpointFileLimit + 1)).toMatch(
-        new RegExp(`^${ckpt} is too large to be a checkpoint of microapp rows`)
+        new RegExp(
+          `^${ckpt} is too large to be a checkpoint of microapp rows: .*; restore it, or remove it to start again$`
+        )
       )
     }).pipe(Effect.provide(files)))
 })
@@ -147,25 +150,26 @@ describe("STATE of microapp changes", () => {
       const lines = text.trimEnd().split("\n").slice(1)
       const refusal = refusalOf(ChangeFiles.load, state)
       const notState = `${state} is not a state file of microapp changes`
+      const remedy = "; restore it, or remove it to start again with a snapshot"
       expect(yield* refusal(text.replace("fedcba9876543210", "fedcba9876543211"))).toBe(
         `${state}: changed or damaged since it was written (its checksum does not match its content): ` +
           "restore it, or remove it to start again with a snapshot"
       )
       expect(yield* refusal(forgedState(JSON.stringify({ ...header, version: 2 }), lines))).toBe(
-        `${notState}: version: version 2 is newer than this microapp reads (1): read it with a newer microapp`
+        `${notState}: version: version 2 is newer than this microapp reads (1): read it with a newer microapp${remedy}`
       )
       expect(yield* refusal(forgedState(JSON.stringify({ ...header, version: 0 }), lines))).toBe(
-        `${notState}: version: unknown version 0: this microapp reads version 1`
+        `${notState}: version: unknown version 0: this microapp reads version 1${remedy}`
       )
       expect(yield* refusal(forgedState(JSON.stringify({ ...header, filters: [[[[[]]]]] }), lines))).toBe(
-        `${notState}: it is nested deeper than 4 levels, as no checkpoint is`
+        `${notState}: it is nested deeper than 4 levels, as no checkpoint is${remedy}`
       )
-      expect(yield* refusal(forgedState("{\"kind\":}"))).toMatch(new RegExp(`^${notState}: .*JSON`))
+      expect(yield* refusal(forgedState("{\"kind\":}"))).toMatch(new RegExp(`^${notState}: .*JSON.*${remedy}$`))
       expect(yield* refusal("not a state file\n")).toBe(
-        `${notState}: its first line is not a header with a checksum`
+        `${notState}: its first line is not a header with a checksum${remedy}`
       )
       expect(yield* refusal(ChangeFiles.stateFileLimit + 1)).toMatch(
-        new RegExp(`^${state} is too large to be a state file of microapp changes`)
+        new RegExp(`^${state} is too large to be a state file of microapp changes: .*${remedy}$`)
       )
     }).pipe(Effect.provide(files)))
 })

@@ -2,11 +2,13 @@
  * `microapp rows --output FILE --checkpoint CKPT`, in process: FILE as one uninterrupted run
  * writes it, whatever stopped the runs before; CKPT's refusals. SIGKILL is in `cli.process.test.ts`.
  */
-import { describe, expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { describe, expect, it, layer } from "@effect/vitest"
+import { Effect, FastCheck as FC } from "effect"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { csvRecord, firstFields } from "../src/cli/output.js"
+import { fnv1a } from "../src/internal/checkpointCodec.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import {
   cli,
@@ -30,6 +32,44 @@ const signed = (fields: Record<string, unknown>) => {
   const text = JSON.stringify(body, ["kind", "version", "format", "length", "finished", "scan"])
   return `${text.slice(0, -1)},"checksum":"${createHash("sha256").update(text).digest("hex")}"}\n`
 }
+
+/** A scan checkpoint's text with `fields` and a checksum made anew, as `Checkpoint.toJson` writes it. */
+const signedScan = (fields: Record<string, unknown>) => {
+  const { checksum: _, ...body } = fields
+  const text = JSON.stringify(body)
+  return `${text.slice(0, -1)},"checksum":"${fnv1a(text)}"}`
+}
+
+/** FILE in `format` with its first `count` rows only, as this command writes such a FILE. */
+const cutTo = (format: typeof formats[number], rows: string, count: number) => {
+  switch (format) {
+    case "ndjson":
+      return rows.split("\n").slice(0, count).map((line) => `${line}\n`).join("")
+    case "json":
+      return `[\n${rows.split("\n").slice(1, count + 1).join("\n").slice(0, -1)}\n]\n`
+    case "csv":
+      return rows.split("\r\n").slice(0, count + 1).map((line) => `${line}\r\n`).join("")
+  }
+}
+
+/** `rows --format FORMAT --output FILE --checkpoint CKPT` run to the end: FILE complete, and CKPT saying so. */
+const finishedAs = (format: typeof formats[number]) =>
+  Effect.gen(function*() {
+    const server = yield* MicroappServer
+    const dir = yield* temporaryDirectory
+    const file = path.join(dir, `out.${format}`)
+    const ckpt = path.join(dir, "out.ckpt")
+    // as halfDone's: NDJSON by default
+    const formatArgs = format === "ndjson" ? [] : ["--format", format]
+    const args = rowsArgs(server, [...formatArgs, "--output", file, "--checkpoint", ckpt])
+    const run = yield* cli(args)
+    expect(run.code, run.stderr).toBe(0)
+    const saved = fs.readFileSync(ckpt, "utf8")
+    expect(JSON.parse(saved)).toMatchObject({ finished: true })
+    return { server, dir, file, ckpt, args, saved, rows: fs.readFileSync(file, "utf8") }
+  })
+
+const finished = finishedAs("ndjson")
 
 /** What `rows` writes to FILE with no checkpoint, in one run. */
 const reference = (dir: string, format: string, extra: ReadonlyArray<string> = []) =>
@@ -152,6 +192,45 @@ describe("microapp rows --checkpoint (in process)", () => {
     )
   })
 
+  const oddIds = ["a,b", "q\"uote\"", "crlf\r\nin", "lf\nin", "\"", ",", "plain"]
+  const oddTable = {
+    microAppID: "000000000000000000000c5v",
+    name: "Odd",
+    fields: [{ label: "Note", fieldID: "f_note", kind: "text" as const }],
+    sortFields: [],
+    rows: oddIds.map((id, i) => ({ _id: id, Note: i % 2 === 0 ? "x,\"y\"\r\nz" : "" }))
+  }
+  layer(MicroappServer.layer({ tables: [oddTable] }), { excludeTestServices: true })("CSV", (it) => {
+    it.scoped("a finished CSV FILE's ids are read back whatever they hold (commas, quotes, line ends), and checked", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const dir = yield* temporaryDirectory
+        const file = path.join(dir, "out.csv")
+        const ckpt = path.join(dir, "out.ckpt")
+        const args = rowsArgs(server, ["--format", "csv", "--output", file, "--checkpoint", ckpt])
+          .map((arg) => arg === projectsMicroAppID ? oddTable.microAppID : arg)
+        const first = yield* cli(args)
+        expect(first.code, first.stderr).toBe(0)
+        const written = fs.readFileSync(file, "utf8")
+        expect(written).toContain("\"crlf\r\nin\"")
+        const again = yield* cli(args)
+        expect(again.code, again.stderr).toBe(0)
+        const edits: ReadonlyArray<readonly [string, RegExp]> = [
+          // one quote fewer: the id is q"uote
+          [written.replace("\"q\"\"uote\"\"\"", "\"q\"\"uote\""), /digest differs/],
+          [`${written}"x`, /ends inside a record/],
+          [written.replace("\"a,b\"", "\"a,c\""), /digest differs/],
+          [written.replace("\"lf\nin\"", "\"lf\r\nin\""), /digest differs/],
+          [written.slice(written.indexOf("\r\n") + 2), /does not begin with the header this command writes/],
+          [written.slice(0, -2), /ends inside a record/]
+        ]
+        for (const [text, reason] of edits) {
+          fs.writeFileSync(file, text)
+          yield* refused(args, file, reason)
+        }
+      }))
+  })
+
   layer(MicroappServer.layer({ demoRows: 300 }), { excludeTestServices: true })("refusals", (it) => {
     it.scoped("an --output or a CKPT that cannot be written: exit 1, naming the file given, never a temporary one", () =>
       Effect.gen(function*() {
@@ -178,6 +257,31 @@ describe("microapp rows --checkpoint (in process)", () => {
         expect(intoDirectory.stderr).toBe(`error: Expected path '${dir}' to be a regular file\n`)
       }))
 
+    it.scoped.each(formats)(
+      "--format %s: a run that fails before its first page (a wrong token) leaves no CKPT, and FILE as it was",
+      (format) =>
+        Effect.gen(function*() {
+          const server = yield* MicroappServer
+          const dir = yield* temporaryDirectory
+          const file = path.join(dir, `out.${format}`)
+          const ckpt = path.join(dir, "out.ckpt")
+          const args = rowsArgs(server, ["--format", format, "--output", file, "--checkpoint", ckpt])
+          const typo = args.map((arg) => arg === server.credentials.authToken ? "not-the-token" : arg)
+          const failed = yield* cli(typo)
+          expect(failed.code, failed.stderr).toBe(3)
+          expect(fs.readdirSync(dir)).toEqual([])
+          fs.writeFileSync(file, "an earlier export\n")
+          const again = yield* cli(typo)
+          expect(again.code, again.stderr).toBe(3)
+          expect(fs.readdirSync(dir)).toEqual([`out.${format}`])
+          expect(fs.readFileSync(file, "utf8")).toBe("an earlier export\n")
+          // the command corrected: nothing of the failed runs stands in its way
+          const corrected = yield* cli(args)
+          expect(corrected.code, corrected.stderr).toBe(0)
+          expect(fs.readFileSync(file, "utf8")).toBe(yield* reference(dir, format))
+        })
+    )
+
     it.scoped("--checkpoint without --output, and --checkpoint-every without --checkpoint", () =>
       Effect.gen(function*() {
         const server = yield* MicroappServer
@@ -194,7 +298,7 @@ describe("microapp rows --checkpoint (in process)", () => {
         )
       }))
 
-    it.scoped("a CKPT that is garbage, cut short, of a future version, tampered, or of another format", () =>
+    it.scoped("a CKPT that is garbage, cut short, of a future version, tampered, or of another format: each refusal says how to start again", () =>
       Effect.gen(function*() {
         const { args, ckpt, file, saved } = yield* halfDone
         const state = JSON.parse(saved) as Record<string, unknown>
@@ -220,32 +324,135 @@ describe("microapp rows --checkpoint (in process)", () => {
         ]
         for (const [text, reason] of cases) {
           fs.writeFileSync(ckpt, text)
-          yield* refused(args, file, reason)
+          const run = yield* refused(args, file, reason)
+          expect(run.stderr).toMatch(
+            /(remove it|remove \S*out\.ckpt) to start again|to replace it, remove \S*out\.ckpt\n$/
+          )
         }
         fs.writeFileSync(ckpt, saved)
         const resumed = yield* cli(args)
         expect(resumed.code, resumed.stderr).toBe(0)
       }))
 
-    it.scoped("a CKPT of another query (Microapp, filter, sort, order): refused before any request, FILE untouched", () =>
-      Effect.gen(function*() {
-        const { args, ckpt, file, server } = yield* halfDone
-        const others = [
-          ["--filter", "f_status=Open"],
-          ["--sort", "1"],
-          ["--sort", "1", "--order", "desc"]
-        ]
-        for (const extra of others) {
-          yield* refused([...args, ...extra], file, /out\.ckpt belongs to another query/)
-        }
-        const otherApp = args.map((arg) => arg === projectsMicroAppID ? "64b7c0f1a2d3e4f5a6b7c8d9" : arg)
-        yield* refused(otherApp, file, /out\.ckpt belongs to another query/)
-        const otherPageSize = args.map((arg) => arg === "20" ? "30" : arg)
-        yield* refused(otherPageSize, file, /out\.ckpt belongs to another query/)
-        fs.rmSync(file)
-        yield* refused(args, file, /is missing, but .*out\.ckpt records/)
-        expect(fs.existsSync(ckpt)).toBe(true)
-        expect(server).toBeDefined()
-      }))
+    it.scoped.each(["unfinished", "finished"] as const)(
+      "a CKPT %s serves its own query only: another Microapp, filter, sort, order, page size or format is refused, saying how to start again",
+      (which) =>
+        Effect.gen(function*() {
+          const { args, ckpt, dir, file, rows, saved } = yield* (which === "finished" ? finished : halfDone)
+          const swap = (from: string, to: string) => args.map((arg) => arg === from ? to : arg)
+          const startAgain =
+            `to keep ${file}, give this command another --output and --checkpoint; to replace it, remove ${ckpt}`
+          const otherApp = "64b7c0f1a2d3e4f5a6b7c8d9"
+          const others: ReadonlyArray<readonly [ReadonlyArray<string>, string]> = [
+            [
+              [...args, "--filter", "f_status=Open"],
+              "filters (the checkpoint's: none; this scan's: f_status = \"Open\")"
+            ],
+            [[...args, "--sort", "1"], "sort (the checkpoint's: natural order; this scan's: sort field 1 asc)"],
+            [[...args, "--sort", "1", "--order", "desc"], "this scan's: sort field 1 desc"],
+            [
+              swap(projectsMicroAppID, otherApp),
+              `microAppID (the checkpoint's: ${projectsMicroAppID}; this scan's: ${otherApp})`
+            ],
+            [swap("20", "30"), "pageSize (the checkpoint's: 20; this scan's: 30)"]
+          ]
+          for (const [other, difference] of others) {
+            const run = yield* refused(other, file, /^error: \S*out\.ckpt belongs to another query: /)
+            expect(run.stderr).toContain(difference)
+            expect(run.stderr).toContain(startAgain)
+          }
+          for (const format of ["json", "csv"]) {
+            const run = yield* refused(
+              [...args, "--format", format],
+              file,
+              new RegExp(`out\\.ckpt was written by --format ndjson, not ${format}: go on with --format ndjson`)
+            )
+            expect(run.stderr).toContain(startAgain)
+          }
+          expect(fs.readFileSync(ckpt, "utf8")).toBe(saved)
+          expect(fs.readFileSync(file, "utf8")).toBe(rows)
+          fs.rmSync(file)
+          yield* refused(args, file, /is missing, but .*out\.ckpt records/)
+          // as the refusals say: without CKPT, the filtered export replaces FILE
+          fs.rmSync(ckpt)
+          const filter = ["--filter", "f_status=Open"]
+          const filtered = yield* cli([...args, ...filter])
+          expect(filtered.code, filtered.stderr).toBe(0)
+          expect(fs.readFileSync(file, "utf8")).toBe(yield* reference(dir, "ndjson", filter))
+        })
+    )
+
+    it.scoped.each(formats)(
+      "--format %s: a finished CKPT signed anew over a FILE cut to 40 rows, its counts forged to match, is refused",
+      (format) =>
+        Effect.gen(function*() {
+          const { args, ckpt, file, rows, saved } = yield* finishedAs(format)
+          const state = JSON.parse(saved) as Record<string, unknown>
+          const scan = JSON.parse(String(state["scan"])) as {
+            readonly counters: Record<string, number>
+            readonly seen: { readonly held: number; readonly digest: string }
+          }
+          const all = scan.counters["rows"] ?? 0
+          expect(scan.seen.held).toBe(all)
+          const cut = cutTo(format, rows, 40)
+          fs.writeFileSync(file, cut)
+          const forgeries: ReadonlyArray<readonly [Record<string, unknown>, RegExp]> = [
+            // as if the scan had read 40 rows: the ids' digest is not theirs
+            [
+              {
+                counters: { ...scan.counters, rows: 40, emitted: 40 },
+                seen: { ...scan.seen, held: 40 }
+              },
+              /as many ids as it counts, but not the same \(their digest differs\)/
+            ],
+            // as if the rest had been invalid: FILE holds fewer ids than counted
+            [
+              { counters: { ...scan.counters, rows: 40, invalidRows: all - 40 } },
+              new RegExp(`40 ids, but it counts ${all}`)
+            ]
+          ]
+          for (const [changes, reason] of forgeries) {
+            const forged = signedScan({ ...scan, ...changes })
+            const text = signed({ ...state, length: Buffer.byteLength(cut), scan: forged })
+            fs.writeFileSync(ckpt, text)
+            const run = yield* refused(args, file, reason)
+            expect(run.stderr).toMatch(
+              /does not hold the rows .*out\.ckpt counts .*: it was changed since; remove \S*out\.ckpt to start again/
+            )
+          }
+          // and rows added after a finished FILE's end
+          fs.writeFileSync(file, rows + (format === "ndjson" ? rows.slice(0, rows.indexOf("\n") + 1) : ""))
+          fs.writeFileSync(ckpt, saved)
+          if (format === "ndjson") yield* refused(args, file, /holds \d+ bytes, but .*out\.ckpt records \d+/)
+        })
+    )
+  })
+})
+
+describe("CSV's first column, read back (what a finished CSV FILE's ids are checked by)", () => {
+  // the characters CSV quotes, and some that it does not
+  const field = FC.string({ unit: FC.constantFrom(",", "\"", "\r", "\n", "a", "é", " ", "😀") })
+  const records = FC.array(FC.array(field, { minLength: 1, maxLength: 4 }), { maxLength: 8 })
+  it.prop("each record's first field as csvRecord wrote it, whatever the pieces the text comes in", [
+    records,
+    FC.array(FC.nat(), { maxLength: 6 })
+  ], ([written, cuts]) => {
+    const text = written.map(csvRecord).join("")
+    const at = [0, ...cuts.map((cut) => cut % (text.length + 1)).sort((a, b) => a - b), text.length]
+    const reader = firstFields()
+    const read = at.slice(1).flatMap((end, i) => reader.read(text.slice(at[i], end)))
+    expect(read).toEqual(written.map((record) => record[0]))
+    expect(reader.inRecord()).toBe(false)
+  })
+
+  it.prop("text cut inside a record is seen so", [records.filter((written) => written.length > 0), FC.nat()], (
+    [written, cut]
+  ) => {
+    const text = written.map(csvRecord).join("")
+    const ends = new Set(written.map((_, i) => written.slice(0, i + 1).map(csvRecord).join("").length))
+    const at = 1 + cut % text.length
+    const reader = firstFields()
+    reader.read(text.slice(0, at))
+    expect(reader.inRecord()).toBe(!ends.has(at))
   })
 })

@@ -190,6 +190,19 @@ describe("microapp (in process)", () => {
         expect(row.stderr).toMatch(/\(NotFound, HTTP 404 POST \/api\/microappdata\/row\)\n$/)
       }))
 
+    it.effect("exit 2: a base URL with a path the service does not serve, named with the URL it made; no NotFound", () =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const base = `${server.baseUrl}/api`
+        const rows = yield* cli(["rows", projectsMicroAppID, ...flags(server).slice(2), "--base-url", base])
+        expectFailure(rows, 2, [server.credentials.authToken])
+        expect(rows.stderr).toBe(
+          `error: the server has no endpoint at ${base}/api/microappdata: API endpoint does not exist; ` +
+            `is the base URL ${base} right? The client adds /api/microappdata to it ` +
+            "(RequestRejected, HTTP 404 POST /api/microappdata)\n"
+        )
+      }))
+
     it.effect("exit 3: a wrong token, never printed", () =>
       Effect.gen(function*() {
         const server = yield* MicroappServer

@@ -236,6 +236,45 @@ describe("microapp update --from (in process)", () => {
       expect(yield* server.log.requests).toEqual([])
     }).pipe(Effect.provide(MicroappServer.layer({ tables: [tasksTable(3)] }))))
 
+  it.live("numbers keep every digit: --data and --from refuse, by field, one no double holds as written, and send what JavaScript writes as it is", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const countOf = (i: number) =>
+        Effect.map(server.rows.getRow(taskID(i)), (row) => row._tag === "Some" ? row.value["Count"] : undefined)
+      const refused = [
+        ["9007199254740993", "a double cannot hold as written: it would be sent as 9007199254740992"],
+        ["1e-400", "a double cannot hold as written: it would be sent as 0"],
+        ["0.1000000000000000055511151231257827", "a double cannot hold as written: it would be sent as 0.1"],
+        ["12345678901234567890", "a double cannot hold as written: it would be sent as 12345678901234567000"],
+        ["62007044045103448", "would be sent as 62007044045103450: a double holds it exactly"]
+      ] as const
+      for (const [number, reason] of refused) {
+        const run = yield* cli(["update", taskID(0), "--data", `{"Title": "x", "Count": ${number}}`, ...flags(server)])
+        expectFailure(run, 2, [server.credentials.authToken])
+        expect(run.stderr).toContain(`--data Count: is ${number}, which ${reason}`)
+      }
+      const lines = refused.map(([number]) => `{"rowID": "${taskID(1)}", "rowData": {"Count": ${number}}}`)
+      const run = yield* cli(["update", "--from", "-", "--quiet", ...flags(server)], { stdin: lines.join("\n") })
+      expect(run.code, run.stderr).toBe(2)
+      const outcomes = outcomesOf(run.stdout)
+      expect(outcomes.map((outcome) => outcome.outcome)).toEqual(refused.map(() => "invalid"))
+      refused.forEach(([number, reason], i) =>
+        expect(outcomes[i]?.error).toContain(`invalid rowData.Count: is ${number}, which ${reason}`)
+      )
+      expect(yield* updateRequests(server)).toEqual([])
+      expect([yield* countOf(0), yield* countOf(1)]).toEqual([0, 1])
+      // what JavaScript writes for the double 62007044045103448, and 150 written another way
+      const sent = yield* cli(["update", taskID(0), "--data", `{"Count": 62007044045103450}`, ...flags(server)])
+      expect(sent.code, sent.stderr).toBe(0)
+      const from = yield* cli(["update", "--from", "-", "--quiet", ...flags(server)], {
+        stdin: `{"rowID": "${taskID(1)}", "rowData": {"Count": 1.50e2}}\n{"rowID": "${
+          taskID(2)
+        }", "rowData": {"Count": 5e-324}}`
+      })
+      expect(from.code, from.stderr).toBe(0)
+      expect([yield* countOf(0), yield* countOf(1), yield* countOf(2)]).toEqual([62007044045103448, 150, 5e-324])
+    }).pipe(Effect.provide(MicroappServer.layer({ tables: [tasksTable(3)] }))))
+
   it.live("input that cannot be read (a directory, a missing file): one error line, exit 2, no summary, nothing sent", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer

@@ -448,6 +448,21 @@ describe("layers", () => {
       expect(rows).toHaveLength(2)
     }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 2 }))))
 
+  it.live("layerConfig without MICROAPP_AUTH_TOKEN says it is missing, in words not redacted", () =>
+    Effect.gen(function*() {
+      const server = yield* MicroappServer
+      const missing = yield* Effect.flip(
+        Effect.flatMap(MicroappClient, (client) => client.query({ microAppID: projects })).pipe(
+          Effect.provide(MicroappClient.layerConfig().pipe(Layer.provide(NodeHttpClient.layerUndici))),
+          Effect.withConfigProvider(ConfigProvider.fromMap(
+            new Map([["MICROAPP_BASE_URL", server.baseUrl], ["MICROAPP_USER_ID", server.credentials.userId]])
+          ))
+        )
+      )
+      expect(String(missing)).toContain("Expected MICROAPP_AUTH_TOKEN to exist")
+      expect(String(missing)).not.toContain("<redacted>")
+    }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 2 }))))
+
   it.live("layerConfig takes other Config values for each credential, and names the one missing", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer

@@ -11,7 +11,7 @@ import { RowsBody } from "../src/internal/http/wire.js"
 import { Row } from "../src/Row.js"
 import { makeProjectRows } from "../src/testing/DemoData.js"
 
-const info = { endpoint: { path: "/api/microappdata", write: false }, attempt: 1 }
+const info = { endpoint: { path: "/api/microappdata", write: false }, attempt: 1, status: 200 }
 
 /** Equal values with their keys in the same order, at every depth. */
 const sameShape = (a: unknown, b: unknown): boolean => {
@@ -176,7 +176,7 @@ describe("the row decoder's fast path", () => {
       { status: "error", message: "no" }
     ].map(viaJson)
     for (const body of bodies) {
-      const ours = Effect.runSync(Effect.either(decode(body, 200, info)))
+      const ours = Effect.runSync(Effect.either(decode(body, info)))
       const theirs = Schema.decodeUnknownEither(RowsBody)(body)
       if (Either.isRight(ours)) expect(Either.isRight(theirs) && sameShape(ours.right, theirs.right)).toBe(true)
       else expect(ours.left._tag).toMatch(/UnexpectedResponse|RequestRejected/)

@@ -4,14 +4,21 @@
  * inference itself, kind by kind.
  */
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer, Schema, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import ts from "typescript"
 import * as Infer from "../src/internal/infer.js"
-import type * as Microapp from "../src/Microapp.js"
-import { MicroappServer, peopleMicroAppID, projectsMicroAppID } from "../src/testing/index.js"
+import * as Microapp from "../src/Microapp.js"
+import {
+  MicroappServer,
+  peopleMicroAppID,
+  peopleSortFields,
+  projectsMicroAppID,
+  projectSortFields
+} from "../src/testing/index.js"
 import { cli, flags, root, type Run } from "./cliSupport.js"
+import { withEmulator } from "./support.js"
 
 /** A directory inside the project (so that its imports resolve), removed at the end. */
 const projectDirectory = Effect.acquireRelease(
@@ -83,6 +90,10 @@ describe("microapp describe", () => {
           expect(rows.length).toBeGreaterThan(0)
           const decode = Schema.decodeUnknownEither(definition.schema)
           expect(rows.filter((row) => decode(row)._tag === "Left")).toEqual([])
+          // the sort fields the rows told, from 1 on: never one the Results Tab does not have there
+          const configured = microAppID === projectsMicroAppID ? projectSortFields : peopleSortFields
+          expect(definition.sortFields).toEqual(configured.slice(0, definition.sortFields.length))
+          if (microAppID === projectsMicroAppID) expect(definition.sortFields.length).toBeGreaterThanOrEqual(2)
         }))
     }
 
@@ -107,7 +118,58 @@ describe("microapp describe", () => {
   })
 })
 
+describe("a definition as describe writes it, before its placeholders are filled in", () => {
+  layer(withEmulator({ demoRows: 40 }), { excludeTestServices: true })((it) => {
+    it.effect("a filter by a field whose fieldID is a placeholder, or a sort with no sortFields: InvalidInput, nothing sent", () =>
+      Effect.gen(function*() {
+        const written = Infer.moduleOf({
+          microAppID: projectsMicroAppID,
+          name: "Projects",
+          rows: 40,
+          fields: [{ label: "Name", kind: "text", required: true }, { label: "Status", kind: "text", required: true }]
+        })
+        expect(written).toContain(
+          `  // the Results Tab's sort fields by label, sort field 1 first; the rows do not tell them: ["Name","Status"], say\n  sortFields: []\n})`
+        )
+        const Projects = Microapp.make({
+          microAppID: projectsMicroAppID,
+          name: "Projects",
+          fields: {
+            Name: Microapp.text(Infer.fieldIDPlaceholder("Name")),
+            Status: Microapp.text(Infer.fieldIDPlaceholder("Status"))
+          },
+          sortFields: []
+        })
+        const projects = yield* Microapp.bind(Projects)
+        const server = yield* MicroappServer
+        const before = (yield* server.log.requests).length
+        const filtered = yield* Effect.flip(Stream.runDrain(projects.rows({ filters: { Status: "Open" } })))
+        expect(filtered._tag).toBe("InvalidInput")
+        expect(filtered.message).toContain(
+          `the fieldID of "Status" is the placeholder "FIELD_ID_OF:Status" that microapp describe wrote: replace it with ` +
+            `the field's fieldID, shown in the field's properties in the Microapp editor`
+        )
+        // a sort by a label the definition does not list: the type refuses it too
+        const sort = { field: "Name" } as unknown as Microapp.SortOf<typeof Projects>
+        const sorted = yield* Effect.flip(Stream.runDrain(projects.rows({ sort })))
+        expect(sorted.message).toContain(
+          `"Name" is not a sort field of Projects (none: list the Results Tab's sort fields by label in sortFields, sort field 1 first)`
+        )
+        expect((yield* server.log.requests).length).toBe(before)
+      }))
+  })
+})
+
 describe("inference", () => {
+  it("a sort field's label: the one label in order under it with more than one value; none when two are, or none is", () => {
+    const rows = [{ a: 1, b: "z", c: 5 }, { a: 2, b: "y", c: 5 }, { a: 2, b: "x", c: 5 }]
+    expect(Infer.sortFieldOf(["a", "b", "c"], rows)).toBe("a")
+    expect(Infer.sortFieldOf(["a", "b", "c"], [{ a: 2, b: "y" }, { a: 1, b: "z" }, { a: 3, b: "x" }])).toBeUndefined()
+    expect(Infer.sortFieldOf(["a", "d"], [{ a: 1, d: "p" }, { a: 2, d: "q" }])).toBeUndefined()
+    // nothing sorts first, then numbers, then text
+    expect(Infer.sortFieldOf(["a"], [{}, { a: 3 }, { a: "10" }])).toBe("a")
+  })
+
   const inferred = (rows: ReadonlyArray<Record<string, unknown>>) => {
     const inference = Infer.make()
     rows.forEach(inference.add)

@@ -195,14 +195,14 @@ describe("authentication", () => {
       expect(again.status).toBe(200)
     }).pipe(withServer()))
 
-  it.live("answers unknown paths and other methods with 404 Not found", () =>
+  it.live("answers unknown paths and other methods with 404 API endpoint does not exist", () =>
     Effect.gen(function*() {
       const server = yield* MicroappServer
       const client = yield* HttpClient.HttpClient
       const unknown = yield* send("/api/nothing", {})
       const get = yield* client.execute(HttpClientRequest.get(`${server.baseUrl}/api/microappdata`))
       expect(unknown.status).toBe(404)
-      expect(json(unknown.text)).toEqual({ status: "error", message: "Not found" })
+      expect(json(unknown.text)).toEqual({ status: "error", message: "API endpoint does not exist" })
       expect(get.status).toBe(404)
     }).pipe(withServer()))
 })
@@ -747,7 +747,7 @@ describe("faults", () => {
       })
       const statuses = yield* Effect.forEach(
         ["/api/microappdata/row", "/api/microappdata", "/api/microappdata/row", "/api/microappdata/row"],
-        (path) => Effect.map(send(path, { rowID: "0".repeat(24), microAppID: projectsMicroAppID }), (r) => r.status)
+        (path) => Effect.map(send(path, { rowID: "0".repeat(24) }), (r) => r.status)
       )
       expect(login.status).toBe(200)
       expect(statuses).toEqual([500, 408, 500, 404])

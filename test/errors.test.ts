@@ -11,6 +11,7 @@ import {
   RateLimited,
   ScanInconsistent,
   Timeout,
+  TooManyDeletes,
   TooManyRows,
   Transport,
   TypeId
@@ -37,6 +38,15 @@ const sampleOf = (member: Tagged): MicroappError => {
       return new ScanInconsistent({ ...where, microAppID: "m", position: 10, rowsEmitted: 9, pages: 2, reason: "r" })
     case "TooManyRows":
       return new TooManyRows({ microAppID: "m", max: 5 })
+    case "TooManyDeletes":
+      return new TooManyDeletes({
+        microAppID: "m",
+        deletes: 200,
+        copy: 200,
+        allowed: 100,
+        given: false,
+        atLeast: false
+      })
     default:
       return new member({ ...where, status: 500 })
   }
@@ -65,7 +75,8 @@ describe("error identity", () => {
       "Redirected",
       "UnexpectedResponse",
       "ScanInconsistent",
-      "TooManyRows"
+      "TooManyRows",
+      "TooManyDeletes"
     ])
     expect(TypeId).toBe(Symbol.for("effect-microapp/MicroappError"))
     for (const error of samples) {

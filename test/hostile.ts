@@ -104,3 +104,86 @@ export const clientOf = (
   MicroappClient.layer({ ...tuning, baseUrl, authToken: Redacted.make(secretToken), userId: secretUser }).pipe(
     Layer.provide(transport)
   )
+
+/** A row as a lying service holds it. */
+export type ServiceRow = { readonly _id: string } & Readonly<Record<string, unknown>>
+
+/**
+ * A service over `rows` that lies as the test says: `listed` makes the listing (by default, every
+ * row), paged by the request's `skip` and `limit`; `answer` makes the row endpoint's answer (by
+ * default, the truth: the row, or the service's 404 `Row not found`). Any other path is answered
+ * as the service answers a path it does not serve.
+ */
+export interface LyingService {
+  rows: ReadonlyArray<ServiceRow>
+  listed: (rows: ReadonlyArray<ServiceRow>) => ReadonlyArray<ServiceRow>
+  answer: (rowID: string, rows: ReadonlyArray<ServiceRow>) => HttpServerResponse.HttpServerResponse
+}
+
+/** The service's own answer for a row it does not hold. */
+export const rowNotFound = () =>
+  HttpServerResponse.unsafeJson({ status: "error", message: "Row not found" }, { status: 404 })
+
+/** The service's answer for a path it does not serve. */
+export const noSuchEndpoint = () =>
+  HttpServerResponse.unsafeJson({ status: "error", message: "API endpoint does not exist" }, { status: 404 })
+
+/** The row endpoint's truthful answer for `rowID`. */
+export const truthfully = (rowID: string, rows: ReadonlyArray<ServiceRow>) => {
+  const row = rows.find((candidate) => candidate._id === rowID)
+  return row === undefined
+    ? rowNotFound()
+    : HttpServerResponse.unsafeJson({ status: "success", body: { currentRow: row } })
+}
+
+/** Answers of the row endpoint that do not prove a row missing, whatever the row: none may delete. */
+export const unprovenAnswers: ReadonlyArray<readonly [string, () => HttpServerResponse.HttpServerResponse]> = [
+  [
+    "a proxy's HTML 404 page",
+    () =>
+      HttpServerResponse.text(
+        "<html><head><title>404 Not Found</title></head><body><center><h1>404 Not Found</h1></center>" +
+          "<hr><center>nginx</center></body></html>",
+        { status: 404, contentType: "text/html" }
+      )
+  ],
+  ["404 API endpoint does not exist", noSuchEndpoint],
+  [
+    "404 {\"error\":{\"code\":\"OVERLOADED\"}}",
+    () => HttpServerResponse.unsafeJson({ error: { code: "OVERLOADED" } }, { status: 404 })
+  ],
+  ["404 with an empty body", () => HttpServerResponse.empty({ status: 404 })],
+  ["200 {\"status\":\"success\",\"body\":{}}", () => HttpServerResponse.unsafeJson({ status: "success", body: {} })],
+  ["200 with currentRow null", () => HttpServerResponse.unsafeJson({ status: "success", body: { currentRow: null } })],
+  ["200 {\"status\":\"success\"}", () => HttpServerResponse.unsafeJson({ status: "success" })]
+]
+
+/** Where a listing request starts and how many rows it asks for. */
+const windowOf = (body: unknown): { readonly skip: number; readonly limit: number } => {
+  const window = (body as { readonly searchFilter?: ReadonlyArray<{ skip?: unknown; limit?: unknown }> } | null)
+    ?.searchFilter?.[0]
+  return { skip: Number(window?.skip ?? 0), limit: Number(window?.limit ?? 1000) }
+}
+
+/** Serves `service` (a value the test changes between passes) on an ephemeral port. */
+export const lyingServer = (service: LyingService) =>
+  hostileServer((request) =>
+    Effect.map(Effect.orDie(request.json), (body) => {
+      const path = request.url.replace(/\?.*$/, "")
+      if (path === "/api/microappdata") {
+        const { limit, skip } = windowOf(body)
+        return rowsAnswer(service.listed(service.rows).slice(skip, skip + limit))
+      }
+      if (path === "/api/microappdata/row") {
+        return service.answer(String((body as { readonly rowID?: unknown }).rowID), service.rows)
+      }
+      return noSuchEndpoint()
+    })
+  )
+
+/** A lying service over `plainRows(count)`, truthful until the test says otherwise. */
+export const truthfulService = (count: number): LyingService => ({
+  rows: plainRows(count),
+  listed: (rows) => rows,
+  answer: truthfully
+})

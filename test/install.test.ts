@@ -1,8 +1,9 @@
 /**
- * The README's install lines, as a newcomer runs them: the package packed as npm publishes it,
- * installed into an empty project with exactly the README's client-only line, then the README's
- * first example run there against an emulator; then the README's Node line, and the quick start
- * of docs/ run there too. The registry serves the Effect 3 packages each line names.
+ * The README's install lines, as a newcomer with a clone runs them: the package packed in the clone
+ * as npm publishes it, installed into an empty project beside the clone with exactly the README's
+ * client-only line, then the README's first example run there against an emulator; then the
+ * README's Node line, and the quick start of docs/ run there too; then the command line's line, into
+ * a prefix of the test's own. The registry serves the Effect 3 packages each line names.
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
@@ -48,30 +49,27 @@ const exec = (command: string, args: ReadonlyArray<string>, options: { cwd: stri
   )
 
 /**
- * The package as `npm pack` makes it, from the dist/ the suite's setup built (modules and bin): what
+ * The clone after the README's `npm install && npm pack`, in a folder named `effect-microapp`: the
+ * package as `npm pack` makes it, from the dist/ the suite's setup built (modules and bin): what
  * runs here is JavaScript; tsc's declarations are package.test.ts's, and a second tsc build was
  * nearly half of this file's CPU.
  */
-const pack = Effect.gen(function*() {
-  const stage = fs.mkdtempSync(path.join(os.tmpdir(), "effect-microapp-stage-"))
-  for (const file of ["package.json", "README.md", "LICENSE"]) {
-    fs.copyFileSync(path.join(root, file), path.join(stage, file))
-  }
-  fs.cpSync(path.join(root, "dist"), path.join(stage, "dist"), { recursive: true })
-  const packed = yield* exec("npm", ["pack", "--ignore-scripts", "--json"], { cwd: stage })
-  return path.join(stage, JSON.parse(packed.stdout)[0].filename as string)
-})
+const pack = (parent: string) =>
+  Effect.gen(function*() {
+    const clone = path.join(parent, "effect-microapp")
+    fs.mkdirSync(clone)
+    for (const file of ["package.json", "README.md", "LICENSE"]) {
+      fs.copyFileSync(path.join(root, file), path.join(clone, file))
+    }
+    fs.cpSync(path.join(root, "dist"), path.join(clone, "dist"), { recursive: true })
+    const packed = yield* exec("npm", ["pack", "--ignore-scripts", "--json"], { cwd: clone })
+    return JSON.parse(packed.stdout)[0].filename as string
+  })
 
-/** Runs an install line in the project, the package name standing for the tarball. */
-const install = (project: string, line: string, tarball: string) =>
+/** Runs an install line as the README writes it, in the project beside the clone. */
+const install = (project: string, line: string, ...extra: ReadonlyArray<string>) =>
   Effect.map(
-    exec("npm", [
-      ...line.split(/\s+/).slice(1).map((arg) => arg === "effect-microapp" ? tarball : arg),
-      "--no-audit",
-      "--no-fund"
-    ], {
-      cwd: project
-    }),
+    exec("npm", [...line.split(/\s+/).slice(1), ...extra, "--no-audit", "--no-fund"], { cwd: project }),
     (result) => ({ status: result.status, output: `${result.stdout}${result.stderr}` })
   )
 
@@ -86,14 +84,17 @@ describe("installed from the README's lines into an empty project", () => {
     () =>
       Effect.gen(function*() {
         const server = yield* MicroappServer
-        const project = fs.mkdtempSync(path.join(os.tmpdir(), "effect-microapp-consumer-"))
+        const parent = fs.mkdtempSync(path.join(os.tmpdir(), "effect-microapp-newcomer-"))
+        const project = path.join(parent, "app")
+        fs.mkdirSync(project)
         fs.writeFileSync(
           path.join(project, "package.json"),
           JSON.stringify({ name: "consumer", version: "1.0.0", private: true, type: "module" })
         )
-        const tarball = yield* pack
+        const tarball = yield* pack(parent)
+        expect(installLine("in the clone: writes " + tarball)).toBe("npm install && npm pack")
 
-        const client = yield* install(project, installLine("the client"), tarball)
+        const client = yield* install(project, installLine("the client"))
         expect(client.output).not.toMatch(/ERESOLVE|overriding peer|Could not resolve/i)
         expect(client.status).toBe(0)
         const installed = JSON.parse(fs.readFileSync(path.join(project, "node_modules/effect/package.json"), "utf8"))
@@ -108,14 +109,19 @@ describe("installed from the README's lines into an empty project", () => {
         expect(first.stderr).toBe("")
         expect(first.stdout).toMatch(/^open rows: [1-9]\d*\n$/)
 
-        const node = yield* install(project, installLine("the emulator and Node's transport"), tarball)
+        const node = yield* install(project, installLine("the emulator and Node's transport"))
         expect(node.output).not.toMatch(/ERESOLVE|overriding peer|Could not resolve/i)
         expect(node.status).toBe(0)
         const quickstart = yield* run(project, example("docs/quickstart.md", "quickstart.ts"), {})
         expect(quickstart.stderr).toBe("")
         expect(quickstart.stdout).toContain("rows in the table: 2500")
-        fs.rmSync(project, { recursive: true, force: true })
-        fs.rmSync(path.dirname(tarball), { recursive: true, force: true })
+
+        const prefix = path.join(parent, "global")
+        const cli = yield* install(project, installLine("the microapp command line"), "--prefix", prefix)
+        expect(cli.status, cli.output).toBe(0)
+        const version = yield* exec(path.join(prefix, "bin", "microapp"), ["--version"], { cwd: project })
+        expect(version.stdout.trim()).toBe(JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")).version)
+        fs.rmSync(parent, { recursive: true, force: true })
       }).pipe(Effect.provide(MicroappServer.layer({ demoRows: 1200 }).pipe(Layer.provide(NodeHttpClient.layerUndici)))),
     { timeout: 600_000 }
   )

@@ -124,6 +124,12 @@ describe("the package", () => {
     expect(external.filter((specifier) => !allowed.test(specifier))).toEqual([])
   })
 
+  it("./debezium imports effect only: a producer of any runtime builds the events", () => {
+    const external = [...externalImports(packageJson.exports["./debezium"].default)]
+    expect(external).toContain("effect")
+    expect(external.filter((specifier) => !/^effect(\/|$)/.test(specifier))).toEqual([])
+  })
+
   it("./workflow imports effect, @effect/platform, @effect/sql, @effect/cluster and @effect/workflow only", () => {
     const external = [...externalImports(packageJson.exports["./workflow"].default)]
     expect(external).toEqual(expect.arrayContaining(["@effect/cluster", "@effect/workflow"]))

@@ -8,13 +8,13 @@ import { NodeHttpClient } from "@effect/platform-node"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Chunk, Effect, Exit, FastCheck as FC, Schema, Stream } from "effect"
-import { Checkpoint, InvalidInput, Microapp, MicroappClient, type MicroappError, Row } from "../src/index.js"
+import { Changes, Checkpoint, InvalidInput, Microapp, MicroappClient, type MicroappError, Row } from "../src/index.js"
 import { bounds } from "../src/internal/bounds.js"
-import { faultOf, parseExact } from "../src/internal/http/plainData.js"
-import { Projects } from "../src/testing/index.js"
+import { faultOf, markedNumbersMax, parseExact, readExact } from "../src/internal/http/plainData.js"
+import { MicroappServer, Projects } from "../src/testing/index.js"
 import { cli } from "./cliSupport.js"
 import { clientOf, hostileServer, secretToken, secretUser } from "./hostile.js"
-import { bodiesTo, taskID, tasksTable, withEmulator } from "./support.js"
+import { bodiesTo, taskID, tasksMicroAppID, tasksTable, withEmulator } from "./support.js"
 
 const microAppID = "66c000000000000000000001"
 const rowsPath = "/api/microappdata"
@@ -50,6 +50,7 @@ const scan: Read = (client) => Effect.map(Stream.runCollect(client.rows({ microA
 const reads: ReadonlyArray<readonly [string, string, Read]> = [
   ["query", rowsPath, query],
   ["rows", rowsPath, scan],
+  // the server answers its first row to any point read: the id asked for is that row's
   ["getRow", rowPath, (client) => Effect.map(client.getRow("r1"), (row) => [row])],
   // a Schema with a transformation is not compiled: Schema's own parser decodes every row
   ["a Schema's query", rowsPath, (client) =>
@@ -114,12 +115,12 @@ describe("rows are plain data: no key of an answer sets a prototype", () => {
 
     it.live(`${call}: a decoded row has Object.prototype and the system fields of its own keys`, () =>
       Effect.gen(function*() {
-        const result = yield* readFrom([plainRow], read)
+        const result = yield* readFrom([`{"_id":"r1","isLocked":true,"Name":"plain"}`], read)
         expect(result._tag).toBe("Right")
         if (result._tag === "Left") return
         const [row] = result.right
         expect(Object.getPrototypeOf(row)).toBe(Object.prototype)
-        expect(row).toMatchObject({ _id: "r0", isLocked: true })
+        expect(row).toMatchObject({ _id: "r1", isLocked: true })
       }))
   }
 
@@ -226,6 +227,52 @@ describe("a number JSON.parse cannot hold is reported, not changed", () => {
     }))
 })
 
+/** A double as JSON carries it: -0 is written 0. */
+const carried = (double: number): number => double === 0 ? 0 : double
+
+describe("every double passes through the client as itself", () => {
+  const doubles = FC.array(FC.double({ noNaN: true, noDefaultInfinity: true }).map(carried), {
+    minLength: 1,
+    maxLength: 40
+  })
+
+  it.effect.prop(
+    "rows, changes and getRow read each double the emulator writes as itself; updateRow and updateRows send each as itself",
+    [doubles],
+    ([values]) =>
+      Effect.gen(function*() {
+        const server = yield* MicroappServer
+        const client = yield* MicroappClient
+        const microAppID = tasksMicroAppID
+        const rows = [62007044045103448, 1.7976931348623157e308, 5e-324, ...values].map((value, i) => ({
+          _id: taskID(i),
+          Count: value,
+          Nested: { list: [value, carried(-value)] }
+        }))
+        yield* server.rows.setRows(microAppID, rows)
+        const read = Chunk.toReadonlyArray(yield* Stream.runCollect(client.rows({ microAppID, pageSize: 7 })))
+        expect(read.map(({ Count, Nested, _id }) => ({ _id, Count, Nested }))).toEqual(rows)
+        const pass = yield* client.changes({ microAppID, pageSize: 7, baseline: Changes.Baseline.empty })
+        const changes = Chunk.toReadonlyArray(yield* Stream.runCollect(pass.changes))
+        expect(changes.map((change) => change._tag === "Inserted" ? change.row["Count"] : change._tag)).toEqual(
+          rows.map((row) => row.Count)
+        )
+        // written back shifted by one row, then read back by id
+        const shifted = rows.map((row, i) => ({
+          rowID: row._id,
+          rowData: { Count: rows[(i + 1) % rows.length]?.Count }
+        }))
+        const [first, ...rest] = shifted
+        if (first !== undefined) yield* client.updateRow(first)
+        const outcomes = Chunk.toReadonlyArray(yield* Stream.runCollect(client.updateRows(Stream.fromIterable(rest))))
+        expect(outcomes.map((outcome) => outcome._tag)).toEqual(rest.map(() => "Updated"))
+        const written = yield* Effect.forEach(rows, (row) => client.getRow(row._id))
+        expect(written.map((row) => row["Count"])).toEqual(shifted.map((update) => update.rowData.Count))
+      }).pipe(Effect.provide(withEmulator({ tables: [tasksTable(1)] }))),
+    { fastCheck: { numRuns: 15 } }
+  )
+})
+
 /** Updates whose `rowData` cannot be sent as given: the input path named, and the reason. */
 const unsendable: ReadonlyArray<readonly [string, () => Record<string, unknown>, RegExp, RegExp]> = [
   [
@@ -249,7 +296,9 @@ const unsendable: ReadonlyArray<readonly [string, () => Record<string, unknown>,
   ["NaN", () => ({ Count: NaN }), /^rowData\.Count$/, /NaN.*finite/],
   ["Infinity", () => ({ Title: "x", Count: Infinity }), /^rowData\.Count$/, /Infinity.*finite/],
   ["-Infinity inside a list", () => ({ Tags: [1, -Infinity] }), /^rowData\.Tags\.1$/, /-Infinity.*finite/],
-  ["nesting past the bound", () => ({ Tags: nested(bounds.valueDepth) }), /^rowData\.Tags(\.0)+$/, /nested deeper/]
+  ["nesting past the bound", () => ({ Tags: nested(bounds.valueDepth) }), /^rowData\.Tags(\.0)+$/, /nested deeper/],
+  // a number no double holds cannot be sent as a number: a string carries its digits
+  ["a bigint", () => ({ Count: 12345678901234567890n }), /^rowData\.Count$/, /bigint.*as a string/]
 ]
 
 function nested(depth: number): unknown {
@@ -365,24 +414,211 @@ describe("Checkpoint.fromJson bounds its input", () => {
   })
 })
 
+/** The integer a shortest text of an integer-valued double says: `1.2345e+24` is 12345 followed by 20 zeros. */
+const integerOf = (text: string): bigint => {
+  const [mantissa = "", exponent = "0"] = text.split("e")
+  const [whole = "", fraction = ""] = mantissa.split(".")
+  const power = Number(exponent) - fraction.length
+  return power >= 0 ? BigInt(whole + fraction) * 10n ** BigInt(power) : BigInt(whole)
+}
+
+/** A decimal text as a fraction of BigInts: numerator and denominator. */
+const fractionOf = (text: string): readonly [bigint, bigint] => {
+  const [mantissa = "", exponent = "0"] = text.toLowerCase().split("e")
+  const [whole = "", fraction = ""] = mantissa.split(".")
+  const power = Number(exponent) - fraction.length
+  const digits = BigInt(whole + fraction)
+  return power >= 0 ? [digits * 10n ** BigInt(power), 1n] : [digits, 10n ** BigInt(-power)]
+}
+
+const sameFraction = (a: string, b: string): boolean => {
+  const [an, ad] = fractionOf(a)
+  const [bn, bd] = fractionOf(b)
+  return an * bd === bn * ad
+}
+
+/** The exact value of the finite double `x`, written as a fraction's text: m × 2^e. */
+const exactText = (x: number): string => {
+  const view = new DataView(new ArrayBuffer(8))
+  view.setFloat64(0, Math.abs(x))
+  const bits = view.getBigUint64(0)
+  const biased = Number(bits >> 52n)
+  const mantissa = biased === 0 ? bits & 0xfffffffffffffn : (bits & 0xfffffffffffffn) | (1n << 52n)
+  const power = biased === 0 ? -1074 : biased - 1075
+  const sign = x < 0 || Object.is(x, -0) ? "-" : ""
+  return power >= 0 ? `${sign}${mantissa << BigInt(power)}` : `${sign}${mantissa * 5n ** BigInt(-power)}e${power}`
+}
+
+/** What JavaScript writes for doubles: each passes and is read as itself. */
+const written = [
+  "62007044045103450",
+  "1152921504606847000",
+  "9223372036854776000",
+  "12345678901234567000",
+  "123456789012345680000",
+  "1e21",
+  "5e-324",
+  "-5e-324",
+  "2.2250738585072014e-308",
+  "1.7976931348623157e308",
+  "0.30000000000000004",
+  "1e307"
+]
+
+/** A double's exact value, other than what JavaScript writes for it: passes, read as that double. */
+const exactValues = [
+  ["62007044045103448", 62007044045103448],
+  ["9223372036854775808", 2 ** 63],
+  ["1.50e2", 150],
+  ["0.1000000000000000055511151231257827021181583404541015625", 0.1],
+  ["1" + "0".repeat(21), 1e21],
+  ["-0.0e999999999999", -0]
+] as const
+
+/** Numbers that a double cannot hold as written, and the double each would be read as. */
+const inexact = [
+  ["9007199254740993", "9007199254740992"],
+  ["62007044045103449", "62007044045103450"],
+  ["12345678901234567890", "12345678901234567000"],
+  ["0.1000000000000000055511151231257827", "0.1"],
+  ["4.9406564584124654e-324", "5e-324"],
+  ["1e-400", "0"],
+  ["-1e-400", "0"]
+] as const
+
 describe("numbers a double cannot hold as written", () => {
   it.prop(
-    "any double, as JSON writes it, is read as itself and passes (but the digits of an integer past 2^53, which say another integer); an integer a double cannot hold exactly is named",
+    "any double, as JavaScript writes it, is read as itself and passes; integer digits pass when they are a double's exact value or its shortest text",
     [FC.double({ noNaN: true, noDefaultInfinity: true }), FC.stringMatching(/^-?[1-9][0-9]{15,24}$/)],
     ([double, digits]) => {
-      const text = JSON.stringify(double)
-      const read = parseExact(`{"n":${text}}`) as { n: unknown }
-      // 62007044045103450 is written for the double 62007044045103448: those digits are refused
-      const saysAnotherInteger = /^-?\d+$/.test(text) && BigInt(text) !== BigInt(double)
-      expect(read.n === double || (double === 0 && read.n === 0) || saysAnotherInteger).toBe(true)
-      expect(faultOf(read) === undefined).toBe(!saysAnotherInteger)
-      const held = BigInt(Number(digits)) === BigInt(digits)
+      const read = parseExact(`{"n":${JSON.stringify(double)}}`) as { n: unknown }
+      expect(faultOf(read)).toBeUndefined()
+      expect(Object.is(read.n, double) || (double === 0 && read.n === 0)).toBe(true)
+      const held = Number(digits)
+      const passes = BigInt(held) === BigInt(digits) || integerOf(String(held)) === BigInt(digits)
       const fault = faultOf(parseExact(`[${digits}]`))
-      expect(fault === undefined).toBe(held)
+      expect(fault === undefined).toBe(passes)
       if (fault !== undefined) expect(fault).toMatchObject({ path: [0], reason: expect.stringContaining(digits) })
     },
-    { fastCheck: { numRuns: 500, examples: [[62007044045103450, "9007199254740993"]] } }
+    {
+      fastCheck: {
+        numRuns: 500,
+        examples: [[62007044045103448, "9007199254740993"], [1e21, "62007044045103450"], [5e-324, "62007044045103448"]]
+      }
+    }
   )
+
+  it.prop(
+    "a number token passes read exactly when, as a fraction, it equals its finite double's value or that double's shortest text; sent, the shortest text",
+    [
+      FC.boolean(),
+      FC.stringMatching(/^(0|[1-9][0-9]{0,30})$/),
+      FC.option(FC.stringMatching(/^[0-9]{1,30}$/)),
+      FC.option(FC.integer({ min: -400, max: 400 }))
+    ],
+    ([negative, whole, fraction, exponent]) => {
+      const text = `${negative ? "-" : ""}${whole}${fraction === null ? "" : `.${fraction}`}${
+        exponent === null ? "" : `e${exponent}`
+      }`
+      const read = Number(text)
+      // past the largest double it is Infinity, refused as not finite
+      const passes = Number.isFinite(read) && (sameFraction(text, String(read)) || sameFraction(text, exactText(read)))
+      expect(faultOf(parseExact(`[${text}]`)) === undefined, text).toBe(passes)
+      // sent, it is written as its double's shortest text: it passes when that has its value
+      const sent = Number.isFinite(read) && sameFraction(text, String(read))
+      expect(faultOf(parseExact(`[${text}]`, "sent")) === undefined, text).toBe(sent)
+    },
+    {
+      fastCheck: {
+        numRuns: 2_000,
+        examples: [
+          [false, "62007044045103448", null, null],
+          [false, "1", "50", 2],
+          [false, "4", "9406564584124654", -324],
+          [true, "0", "0", 999]
+        ]
+      }
+    }
+  )
+
+  it("what JavaScript writes for a double, and a double's exact value, pass as that double; what no double holds is named, with the double it would be read as", () => {
+    for (const text of written) {
+      const read = parseExact(`[${text}]`)
+      expect(faultOf(read), text).toBeUndefined()
+      expect(read).toEqual([Number(text)])
+    }
+    for (const [text, double] of exactValues) {
+      const read = parseExact(`{"n":${text}}`) as { n: unknown }
+      expect(faultOf(read), text).toBeUndefined()
+      expect(Object.is(read.n, double), text).toBe(true)
+    }
+    for (const [text, readAs] of inexact) {
+      const fault = faultOf(parseExact(`{"a":[true,{"n":${text}}]}`))
+      expect(fault, text).toEqual({
+        path: ["a", 1, "n"],
+        reason: `is ${text}, which a double cannot hold as written: it would be read as ${readAs}`
+      })
+    }
+  })
+
+  it("a string that looks like a number is a string; a text that is no JSON is refused as JSON.parse refuses it", () => {
+    const text = String.raw`{"a":"9007199254740993","b":"x\\","c":"\\\"1e-400","d":[1e-40,"12345678901234567890"]}`
+    const read = parseExact(text)
+    expect(faultOf(read)).toBeUndefined()
+    expect(read).toEqual(JSON.parse(text))
+    for (const bad of ["[1e-400", "[9007199254740993,]", "[01234567890123456789]", "[1.e-400]", "[--1e-400]"]) {
+      expect(() => parseExact(bad), bad).toThrow()
+    }
+  })
+
+  it("a number of a million digits is checked in one pass; its error quotes its first 24 characters and says how long it is", () => {
+    const zeros = "0".repeat(1_000_000)
+    for (
+      const [text, length] of [
+        [`1.${zeros}1e1`, "1,000,005"],
+        [`0.${zeros}1`, "1,000,003"],
+        [`1${zeros}1e-1000000`, "1,000,011"]
+      ] as const
+    ) {
+      const fault = faultOf(parseExact(`{"V":${text}}`))
+      expect(fault?.path).toEqual(["V"])
+      expect(fault?.reason).toBe(
+        `is ${text.slice(0, 24)}... (a number of ${length} characters), which a double cannot hold as written: ` +
+          `it would be read as ${Number(text)}`
+      )
+    }
+    // its digits past the point are zeros: it says 10, and is read as 10
+    expect(faultOf(parseExact(`{"V":1.${zeros}e1}`))).toBeUndefined()
+  })
+
+  it(`an answer holding more than ${markedNumbersMax.toLocaleString("en-US")} such numbers is refused whole, at the first past them`, () => {
+    const numbers = (count: number) => `{"V":[${Array.from({ length: count }, () => "1e-400").join(",")}]}`
+    const marked = readExact(numbers(markedNumbersMax))
+    expect("value" in marked && faultOf(marked.value)?.path).toEqual(["V", 0])
+    expect(readExact(numbers(markedNumbersMax + 1))).toEqual({
+      refused:
+        `it holds more than ${
+          markedNumbersMax.toLocaleString("en-US")
+        } numbers that a double cannot hold as written; ` +
+        "the first is 1e-400, which a double cannot hold as written: it would be read as 0"
+    })
+  })
+
+  it("sent, a number passes when JavaScript writes its double with the same value: a double's other exact digits are refused, saying what to write", () => {
+    for (const text of [...written, "1.50e2", "-0"]) {
+      expect(faultOf(parseExact(`{"n":${text}}`, "sent")), text).toBeUndefined()
+    }
+    expect(faultOf(parseExact(`{"n":62007044045103448}`, "sent"))).toEqual({
+      path: ["n"],
+      reason: "is 62007044045103448, which would be sent as 62007044045103450: a double holds it exactly, " +
+        "but JavaScript writes that double's shortest digits; write 62007044045103450 to send it"
+    })
+    for (const [text, sentAs] of inexact) {
+      expect(faultOf(parseExact(`{"n":${text}}`, "sent"))?.reason).toBe(
+        `is ${text}, which a double cannot hold as written: it would be sent as ${sentAs}`
+      )
+    }
+  })
 
   it.live("a row holding one fails the read naming its row and field; under invalidRows \"skip\" it is left out, counted", () =>
     Effect.gen(function*() {

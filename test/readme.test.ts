@@ -32,6 +32,7 @@ const asQuoted = (source: string) =>
     .replaceAll(`"../src/testing/index.js"`, `"effect-microapp/testing"`)
     .replaceAll(`"../src/sql/index.js"`, `"effect-microapp/sql"`)
     .replaceAll(`"../src/workflow/index.js"`, `"effect-microapp/workflow"`)
+    .replaceAll(`"../src/debezium/index.js"`, `"effect-microapp/debezium"`)
 
 const runnable = fs.readdirSync(path.join(root, "scratchpad"))
   .filter((file) => file.endsWith(".ts"))
@@ -129,6 +130,20 @@ describe("the README as a newcomer reads it", () => {
         expect(name, line).toMatch(/@[~^]?\d/)
       }
     }
+  })
+})
+
+describe("install lines that work before the package is published", () => {
+  it("every line that installs effect-microapp from the registry says it works once published", () => {
+    const lines = [readme, ...docs].flatMap((page) => page.split("\n").filter((line) => /^npm install /.test(line)))
+    const fromRegistry = lines.filter((line) => /\seffect-microapp(\s|$)/.test(line.replace(/#.*$/, "")))
+    expect(fromRegistry.length).toBeGreaterThan(0)
+    for (const line of fromRegistry) expect(line).toMatch(/# once published/)
+    // the tarball `npm pack` names after the version, in the clone beside the project
+    const { version } = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"))
+    const fromTarball = lines.filter((line) => /\.tgz\s/.test(line.replace(/#.*$/, "")))
+    expect(fromTarball.length).toBeGreaterThanOrEqual(4)
+    for (const line of fromTarball) expect(line).toContain(` ../effect-microapp/effect-microapp-${version}.tgz `)
   })
 })
 

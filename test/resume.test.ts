@@ -5,7 +5,8 @@
  */
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Chunk, Effect, Option, Schema, Stream, type Tracer } from "effect"
-import { Checkpoint, Microapp, MicroappClient, type Row, type RowStream } from "../src/index.js"
+import { Checkpoint, InvalidCheckpoint, Microapp, MicroappClient, type Row, type RowStream } from "../src/index.js"
+import { fnv1a } from "../src/internal/checkpointCodec.js"
 import { MicroappServer, Projects } from "../src/testing/index.js"
 import { numbersTable, recordingTracer, withEmulator } from "./support.js"
 
@@ -314,6 +315,34 @@ describe("resume", () => {
         resume: yield* stored(only)
       })
       expect(reordered.summary).toMatchObject({ rows: 1, complete: true, resumed: 1 })
+    })))
+
+  it.live("a checkpoint whose ids no scan holds (one twice, its checksum made anew): InvalidCheckpoint, no request", () =>
+    alone(Effect.gen(function*() {
+      yield* reset
+      const client = yield* MicroappClient
+      const { pages } = yield* pagesOf()
+      const { checksum: _, ...json } = JSON.parse(Checkpoint.toJson(yield* stored(pages[2]))) as {
+        readonly checksum: string
+        readonly seen: { readonly packed: string }
+      }
+      // the second id packed replaced by the first: as many ids as emitted, which `fromJson` counts
+      const { packed } = json.seen
+      const body = {
+        ...json,
+        seen: { ...json.seen, packed: packed.slice(0, 16) + packed.slice(0, 16) + packed.slice(32) }
+      }
+      const forged = yield* Checkpoint.fromJson(JSON.stringify({ ...body, checksum: fnv1a(JSON.stringify(body)) }))
+      yield* reset
+      const scan = yield* client.scan({ microAppID: numbers, pageSize: 100, resume: forged })
+      for (const run of [Stream.runDrain(scan.rows), Stream.runDrain(scan.pages)]) {
+        const refused = yield* Effect.flip(run)
+        expect(refused).toBeInstanceOf(InvalidCheckpoint)
+        expect(refused).toMatchObject({ _tag: "InvalidInput", input: "resume", problem: "field" })
+        expect(refused).not.toHaveProperty("method")
+        expect(refused.message).toMatch(/^invalid resume: the checkpoint holds packed id [0-9a-f]{24} twice$/)
+      }
+      expect(yield* requestCount).toBe(0)
     })))
 
   it.live("resumed twice, with rows deleted, inserted and retried between: each row that stood once, the drift and retries counted for the whole scan", () =>

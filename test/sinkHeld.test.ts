@@ -141,7 +141,9 @@ layer(withEmulator({ tables: [table] }), { excludeTestServices: true })((it) => 
               pageSize,
               sort: { field: 1 },
               baseline: Changes.Baseline.fromMap(baseline),
-              resume
+              resume,
+              // the gone rows are more than the default guard allows of this baseline
+              maxDeletes: 3 * pageSize
             })
           const stopped = yield* collect(Stream.take((yield* passOf(undefined)).pages, stopAfter))
           const last = stopped.at(-1)?.checkpoint

@@ -2,17 +2,20 @@
  * The SQL mirror's `data` column and typed views, on SQLite and a real PostgreSQL: `data` is jsonb
  * on PostgreSQL, a table an earlier version wrote with JSON text is migrated in place by the first
  * run and compares unchanged; a view with a typed column per field, from a definition or inferred
- * and widened, and `microapp mirror --view`.
+ * and widened, and `microapp mirror --view`; every label read as its own, 5,000 fields mirrored with
+ * the first 1,500 as columns and the rest named in a warning, and view names checked as table names.
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Effect, FastCheck as FC, Layer } from "effect"
+import { Effect, FastCheck as FC, Layer, Logger } from "effect"
+import * as fs from "node:fs"
+import { fileURLToPath } from "node:url"
 import { Changes, Microapp } from "../src/index.js"
 import { SqlMirror } from "../src/sql/index.js"
-import { columnNames } from "../src/sql/internal/typedView.js"
+import { columnNames, heldFields, maxViewFields, sqlitePath, warnLeftInData } from "../src/sql/internal/typedView.js"
 import { MicroappServer, peopleMicroAppID, Projects, projectsMicroAppID } from "../src/testing/index.js"
 import { cli, flags } from "./cliSupport.js"
-import { databases, storedData } from "./sqlDatabases.js"
+import { databases, freshSqlite, storedData } from "./sqlDatabases.js"
 import { withEmulator } from "./support.js"
 
 const demoRows = 150
@@ -119,6 +122,93 @@ const expectedStatusCounts = Effect.map(
   }
 )
 
+/** A row id of the service's shape, the `n`th of a test's rows. */
+const rowID = (n: number): string => `64b7c0f1a2d3e4f5a6b7${n.toString(16).padStart(4, "0")}`
+
+/**
+ * Labels each of which a view must read as its own: escapes a JSON path would decode, quotes, a
+ * JSON path's own syntax, case and normal-form twins, spaces, control characters, and long labels
+ * that snake_case cuts to one name.
+ */
+const hostileLabels = [
+  "x\\u0041",
+  "xA",
+  "Sec\\u0072et",
+  "Secret",
+  "t\\tb",
+  "t\tb",
+  "back\\slash",
+  "\\",
+  "\\\\",
+  "a\\",
+  "\\n",
+  "\\u0022",
+  "Say \"hi\"",
+  "\"",
+  "\\\"",
+  "\"\\",
+  "it's",
+  "'",
+  "$",
+  "$.x",
+  "$cost",
+  ".",
+  "a.b",
+  "[0]",
+  "a[0]",
+  "*",
+  "line\nbreak",
+  "cr\r",
+  "\u0001",
+  "\u007f",
+  "\u00e9",
+  "e\u0301",
+  "Name",
+  "name",
+  "NAME",
+  " ",
+  "  ",
+  " lead",
+  "trail ",
+  "",
+  "\u{1F600}",
+  `${"x".repeat(1000)}a`,
+  `${"x".repeat(1000)}b`
+]
+
+/** The `r`th row's value of the `i`th hostile label: a text, an integer or a list, by turns; row 3 lacks every other label. */
+const hostileValue = (i: number, r: number): unknown =>
+  r === 3 && i % 2 === 0 ? undefined : i % 3 === 0 ? `${i}:${r}` : i % 3 === 1 ? i * 10 + r : [i, r]
+
+/** A view's value as the row's: PostgreSQL's bigint comes as text, SQLite's JSON as text. */
+const asRowValue = (value: unknown, like: unknown): unknown =>
+  value === null
+    ? undefined
+    : typeof like === "number"
+    ? Number(value)
+    : Array.isArray(like)
+    ? storedData(value)
+    : value
+
+/** The labels `view` was last made from, in their order. */
+const viewLabels = (view: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(
+      sql<{ fields: string }>`SELECT fields FROM ${sql("microapp_views")} WHERE view_name = ${view}`,
+      ([row]) => (JSON.parse(row?.fields ?? "[]") as Array<{ label: string }>).map((field) => field.label)
+    ))
+
+/** Whether the database has a table or view named `name`. */
+const exists = (name: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(
+      sql.onDialectOrElse({
+        pg: () => sql`SELECT 1 FROM pg_class WHERE relname = ${name}`,
+        orElse: () => sql`SELECT 1 FROM sqlite_master WHERE name = ${name}`
+      }),
+      (rows) => rows.length > 0
+    ))
+
 describe("view columns", () => {
   it("any labels: distinct names of lower-case letters, digits and _, none a bookkeeping column, at most 63 bytes", () => {
     FC.assert(FC.property(FC.array(FC.string({ unit: "grapheme", maxLength: 80 }), { maxLength: 30 }), (labels) => {
@@ -132,6 +222,53 @@ describe("view columns", () => {
     }))
   })
 
+  it(`a view holds the first ${maxViewFields} fields whose label holds no U+0000, in their order`, () => {
+    const fields = Array.from({ length: maxViewFields + 10 }, (_, i) => ({
+      label: i === 3 ? "nul\u0000label" : `f${i}`,
+      kind: "text" as const
+    }))
+    const held = heldFields(fields)
+    expect(held).toHaveLength(maxViewFields)
+    expect(held.map((field) => field.label)).toEqual(
+      fields.filter((_, i) => i !== 3).slice(0, maxViewFields).map((field) => field.label)
+    )
+  })
+
+  it.effect("the warning of fields left in data names those newly left, as many as fit in 1,000 characters", () =>
+    Effect.gen(function*() {
+      const warnings: Array<string> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ logLevel, message }) => {
+          if (logLevel._tag === "Warning") warnings.push((Array.isArray(message) ? message : [message]).join(" "))
+        })
+      )
+      const fields = (n: number, label = (i: number) => `f${i}`) =>
+        Array.from({ length: n }, (_, i) => ({ label: label(i), kind: "text" as const }))
+      const before = fields(maxViewFields + 5)
+      const after = [...before, { label: "nul\u0000", kind: "text" as const }, ...fields(2, (i) => `new ${i}`)]
+      const long = fields(maxViewFields + 3, (i) => i < maxViewFields ? `f${i}` : `${i}`.repeat(100))
+      yield* Effect.provide(
+        Effect.all([
+          warnLeftInData("v", [], fields(maxViewFields)),
+          warnLeftInData("v", before, before),
+          warnLeftInData("v", before, after),
+          warnLeftInData("v", [], long)
+        ]),
+        capture
+      )
+      expect(warnings).toEqual([
+        `the view v holds ${maxViewFields} of ${
+          maxViewFields + 8
+        } fields as columns; 8 are left in data, 3 of them new: ` +
+        `"nul\\u0000", "new 0", "new 1"`,
+        `the view v holds ${maxViewFields} of ${maxViewFields + 3} fields as columns; 3 are left in data: ` +
+        `${JSON.stringify(`${maxViewFields}`.repeat(100))}, ${
+          JSON.stringify(`${maxViewFields + 1}`.repeat(100))
+        } and 1 more`
+      ])
+    }))
+
   it("snake_case labels; a name taken by a bookkeeping column or an earlier field gets _2, _3", () => {
     expect(columnNames(["Due date", "due_date", "DueDate", "Pass", "_id", "Ünïcode", "1st", "!!"])).toEqual([
       "due_date",
@@ -144,6 +281,54 @@ describe("view columns", () => {
       "field"
     ])
   })
+})
+
+/** Labels of the characters a JSON path gives a meaning to, or of any code point but U+0000 (which no view holds). */
+const anyLabels = FC.uniqueArray(
+  FC.oneof(
+    FC.string({
+      unit: FC.constantFrom(
+        "\\",
+        "\"",
+        "'",
+        "u",
+        "0",
+        "4",
+        "1",
+        "t",
+        "n",
+        "$",
+        ".",
+        "[",
+        "]",
+        "\t",
+        "A",
+        "\u00e9",
+        "e\u0301"
+      )
+    }),
+    FC.string({ unit: "binary" }).map((label) => label.replaceAll("\u0000", ""))
+  ),
+  { minLength: 1, maxLength: 30 }
+)
+
+layer(freshSqlite())((it) => {
+  it.effect.prop(
+    "SQLite: the path of any label finds that label's value among any others",
+    [anyLabels],
+    ([labels]) =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const data = JSON.stringify(Object.fromEntries(labels.map((label, i) => [label, i])))
+        const found = yield* Effect.forEach(labels, (label) =>
+          Effect.map(
+            sql<{ value: number | null }>`SELECT json_extract(${data}, ${sqlitePath(label)}) AS value`,
+            ([row]) => row?.value
+          ))
+        expect(found).toEqual(labels.map((_, i) => i))
+      }),
+    { fastCheck: { numRuns: 200 } }
+  )
 })
 
 for (const database of databases) {
@@ -298,6 +483,172 @@ for (const database of databases) {
           expect(run.code, run.stderr).toBe(0)
           const counts = yield* Effect.provide(statusCounts("cli_view"), database.client(url))
           expect(counts).toEqual(yield* expectedStatusCounts)
+        }))
+
+      it.effect("every label reads its own value: backslashes, quotes, escapes, path syntax, case and NFC/NFD twins, long labels", () =>
+        Effect.gen(function*() {
+          const server = yield* MicroappServer
+          const rows = Array.from({ length: 4 }, (_, r) => ({
+            _id: rowID(r),
+            ...Object.fromEntries(hostileLabels.flatMap((label, i) => {
+              const value = hostileValue(i, r)
+              return value === undefined ? [] : [[label, value]]
+            }))
+          }))
+          yield* server.rows.setRows(peopleMicroAppID, rows)
+          const summary = yield* SqlMirror.run({ microAppID: peopleMicroAppID, table: "hostile", view: "hostile_view" })
+          expect(summary.inserted).toBe(rows.length)
+          const labels = yield* viewLabels("hostile_view")
+          expect([...labels].sort()).toEqual([...hostileLabels].sort())
+          const names = columnNames(labels)
+          const sql = yield* SqlClient.SqlClient
+          const viewed = yield* sql<Record<string, unknown>>`SELECT * FROM ${sql("hostile_view")} ORDER BY _id`
+          expect(viewed.map((row) => row["_id"])).toEqual(rows.map((row) => row._id))
+          viewed.forEach((row, r) =>
+            labels.forEach((label, i) => {
+              const expected = (rows[r] as Record<string, unknown> | undefined)?.[label]
+              expect(asRowValue(row[names[i] ?? ""], expected), `${JSON.stringify(label)} of row ${r}`).toEqual(
+                expected
+              )
+            })
+          )
+        }))
+
+      it.effect.skipIf(database.name !== "sqlite")(
+        "SQLite: a view an earlier version made, reading x\\u0041 as xA, is made again by the next run",
+        () =>
+          Effect.gen(function*() {
+            const server = yield* MicroappServer
+            yield* server.rows.setRows(peopleMicroAppID, [{ _id: rowID(1), "x\\u0041": "escaped", xA: "plain" }])
+            const run = SqlMirror.run({
+              microAppID: peopleMicroAppID,
+              table: "earlier_paths",
+              view: "earlier_paths_view"
+            })
+            yield* run
+            const sql = yield* SqlClient.SqlClient
+            // the view as the earlier version made it: the label's path read its escape
+            yield* sql`DROP VIEW earlier_paths_view`
+            yield* sql.unsafe(`CREATE VIEW earlier_paths_view AS SELECT row_id AS _id,
+              CAST(json_extract(data, '$."x\\u0041"') AS TEXT) AS x_u0041, CAST(json_extract(data, '$."xA"') AS TEXT) AS x_a
+              FROM earlier_paths`)
+            const read = sql<{ x_u0041: string; x_a: string }>`SELECT x_u0041, x_a FROM earlier_paths_view`
+            expect(yield* read).toEqual([{ x_u0041: "plain", x_a: "plain" }])
+            yield* run
+            expect(yield* read).toEqual([{ x_u0041: "escaped", x_a: "plain" }])
+          })
+      )
+
+      it.scoped(
+        `5,000 fields: every row mirrored, the view holds the first ${maxViewFields} and is selectable, and each run names the fields left in data`,
+        () =>
+          Effect.gen(function*() {
+            const server = yield* MicroappServer
+            const labels = Array.from({ length: 5000 }, (_, i) => `f${String(i).padStart(4, "0")}`)
+            // few rows: PostgreSQL decompresses a row's data for each column it reads
+            const rows = Array.from({ length: 3 }, (_, r) => ({
+              _id: rowID(r),
+              ...Object.fromEntries(labels.map((label, i) => [label, i * 100 + r]))
+            }))
+            yield* server.rows.setRows(peopleMicroAppID, rows)
+            const url = yield* database.url
+            const mirror = cli(["mirror", peopleMicroAppID, "--db", url, "--view", "wide_view", ...flags(server)])
+            const left = new RegExp(
+              `warn: the view wide_view holds ${maxViewFields} of 5000 fields as columns; ` +
+                `${5000 - maxViewFields} are left in data: "f${maxViewFields}", "f${
+                  maxViewFields + 1
+                }", .* and \\d+ more\n`
+            )
+            const first = yield* mirror
+            expect(first.code, first.stderr).toBe(0)
+            expect(first.stderr).toContain("inserted 3,")
+            expect(first.stderr).toMatch(left)
+            const viewed = yield* Effect.provide(
+              Effect.flatMap(SqlClient.SqlClient, (sql) =>
+                sql<Record<string, unknown>>`SELECT * FROM ${sql("wide_view")} ORDER BY _id`),
+              database.client(url)
+            )
+            expect(viewed).toHaveLength(rows.length)
+            viewed.forEach((row, r) => {
+              expect(Object.keys(row)).toHaveLength(maxViewFields + 4)
+              expect(Number(row["f0000"])).toBe(r)
+              expect(Number(row[`f${maxViewFields - 1}`])).toBe((maxViewFields - 1) * 100 + r)
+              expect(row).not.toHaveProperty(`f${maxViewFields}`)
+            })
+            const second = yield* mirror
+            expect(second.code, second.stderr).toBe(0)
+            expect(second.stderr).toContain("unchanged 3,")
+            expect(second.stderr).toMatch(left)
+          })
+      )
+
+      it.effect("a view name too long, or a mirror's table, is refused before any statement; each of two at 63 characters keeps its own rows", () =>
+        Effect.gen(function*() {
+          const long = (tail: string) => `v${"x".repeat(61)}${tail}`
+          for (const [view, table] of [[long("ab"), "long_a"], [long("cd"), "long_b"], ["long_c", "long_c"]] as const) {
+            const refused = yield* Effect.flip(SqlMirror.run({ microAppID: projectsMicroAppID, table, view }))
+            expect(refused).toMatchObject({ _tag: "InvalidInput", input: "view" })
+            expect(yield* exists(table)).toBe(false)
+          }
+          for (const view of ["Microapp_Passes", "microapp_views", "LONG_C_history", "long_c_pass_kept"]) {
+            expect(yield* Effect.flip(SqlMirror.viewOf({ view, table: "long_c" }))).toMatchObject({ input: "view" })
+          }
+          const server = yield* MicroappServer
+          yield* server.rows.setRows(peopleMicroAppID, [{ _id: rowID(1), Status: "Open" }])
+          yield* SqlMirror.run({ microAppID: projectsMicroAppID, table: "long_a", view: long("a") })
+          yield* SqlMirror.run({ microAppID: peopleMicroAppID, table: "long_b", view: long("b") })
+          expect(yield* statusCounts(long("a"))).toEqual(yield* expectedStatusCounts)
+          expect(yield* statusCounts(long("b"))).toEqual({ Open: 1 })
+        }))
+
+      it.effect("a view another mirror keeps, its name in another case, or a table no mirror made is refused, and left as it was", () =>
+        Effect.gen(function*() {
+          const server = yield* MicroappServer
+          yield* server.rows.setRows(peopleMicroAppID, [{ _id: rowID(1), Status: "Open" }])
+          yield* SqlMirror.run({ microAppID: projectsMicroAppID, table: "first", view: "shared_view" })
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`CREATE TABLE mine (status TEXT)`
+          yield* sql`INSERT INTO mine VALUES ('mine')`
+          for (
+            const [microAppID, table, view] of [
+              [peopleMicroAppID, "second", "shared_view"],
+              [projectsMicroAppID, "second", "shared_view"],
+              [projectsMicroAppID, "first", "Shared_View"],
+              [peopleMicroAppID, "second", "mine"],
+              [peopleMicroAppID, "second", "MINE"]
+            ] as const
+          ) {
+            const refused = yield* Effect.flip(SqlMirror.run({ microAppID, table, view }))
+            expect(refused, `${microAppID} ${table} ${view}`).toMatchObject({ _tag: "InvalidInput", input: "view" })
+            expect(refused.message).toMatch(/is taken/)
+          }
+          expect(yield* exists("second")).toBe(false)
+          expect(yield* statusCounts("shared_view")).toEqual(yield* expectedStatusCounts)
+          expect(yield* statusCounts("mine")).toEqual({ mine: 1 })
+          // its own mirror goes on keeping it
+          yield* SqlMirror.run({ microAppID: projectsMicroAppID, table: "first", view: "shared_view" })
+          expect(yield* statusCounts("shared_view")).toEqual(yield* expectedStatusCounts)
+        }))
+
+      it.scoped("microapp mirror --view with a name over 63 characters is a usage error before the database is opened", () =>
+        Effect.gen(function*() {
+          const server = yield* MicroappServer
+          const url = yield* database.url
+          const requests = (yield* server.log.requests).length
+          const run = yield* cli([
+            "mirror",
+            projectsMicroAppID,
+            "--db",
+            url,
+            "--view",
+            "v".repeat(64),
+            ...flags(server)
+          ])
+          expect(run.code).toBe(2)
+          expect(run.stderr).toMatch(/invalid view: 'v{64}' must be .* at most 63 characters/)
+          if (database.name === "sqlite") expect(fs.existsSync(fileURLToPath(url))).toBe(false)
+          else expect(yield* Effect.provide(exists(SqlMirror.passesTable), database.client(url))).toBe(false)
+          expect(yield* server.log.requests).toHaveLength(requests)
         }))
     })
   })

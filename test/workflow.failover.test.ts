@@ -7,14 +7,14 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Fiber, Option, Schema } from "effect"
+import { Duration, Effect, Fiber, Option, Schema } from "effect"
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import { SqlMirror } from "../src/sql/index.js"
 import { MicroappServer } from "../src/testing/index.js"
 import { bundled, cleanEnv, drift, drifted, endOf, outputOf, runToEnd } from "./processSupport.js"
 import { freshPostgresUrl, postgresClient, registeredRunners, storedData } from "./sqlDatabases.js"
 import { numbersTable } from "./support.js"
-import { eventually } from "./support/eventually.js"
+import { eventually, whileProgressing } from "./support/eventually.js"
 import { freePort } from "./support/ports.js"
 
 const rowsEach = 600
@@ -105,9 +105,25 @@ layer(emulator, { excludeTestServices: true })((it) => {
               return { child, output: outputOf(child) }
             }))
           const attempts = () => runners.flatMap((runner, i) => attemptsOf(i, runner.output.stdout))
+          // what moves while the fleet works: the emulator's requests and the runners' logs
+          const progress = Effect.map(server.log.requests, (log) =>
+            [
+              log.at(-1)?.seq,
+              ...runners.map(({ output }) => output.stdout.length + output.stderr.length)
+            ].join(","))
+          const lastLines = () =>
+            runners.map(({ output }, i) =>
+              `runner ${i}: ${`${output.stdout}${output.stderr}`.trim().split("\n").slice(-3).join("\n  ")}`
+            ).join("\n")
+          /** A wait bounded by the fleet standing still, not by the time a busy machine takes. */
+          const waitFor = <A, E, R>(what: string, wait: Effect.Effect<A, E, R>) =>
+            whileProgressing(wait, { what, progress, detail: lastLines })
 
           // every runner registered before the mirrors are submitted, so that shards are spread
-          yield* eventually(registeredRunners(clusterUrl), (n) => n === 3)
+          yield* waitFor(
+            "three runners registered",
+            eventually(registeredRunners(clusterUrl), (n) => n === 3, "three runners registered", Duration.infinity)
+          )
 
           const touched = drifted()
           const drifting = yield* Effect.fork(Effect.all(microApps.map((id) => drift(server, id, touched)), {
@@ -122,6 +138,7 @@ layer(emulator, { excludeTestServices: true })((it) => {
               })
             )
           const submitted = yield* Effect.fork(submit("failover"))
+          const midway = "a pass 4 commits in, not complete, on a runner"
 
           // a pass some commits in, not done: its runner dies
           const commitsOf = (microAppID: string) =>
@@ -134,16 +151,21 @@ layer(emulator, { excludeTestServices: true })((it) => {
                 ),
                 Effect.orElseSucceed(() => false)
               )
-          const victim = yield* eventually(
-            Effect.flatMap(
-              Effect.sync(() => attempts().filter((attempt) => attempt.end === undefined)),
-              (running) =>
-                Effect.map(
-                  Effect.filter(running, (attempt) => commitsOf(attempt.microAppID)),
-                  (midway) => midway[0]
-                )
-            ),
-            (attempt) => attempt !== undefined
+          const victim = yield* waitFor(
+            midway,
+            eventually(
+              Effect.flatMap(
+                Effect.sync(() => attempts().filter((attempt) => attempt.end === undefined)),
+                (running) =>
+                  Effect.map(
+                    Effect.filter(running, (attempt) => commitsOf(attempt.microAppID)),
+                    (midway) => midway[0]
+                  )
+              ),
+              (attempt) => attempt !== undefined,
+              midway,
+              Duration.infinity
+            )
           )
           if (victim === undefined) return expect.unreachable()
           const killed = runners[victim.runner]
@@ -155,7 +177,7 @@ layer(emulator, { excludeTestServices: true })((it) => {
             signal: "SIGKILL"
           })
 
-          const run = yield* Fiber.join(submitted)
+          const run = yield* waitFor("the client's four runs to end, one on a surviving runner", Fiber.join(submitted))
           expect(run.code).toBe(0)
           const summaries = run.stdout.trim().split("\n").sort()
           expect(summaries.map((line) => line.split(":")[0])).toEqual([...microApps].sort())
@@ -190,7 +212,7 @@ layer(emulator, { excludeTestServices: true })((it) => {
           // the table stands still: one more run of each, then each mirror is its Microapp exactly
           yield* Fiber.interrupt(drifting)
           yield* server.configure({ faults: undefined })
-          const still = yield* submit("still")
+          const still = yield* waitFor("the client's four runs on a still table to end", submit("still"))
           expect(still.code).toBe(0)
           expect(still.stdout.trim().split("\n")).toHaveLength(microApps.length)
           for (const microAppID of microApps) {
@@ -203,7 +225,9 @@ layer(emulator, { excludeTestServices: true })((it) => {
             for (const row of stored) expect(storedData(row.data), row.row_id).toEqual(expected.get(row.row_id))
           }
           expect(touched.removed.size).toBeGreaterThan(0)
-        }).pipe(Effect.orDie)
+        }).pipe(Effect.orDie),
+      // a ceiling only: each wait above fails once the fleet has stood still for 60 s, naming what it waited for
+      600_000
     )
   })
 })

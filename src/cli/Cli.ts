@@ -5,9 +5,10 @@
  *
  * @since 0.1.0
  */
-import { type CliApp, CliConfig, Command, HelpDoc, ValidationError } from "@effect/cli"
-import { Cause, Config, type Console, Effect, Logger, LogLevel, Option } from "effect"
+import { type CliApp, CliConfig, Command, CommandDescriptor, HelpDoc, Usage, ValidationError } from "@effect/cli"
+import { Cause, Config, type Console, Effect, HashMap, Logger, LogLevel, Option } from "effect"
 import { format } from "node:util"
+import { nearestLabel } from "../internal/microapp.js"
 import { changes } from "./commands/changes.js"
 import { demo } from "./commands/demo.js"
 import { describe } from "./commands/describe.js"
@@ -57,9 +58,12 @@ const builtInsHelp = HelpDoc.p(
 
 const ansi = /\u001b\[[0-9;]*m/g
 
-/** What @effect/cli says of every argument of a primitive type, which its placeholder already says. */
+/**
+ * What @effect/cli says of every argument of a primitive type, which its placeholder already says,
+ * and of every optional flag, which the usage line's brackets already say.
+ */
 const boilerplate =
-  /^\s*(?:A user-defined piece of text(?: that is confidential)?|An integer|A true or false value|A floating point number|(?:An existing|A) (?:file|directory|file or directory)(?: that must not exist)?|A date without a time-zone in the ISO-8601 format, .*|One of the following: .*)\.?$/
+  /^\s*(?:This setting is optional|A user-defined piece of text(?: that is confidential)?|An integer|A true or false value|A floating point number|(?:An existing|A) (?:file|directory|file or directory)(?: that must not exist)?|A date without a time-zone in the ISO-8601 format, .*|One of the following: .*)\.?$/
 
 /** The help as a reader wants it: without the boilerplate lines, and without colour unless `colour`. */
 const helpText = (text: string, colour: boolean): string => {
@@ -102,6 +106,16 @@ const flagOf = (argv: ReadonlyArray<string>, value: string): string | undefined 
   return undefined
 }
 
+/** The flags of the command `argv` runs (of every command when it names none), as its usage lists them. */
+const flagsOf = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const commands = [...HashMap.entries(Command.getSubcommands(microapp))]
+  const named = commands.filter(([name]) => argv.includes(name))
+  const usages = (named.length === 0 ? commands : named).map(([, command]) =>
+    HelpDoc.toAnsiText(Usage.getHelp(CommandDescriptor.getUsage(command))).replace(ansi, "")
+  )
+  return [...new Set(usages.flatMap((usage) => usage.match(/--[a-z][a-z-]*/g) ?? []))]
+}
+
 /** A usage error of @effect/cli as one line, each distinct message once, naming the flag of a bad value. */
 const usageLine = (error: ValidationError.ValidationError, argv: ReadonlyArray<string>): string => {
   const text = HelpDoc.toAnsiText(error.error).replace(ansi, "")
@@ -114,6 +128,12 @@ const usageLine = (error: ValidationError.ValidationError, argv: ReadonlyArray<s
       })
     )
   )
+  // a flag mistyped by a letter or a hyphen, whichever error @effect/cli met first: the one meant
+  const known = [...flagsOf(argv), "--help", "--version", "--log-level", "--completions", "--wizard"]
+  for (const flag of argv.filter((arg) => arg.startsWith("--")).map((arg) => arg.replace(/=.*$/, ""))) {
+    const meant = known.includes(flag) ? undefined : nearestLabel(known, flag)
+    if (meant !== undefined) messages.add(`${flag} is not an option: did you mean ${meant}?`)
+  }
   return `error: ${Array.from(messages).join("; ")}`
 }
 

@@ -1,28 +1,21 @@
 /**
- * The lines `microapp changes` writes: each change in Debezium's envelope (`before`, `after`,
- * `source`, `op`, `ts_ms`, and the row's `id`), alone or after its key and a TAB, as kcat's
- * `-K '\t'` reads a line into a Kafka message.
+ * The lines `microapp changes` writes: each change as Debezium's event (`effect-microapp/debezium`),
+ * its value alone or after its key and a TAB, as kcat's `-K '\t'` reads a line into a Kafka
+ * message; with keys, a tombstone (the key, a TAB, nothing) after each delete unless
+ * `--no-tombstones`.
  *
  * @since 0.2.0
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import { Effect } from "effect"
 import type * as Changes from "../Changes.js"
+import * as Debezium from "../debezium/Debezium.js"
 import type { Row } from "../Row.js"
 import type { CommandFailed } from "./exitCodes.js"
 import { failedOn } from "./output.js"
 
 /**
- * `source.snapshot` as Debezium writes it: a snapshot's first row `"first"`, its last `"last"`
- * (a snapshot of one row: `"first"`), the rows between `"true"`, a streamed change `"false"`.
- *
- * @since 0.2.0
- * @category models
- */
-export type SnapshotMarker = "first" | "true" | "last" | "false"
-
-/**
- * What the events of a page share: the pass, the Microapp, and when the page was read.
+ * What the events of a page share.
  *
  * @since 0.2.0
  * @category models
@@ -32,51 +25,57 @@ export interface EventContext {
   readonly snapshot: boolean
   /** No event of the pass is written yet: the page's first is the snapshot's first. */
   readonly first: boolean
-  readonly microAppID: string
-  /** effect-microapp's version, `source.version`. */
-  readonly version: string
+  readonly source: Debezium.Source
+  readonly fields: ReadonlyArray<Debezium.Field>
   /** When the page was read, in milliseconds since the epoch. */
-  readonly now: number
-  /** Each line `key<TAB>value`, the key `{"_id": ...}`. */
+  readonly seenAt: number
+  /** When its events are written, in nanoseconds since the epoch. */
+  readonly writtenAt: bigint
   readonly key: boolean
+  readonly schemas: boolean
+  readonly tombstones: boolean
+  /** The whole previous rows of the page's updates and deletes, by id; `undefined`: `--before key`. */
+  readonly before: ReadonlyMap<string, Readonly<Record<string, unknown>>> | undefined
 }
 
-/** `source.connector`, and `source.name` (Debezium's logical name of the source). */
-const connector = "microapp"
-
-// the envelope ends with the marker, so that the last line's can be rewritten in place, at the same length
-const markerEnd = (marker: SnapshotMarker) => `"snapshot":"${marker}"}}\n`
-
 /**
- * A page's changes as lines: `c`, `u` and `d`, and `r` for a snapshot's rows; a `d` event's `before`
- * holds the key, as Debezium's does under a default replica identity; JSON escapes every TAB and
- * line break inside the key and the value.
+ * A page's changes as lines, and how many of its updates and deletes carry only the key as their
+ * `before` (STATE held no whole row for them). JSON escapes every TAB and line break inside the key
+ * and the value.
  *
  * @since 0.2.0
  * @category encoding
  */
-export const eventLines = (changes: ReadonlyArray<Changes.Change<Row>>, context: EventContext): string => {
-  const { microAppID, now, snapshot, version } = context
+export const eventLines = (
+  changes: ReadonlyArray<Changes.Change<Row>>,
+  context: EventContext
+): { readonly text: string; readonly lacking: number } => {
   let text = ""
+  let lacking = 0
   let first = context.first
   for (const change of changes) {
-    const op = change._tag === "Inserted" ? (snapshot ? "r" : "c") : change._tag === "Updated" ? "u" : "d"
-    const key = { _id: change.id }
-    const before = change._tag === "Deleted" ? key : null
-    const after = change._tag === "Deleted" ? null : change.row
-    const marker: SnapshotMarker = !snapshot ? "false" : first ? "first" : "true"
+    const marker: Debezium.Marker = !context.snapshot ? "false" : first ? "first" : "true"
     first = false
-    const source = JSON.stringify({ version, connector, name: connector, ts_ms: now, microAppID })
-    const envelope = JSON.stringify({ before, after, op, ts_ms: now, id: change.id })
-    const value = `${envelope.slice(0, -1)},"source":${source.slice(0, -1)},${markerEnd(marker)}`
-    text += context.key ? `${JSON.stringify(key)}\t${value}` : value
+    let before: Readonly<Record<string, unknown>> | undefined
+    if (change._tag !== "Inserted" && context.before !== undefined) {
+      before = context.before.get(change.id)
+      if (before === undefined) {
+        lacking++
+        before = { _id: change.id }
+      }
+    }
+    const message = Debezium.event(change, { ...context, marker, before })
+    text += context.key ? `${message.key}\t${message.value}\n` : `${message.value}\n`
+    if (change._tag === "Deleted" && context.key && context.tombstones) text += `${message.key}\t\n`
   }
-  return text
+  return { text, lacking }
 }
 
 const encoder = new TextEncoder()
-const between = encoder.encode(markerEnd("true"))
-const last = encoder.encode("last")
+const decoder = new TextDecoder()
+
+/** The end of a snapshot's event that is neither its first nor its last: its marker, then `source`'s and the value's ends. */
+const between = /"snapshot":"true"(\}{2,3})\n$/
 
 /**
  * Marks the last event of a snapshot in `file`, which ends at `length`: its `"true"` becomes
@@ -91,15 +90,17 @@ export const markLast = (
   length: number
 ): Effect.Effect<void, CommandFailed, FileSystem.FileSystem> =>
   Effect.scoped(Effect.gen(function*() {
-    if (length < between.length) return
+    const tailLength = Math.min(length, 32)
+    if (tailLength === 0) return
     const fs = yield* FileSystem.FileSystem
     const failed = failedOn(`cannot write ${file}`)
     const handle = yield* Effect.mapError(fs.open(file, { flag: "r+" }), failed)
-    yield* handle.seek(length - between.length, "start")
-    const tail = new Uint8Array(between.length)
+    yield* handle.seek(length - tailLength, "start")
+    const tail = new Uint8Array(tailLength)
     const read = yield* Effect.mapError(handle.read(tail), failed)
-    if (Number(read) !== tail.length || !tail.every((byte, i) => byte === between[i])) return
-    yield* handle.seek(length - "true\"}}\n".length, "start")
-    yield* Effect.mapError(handle.writeAll(last), failed)
+    const match = between.exec(decoder.decode(tail.subarray(0, Number(read))))
+    if (Number(read) !== tailLength || match === null) return
+    yield* handle.seek(length - `true"${match[1]}\n`.length, "start")
+    yield* Effect.mapError(handle.writeAll(encoder.encode("last")), failed)
     yield* Effect.mapError(handle.sync, failed)
   }))

@@ -1,28 +1,33 @@
 /**
  * `microapp changes APP --state STATE --output FILE`: one change pass's events appended to FILE
- * as NDJSON page by page, in Debezium's envelope; after each page is on disk, STATE replaced
- * atomically with the baseline (every row's fingerprint by id, the changes written so far folded
- * in), the pass's checkpoint and FILE's length. A run that finds a pass in STATE cuts FILE back
- * to that length and goes on from the checkpoint, so FILE ends with every event once; when the
- * pass ends, STATE keeps only the baseline, for the next pass.
+ * as NDJSON page by page, as Debezium's events (`effect-microapp/debezium`); after each page is on
+ * disk, STATE moves on in one transaction (`changeState.ts`: the baseline's rows, the pass's
+ * checkpoint, FILE's length). A run that finds a pass in STATE cuts FILE back to that length and
+ * goes on from the checkpoint, so FILE ends with every event once. `STATE.lock` and `FILE.lock`
+ * keep a second run away from both while one runs.
  *
- * STATE is one header line (the selection, the pass in progress, a SHA-256 checksum of all the
- * rest), then one `["id","fingerprint"]` line a row. `STATE.lock` and `FILE.lock` keep a second
- * run away from both while one runs.
+ * STATE written by the earlier version (a text: a header line, then one `["id","fingerprint"]`
+ * line a row; `load` reads it) is made an SQLite STATE by the next run, with the fingerprints and
+ * no whole rows: the updates and deletes of its next pass carry only their key as `before`.
  *
  * @since 0.2.0
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
-import { Clock, Effect, Either, Option, Schema, Stream } from "effect"
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect, Either, Layer, Option, Redacted, Schema, Stream } from "effect"
 import { createHash } from "node:crypto"
+import { pathToFileURL } from "node:url"
 import * as Changes from "../Changes.js"
+import * as Debezium from "../debezium/Debezium.js"
 import * as Codec from "../internal/checkpointCodec.js"
 import { MicroappClient } from "../MicroappClient.js"
 import { isInvalidCheckpoint, type MicroappError } from "../MicroappError.js"
 import { Filter } from "../Query.js"
 import type { ScanSummary } from "../RowStream.js"
 import { eventLines, markLast } from "./changeEvents.js"
+import * as State from "./changeState.js"
+import { databaseFailed, databaseLayer } from "./commands/mirror.js"
 import { type CommandFailed, UsageError } from "./exitCodes.js"
 import { holdLock } from "./lockFile.js"
 import { atomicFile, checkCommitted, failedOn, refusedFile, regularFileSize } from "./output.js"
@@ -31,11 +36,11 @@ import type { Stdio, WriteError } from "./stdio.js"
 
 const kind = "microapp changes --state"
 
-/** The version of STATE this command writes and reads. */
+/** The version of the earlier STATE, a text. */
 const version = 1
 
 /** The pass in progress: where it writes, how much of FILE is committed, and where the pass stands. */
-const Pass = Schema.Struct({
+const PassSchema = Schema.Struct({
   /** FILE, as an absolute path. */
   output: Schema.String,
   length: Schema.NonNegativeInt,
@@ -46,7 +51,13 @@ const Pass = Schema.Struct({
   /** `Changes.toJson` of the last page committed; null before the first. */
   checkpoint: Schema.NullOr(Schema.String)
 })
-type Pass = typeof Pass.Type
+/**
+ * A pass in progress, as the earlier STATE records it.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Pass = typeof PassSchema.Type
 
 /** STATE's first line, but its checksum. */
 const Header = Schema.Struct({
@@ -56,7 +67,7 @@ const Header = Schema.Struct({
   filters: Schema.Array(Filter),
   /** The baseline's lines that follow. */
   rows: Schema.NonNegativeInt,
-  pass: Schema.NullOr(Pass)
+  pass: Schema.NullOr(PassSchema)
 })
 type Header = typeof Header.Type
 
@@ -79,8 +90,8 @@ export const stateFileLimit = 256 * 1024 * 1024
 // the format nests three deep: anything deeper would overflow the parser's stack, not be a state file
 const bounds: Codec.Bounds = { chars: stateFileLimit, depth: 4 }
 
-/** What STATE holds. */
-interface State {
+/** What the earlier version's STATE holds. */
+interface EarlierState {
   readonly header: Header
   readonly baseline: ReadonlyMap<string, string>
 }
@@ -96,16 +107,17 @@ const entryOf = (line: string): Either.Either<readonly [string, string], string>
         : Either.left("a baseline line is not [\"id\", \"16 hex digits\"]")
   )
 
-/** STATE, if it exists; a clear usage error if it is not a state file of `microapp changes` as written. */
+/** The earlier version's STATE, if it exists; a clear usage error if it is not a state file of `microapp changes` as written. */
 export const load = (
   state: string
-): Effect.Effect<Option.Option<State>, UsageError | CommandFailed, FileSystem.FileSystem> =>
+): Effect.Effect<Option.Option<EarlierState>, UsageError | CommandFailed, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const what = "a state file of microapp changes"
-    const size = yield* regularFileSize(state, stateFileLimit, what)
+    const remedy = "restore it, or remove it to start again with a snapshot"
+    const size = yield* regularFileSize(state, stateFileLimit, what, remedy)
     if (Option.isNone(size)) return Option.none()
-    const notState = (reason: string) => new UsageError({ message: `${state} is not ${what}: ${reason}` })
+    const notState = (reason: string) => new UsageError({ message: `${state} is not ${what}: ${reason}; ${remedy}` })
     const hash = createHash("sha256")
     const baseline = new Map<string, string>()
     let headerLine: { readonly text: string; readonly checksum: string } | undefined
@@ -130,7 +142,7 @@ export const load = (
       })
     )
     if (headerLine === undefined) return yield* notState("it is empty")
-    const refused = refusedFile(state, what, "restore it, or remove it to start again with a snapshot")
+    const refused = refusedFile(state, what, remedy)
     if (hash.digest("hex") !== headerLine.checksum) return yield* refused(Codec.checksumRefused(""))
     const header = yield* Either.mapLeft(
       Either.flatMap(Codec.parse(headerLine.text, bounds, ""), (json) => decodeHeader(json, "")),
@@ -142,7 +154,7 @@ export const load = (
     return Option.some({ header, baseline })
   })
 
-/** Replaces STATE atomically (a temporary file beside it, synced, renamed over it); a new STATE is private. */
+/** Writes STATE as the earlier version did (a temporary file beside it, synced, renamed over it, private): what `load` reads. */
 export const save = (state: string, header: Header, baseline: ReadonlyMap<string, string>) =>
   atomicFile(state, (destination) =>
     Effect.gen(function*() {
@@ -166,9 +178,112 @@ export const save = (state: string, header: Header, baseline: ReadonlyMap<string
 
 const encoder = new TextEncoder()
 
+/** Pages in a row that changed nothing, committed at once: a commit syncs STATE, which costs more than the page. */
+const quietPagesACommit = 16
+
+/** What an SQLite database's first 16 bytes are. */
+const sqliteMagic = "SQLite format 3\u0000"
+
+/** Whether `file` begins as an SQLite database does (else it is the earlier version's text, or not a STATE). */
+const isSqlite = (file: string) =>
+  Effect.scoped(Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const handle = yield* Effect.mapError(fs.open(file, { flag: "r" }), failedOn(`cannot read ${file}`))
+    const head = new Uint8Array(sqliteMagic.length)
+    const read = yield* Effect.mapError(handle.read(head), failedOn(`cannot read ${file}`))
+    return Number(read) === head.length && new TextDecoder().decode(head) === sqliteMagic
+  }))
+
 /**
- * Runs the change pass of `options` into `output`, resumable through `state`; the pass's summary.
- * A new pass needs `output` missing or empty; a pass in progress, the `output` it writes.
+ * Now in nanoseconds since the epoch, on the clock of `source.ts_ms` (the monotonic clock's
+ * nanoseconds drift from it by milliseconds): its milliseconds, and the monotonic clock's rest.
+ */
+const writtenNow = Effect.zipWith(
+  Clock.currentTimeMillis,
+  Clock.currentTimeNanos,
+  (millis, nanos) => BigInt(millis) * 1_000_000n + nanos % 1_000_000n
+)
+
+/** The files SQLite keeps beside a database while it is open, or after a crash. */
+const sqliteFiles = (file: string) => [file, `${file}-wal`, `${file}-shm`, `${file}-journal`]
+
+const removeAll = (files: ReadonlyArray<string>) =>
+  Effect.flatMap(
+    FileSystem.FileSystem,
+    (fs) => Effect.forEach(files, (file) => Effect.ignore(fs.remove(file, { force: true })), { discard: true })
+  )
+
+/** The SQLite database at `file`, as `mirror --db file:...` opens it; what it refuses named as STATE's. */
+const sqliteAt = (file: string) =>
+  Layer.mapError(
+    databaseLayer(Redacted.make(pathToFileURL(file).href)),
+    (error) =>
+      error._tag === "UsageError" ? new UsageError({ message: error.message.replace(/^--db/, "--state") }) : error
+  )
+
+/** The remedy every refusal of STATE ends with. */
+const startAgain = (state: string, output?: string) =>
+  `remove ${state}${output === undefined ? "" : ` and ${output}`} to start again with a snapshot`
+
+/**
+ * The earlier version's STATE at `state` made an SQLite STATE in place: the same selection and
+ * baseline (fingerprints, no whole rows), after one complete pass. A pass in progress cannot go on
+ * under this version: its checkpoint holds what only the earlier one reads back.
+ */
+const upgrade = (state: string, legacy: EarlierState) =>
+  Effect.gen(function*() {
+    const { header } = legacy
+    if (header.pass !== null) {
+      return yield* new UsageError({
+        message: `${state} holds a pass in progress written by an earlier microapp, which this one cannot go on ` +
+          `with: finish it with that version, or ${startAgain(state, header.pass.output)}`
+      })
+    }
+    const fs = yield* FileSystem.FileSystem
+    const next = `${state}.upgrade`
+    yield* removeAll(sqliteFiles(next))
+    yield* Effect.scoped(
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* State.createTables(sql)
+        yield* sql.withTransaction(Effect.zipRight(
+          State.reset(sql, { microAppID: header.microAppID, filters: header.filters }, 1),
+          State.insertBaseline(
+            sql,
+            Array.from(legacy.baseline, ([row_id, fingerprint]) => ({ row_id, fingerprint, data: null }))
+          )
+        ))
+      }).pipe(
+        Effect.catchTag("SqlError", (error) => databaseFailed(error)),
+        Effect.provide(sqliteAt(next))
+      )
+    )
+    yield* Effect.mapError(fs.chmod(next, 0o600), failedOn(`cannot write ${next}`))
+    yield* Effect.mapError(fs.rename(next, state), failedOn(`cannot write ${state}`))
+  })
+
+/**
+ * How `microapp changes` writes: the format of FILE (`--key`, `--schemas`, tombstones, `--before`,
+ * `--table`), and where the events say they come from.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Writing {
+  readonly format: State.Format
+  /** `source.name` and `source.db`. */
+  readonly name: string
+  readonly db: string
+  /** Columns known before any row is read (`--fields`: `microapp describe --json`'s output). */
+  readonly fields: ReadonlyArray<Debezium.Field>
+}
+
+/**
+ * Runs the change pass of `options` into `output`, resumable through `state`; the pass's summary,
+ * and how many of its events carry only the key as their `before` (STATE held no whole row for
+ * them). A new pass needs `output` missing or empty; a pass in progress, the `output` and format
+ * it writes. A run that fails before its first page is committed leaves neither a STATE nor a
+ * FILE it created.
  *
  * @since 0.2.0
  * @category commands
@@ -177,12 +292,17 @@ export const writeChanges = (
   options: Omit<Changes.Options<never, never>, "baseline" | "resume">,
   output: string,
   state: string,
-  key: boolean,
+  writing: Writing,
   withProgress: (
     summary: Effect.Effect<ScanSummary>
   ) => <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R | Stdio>
 ): Effect.Effect<
-  Changes.Summary,
+  {
+    readonly summary: Changes.Summary
+    readonly lacking: number
+    /** A first pass, whose events are all snapshot reads. */
+    readonly snapshot: boolean
+  },
   UsageError | CommandFailed | WriteError | MicroappError,
   MicroappClient | FileSystem.FileSystem | Path.Path | Stdio
 > =>
@@ -196,112 +316,223 @@ export const writeChanges = (
     // held until the run ends, from before STATE is read; taking them shows an unwritable directory before any request
     yield* holdLock(state, `cannot create ${state}`)
     yield* holdLock(output, `cannot write ${output}`)
-    const stored = yield* load(state)
+    const stateExisted = Option.isSome(yield* regularFileSize(state, Number.MAX_SAFE_INTEGER, "a state file"))
+    const outputExisted = Option.isSome(yield* Effect.option(fs.stat(output)))
+    if (stateExisted && !(yield* isSqlite(state))) {
+      const legacy = yield* load(state).pipe(
+        Effect.mapError((error) =>
+          error._tag === "UsageError" && !error.message.includes("start again")
+            ? new UsageError({ message: `${error.message}: ${startAgain(state)}` })
+            : error
+        )
+      )
+      if (Option.isSome(legacy)) yield* upgrade(state, legacy.value)
+    }
+    if (!stateExisted) {
+      // a new STATE is private: SQLite opens the empty file as a database, and gives its journal the file's mode
+      yield* Effect.mapError(fs.writeFile(state, new Uint8Array(), { mode: 0o600 }), failedOn(`cannot create ${state}`))
+    }
+    const { format } = writing
     const selection = { microAppID: options.microAppID, filters: options.filters ?? [] }
-    const inProgress: Pass | null = Option.match(stored, { onNone: () => null, onSome: ({ header }) => header.pass })
-    if (Option.isSome(stored)) {
-      const { filters, microAppID } = stored.value.header
-      if (JSON.stringify({ microAppID, filters }) !== JSON.stringify(selection)) {
-        return yield* new UsageError({
-          message: `${state} holds the state of Microapp ${microAppID} with filters ${JSON.stringify(filters)}, ` +
-            `not of this one: each Microapp and filter has a STATE of its own`
+    let committed = false
+    const run = Effect.scoped(
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const notState = (error: { readonly message: string; readonly cause?: unknown }) =>
+          new UsageError({
+            message: `${state} is not a state file of microapp changes (${
+              error.cause instanceof Error ? error.cause.message : error.message
+            }): restore it, or ${startAgain(state)}`
+          })
+        yield* Effect.mapError(State.createTables(sql), notState)
+        let stored = yield* Effect.mapError(State.stored(sql), notState)
+        const replaceable = Option.match(stored, {
+          onNone: () => true,
+          // nothing of it was ever committed: a command corrected after a mistake starts afresh
+          onSome: (s) => s.passes === 0 && (Option.isNone(s.pass) || s.pass.value.checkpoint === null)
         })
-      }
-    }
-    if (inProgress === null) {
-      const info = yield* Effect.option(fs.stat(output))
-      if (Option.isSome(info) && info.value.size > 0) {
-        return yield* new UsageError({
-          message: `${output} exists and is not empty: a new pass writes its events to a new or empty file`
+        if (Option.isSome(stored) && stored.value.version > State.stateVersion) {
+          return yield* new UsageError({
+            message: `${state} was written by a newer microapp (version ${stored.value.version}; this one reads ` +
+              `${State.stateVersion}): read it with a newer microapp, or ${startAgain(state)}`
+          })
+        }
+        const sameSelection = Option.exists(
+          stored,
+          ({ filters, microAppID }) => JSON.stringify({ microAppID, filters }) === JSON.stringify(selection)
+        )
+        if (!sameSelection) {
+          if (Option.isSome(stored) && !replaceable) {
+            const { filters, microAppID } = stored.value
+            return yield* new UsageError({
+              message: `${state} holds the state of Microapp ${microAppID} with filters ${JSON.stringify(filters)}, ` +
+                `not of this one: each Microapp and filter has a STATE of its own; give another --state, or ` +
+                startAgain(state)
+            })
+          }
+          yield* Effect.mapError(sql.withTransaction(State.reset(sql, selection)), notState)
+          stored = yield* Effect.mapError(State.stored(sql), notState)
+        }
+        const current = yield* Option.match(stored, {
+          onNone: () => Effect.die(new Error("STATE has no row after it was made")),
+          onSome: Effect.succeed
         })
-      }
-    } else {
-      if (inProgress.output !== target) {
-        return yield* new UsageError({
-          message: `${state} has a pass in progress that writes ${inProgress.output}: go on with --output ` +
-            `${inProgress.output}`
-        })
-      }
-      if (inProgress.key !== key) {
-        return yield* new UsageError({
-          message: `${state} has a pass in progress that writes ${key ? "no keys" : "keys"}: go on ` +
-            `${key ? "without" : "with"} --key`
-        })
-      }
-      yield* checkCommitted(output, {
-        length: inProgress.length,
-        end: "\n",
-        record: state,
-        remedy: `restore it, or remove ${state} and it to start again with a snapshot`
-      })
-    }
-    const saved = inProgress?.checkpoint ?? null
-    const resume = saved === null ? undefined : yield* Effect.mapError(
-      Changes.fromJson(saved),
-      (error) => new UsageError({ message: `${state}: ${error.reason}` })
-    )
-    let baseline: ReadonlyMap<string, string> = Option.match(stored, {
-      onNone: () => new Map<string, string>(),
-      onSome: (s) => s.baseline
-    })
-    const client = yield* MicroappClient
-    const release = yield* packageVersion
-    const pass = yield* client.changes({ ...options, baseline: Changes.Baseline.fromMap(baseline), resume }).pipe(
-      Effect.mapError((error) =>
-        isInvalidCheckpoint(error) && error.problem === "another query"
-          ? new UsageError({ message: `${state} belongs to another query: ${error.reason}` })
-          : error
+        const inProgress = Option.getOrUndefined(current.pass)
+        if (inProgress === undefined) {
+          const info = yield* Effect.option(fs.stat(output))
+          if (Option.isSome(info) && info.value.size > 0) {
+            return yield* new UsageError({
+              message: `${output} exists and is not empty: a new pass writes its events to a new or empty file`
+            })
+          }
+        } else {
+          if (inProgress.output !== target) {
+            return yield* new UsageError({
+              message: `${state} has a pass in progress that writes ${inProgress.output}: go on with --output ` +
+                `${inProgress.output}, or ${startAgain(state, inProgress.output)}`
+            })
+          }
+          if (JSON.stringify(inProgress.format) !== JSON.stringify(format)) {
+            return yield* new UsageError({
+              message: `${state} has a pass in progress that writes ${formatText(inProgress.format)}: go on with ` +
+                `${flagsOf(inProgress.format)}, or ${startAgain(state, output)}`
+            })
+          }
+          yield* checkCommitted(output, {
+            length: inProgress.length,
+            end: "\n",
+            record: state,
+            remedy: `restore it, or ${startAgain(state, output)}`
+          })
+        }
+        const resume = inProgress?.checkpoint == null ? undefined : yield* Changes.fromJson(inProgress.checkpoint).pipe(
+          Effect.flatMap((held) => Changes.withIds(held, State.sinkIds(sql))),
+          Effect.mapError((error) =>
+            error._tag === "SqlError" ? notState(error) : new UsageError({ message: `${state}: ${error.reason}` })
+          )
+        )
+        const client = yield* MicroappClient
+        const release = yield* packageVersion
+        const pass = yield* client.changes({ ...options, baseline: State.baseline(sql), resume }).pipe(
+          Effect.mapError((error) =>
+            isInvalidCheckpoint(error) && error.problem === "another query"
+              ? new UsageError({
+                message: `${state} belongs to another query: ${error.reason}; go on with the flags of the pass in ` +
+                  `progress, or ${startAgain(state, output)}`
+              })
+              : error
+          )
+        )
+        const snapshot = inProgress?.snapshot ?? current.passes === 0
+        let length = inProgress?.length ?? 0
+        let lacking = inProgress?.lacking ?? 0
+        let fields = Debezium.widen(current.fields, [], writing.fields)
+        if (inProgress === undefined) {
+          // FILE first, then STATE: a run killed between the two finds FILE empty and starts the pass again
+          yield* Effect.mapError(
+            fs.writeFile(output, new Uint8Array(), { flag: "a" }),
+            failedOn(`cannot write ${output}`)
+          )
+          yield* sql.withTransaction(State.openPass(sql, { output: target, snapshot, format }))
+        } else {
+          // a page half-written when the process died goes
+          yield* Effect.mapError(fs.truncate(output, length), failedOn(`cannot write ${output}`))
+        }
+        const source: Debezium.Source = {
+          name: writing.name,
+          db: writing.db,
+          schema: options.microAppID,
+          table: format.table,
+          version: release
+        }
+        const unsaved: Array<ReadonlyArray<string>> = []
+        yield* withProgress(pass.summary)(Effect.scoped(Effect.gen(function*() {
+          const file = yield* Effect.mapError(fs.open(output, { flag: "a" }), failedOn(`cannot write ${output}`))
+          yield* Stream.runForEach(pass.pages, (page) =>
+            Effect.gen(function*() {
+              const seenAt = yield* Clock.currentTimeMillis
+              const changed = page.changes.flatMap((change) => change._tag === "Inserted" ? [] : [change.id])
+              const before = format.before === "key"
+                ? undefined
+                : changed.length === 0
+                ? new Map<string, Readonly<Record<string, unknown>>>()
+                : yield* State.previousRows(sql, changed)
+              fields = Debezium.widen(fields, [
+                ...page.changes.flatMap((change) => change._tag === "Deleted" ? [] : [change.row]),
+                ...(before?.values() ?? [])
+              ])
+              const lines = eventLines(page.changes, {
+                snapshot,
+                first: length === 0,
+                source,
+                fields,
+                seenAt,
+                writtenAt: yield* writtenNow,
+                key: format.key,
+                schemas: format.schemas,
+                tombstones: format.tombstones,
+                before
+              })
+              const bytes = encoder.encode(lines.text)
+              if (bytes.length > 0) {
+                yield* Effect.mapError(file.writeAll(bytes), failedOn(`cannot write ${output}`))
+                yield* Effect.mapError(file.sync, failedOn(`cannot write ${output}`))
+                length += bytes.length
+              }
+              lacking += lines.lacking
+              const quiet = page.changes.length + page.found.length + page.unconfirmed.length === 0 &&
+                page.checkpoint.phase === "scan"
+              // a page that changed nothing moves no row and writes no event: its ids wait for a later commit,
+              // and a run stopped before it reads the page again, with nothing written twice
+              if (quiet && unsaved.length < quietPagesACommit) {
+                unsaved.push(page.seen)
+                return
+              }
+              yield* State.commitPage(sql, { ...page, seen: [...unsaved.flat(), ...page.seen] }, {
+                wholeRows: format.before === "row",
+                length,
+                fields,
+                lacking
+              })
+              unsaved.length = 0
+              committed = true
+            }))
+        })))
+        if (snapshot) yield* markLast(output, length)
+        // the last page's checkpoint is "done": a run killed before this commit resumes from it, and has only this left
+        yield* State.closePass(sql)
+        return { summary: yield* pass.summary, lacking, snapshot }
+      }).pipe(
+        Effect.catchTag("SqlError", (error) => databaseFailed(error)),
+        Effect.provide(sqliteAt(state))
       )
     )
-    const snapshot = inProgress?.snapshot ?? Option.isNone(stored)
-    let length = inProgress?.length ?? 0
-    const saveAt = (checkpoint: Changes.Checkpoint | undefined, ongoing: boolean) =>
-      save(state, {
-        kind,
-        version,
-        ...selection,
-        rows: baseline.size,
-        pass: ongoing
-          ? {
-            output: target,
-            length,
-            snapshot,
-            key,
-            checkpoint: checkpoint === undefined ? null : Changes.toJson(checkpoint)
-          }
-          : null
-      }, baseline)
-    if (inProgress === null) {
-      // FILE first, then STATE: a run killed between the two finds FILE empty and starts the pass again
-      yield* Effect.mapError(fs.writeFile(output, new Uint8Array(), { flag: "a" }), failedOn(`cannot write ${output}`))
-      yield* saveAt(undefined, true)
-    } else {
-      // a page half-written when the process died goes
-      yield* Effect.mapError(fs.truncate(output, length), failedOn(`cannot write ${output}`))
-    }
-    yield* withProgress(pass.summary)(Effect.scoped(Effect.gen(function*() {
-      const file = yield* Effect.mapError(fs.open(output, { flag: "a" }), failedOn(`cannot write ${output}`))
-      yield* Stream.runForEach(pass.pages, (page) =>
-        Effect.gen(function*() {
-          const bytes = encoder.encode(eventLines(page.changes, {
-            snapshot,
-            first: length === 0,
-            microAppID: options.microAppID,
-            version: release,
-            now: yield* Clock.currentTimeMillis,
-            key
-          }))
-          if (bytes.length > 0) {
-            yield* Effect.mapError(file.writeAll(bytes), failedOn(`cannot write ${output}`))
-            yield* Effect.mapError(file.sync, failedOn(`cannot write ${output}`))
-            length += bytes.length
-          }
-          baseline = Changes.fold(baseline, page.changes)
-          yield* saveAt(page.checkpoint, true)
-        }))
-    })))
-    if (snapshot) yield* markLast(output, length)
-    // the last page's checkpoint is "done": a run killed before this commit resumes from it, and has only this left
-    yield* saveAt(undefined, false)
-    return yield* pass.summary
+    return yield* run.pipe(
+      // a mistake costs nothing: what a run that committed nothing created goes with it
+      Effect.onError(() =>
+        committed || stateExisted
+          ? Effect.void
+          : Effect.zipRight(removeAll(sqliteFiles(state)), outputExisted ? Effect.void : removeAll([output]))
+      )
+    )
   }))
+
+/** A format in words, for a refusal. */
+const formatText = (format: State.Format) =>
+  [
+    format.key ? "keys" : "no keys",
+    format.schemas ? "schemas" : "no schemas",
+    `${format.before} before images`,
+    ...(format.key ? [format.tombstones ? "tombstones" : "no tombstones"] : []),
+    `table ${format.table}`
+  ].join(", ")
+
+/** The flags that write a format. */
+const flagsOf = (format: State.Format) =>
+  [
+    ...(format.key ? ["--key"] : []),
+    ...(format.schemas ? ["--schemas"] : []),
+    `--before ${format.before}`,
+    ...(format.key && !format.tombstones ? ["--no-tombstones"] : []),
+    `--table ${format.table}`
+  ].join(" ")

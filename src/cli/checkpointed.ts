@@ -15,13 +15,15 @@
  *
  * Nothing a resumed run trusts goes unchecked: CKPT carries a SHA-256 checksum of all it records,
  * FILE must still end a row where CKPT says and hold exactly the ids CKPT counts (their count and
- * digest), and `CKPT.lock` and `FILE.lock` keep a second run away from both while one runs.
+ * digest), finished or not, CKPT serves only the query it was written for (its scan's checkpoint
+ * names the Microapp, filters, sort and page size; CKPT, the format), and `CKPT.lock` and
+ * `FILE.lock` keep a second run away from both while one runs.
  *
  * @since 0.1.0
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
-import { Effect, Either, Option, Schema, Stream } from "effect"
+import { Effect, Either, Option, Schema, Scope, Stream } from "effect"
 import { createHash } from "node:crypto"
 import * as Checkpoint from "../Checkpoint.js"
 import * as Codec from "../internal/checkpointCodec.js"
@@ -35,6 +37,7 @@ import {
   atomicFile,
   checkCommitted,
   failedOn,
+  firstFields,
   type Format,
   formats,
   type JsonRow,
@@ -93,15 +96,18 @@ const bounds: Codec.Bounds = { chars: checkpointFileLimit, depth: 4 }
 
 const checksumOf = (text: string): string => createHash("sha256").update(text).digest("hex")
 
+/** How to start again when CKPT itself is refused. */
+const restoreOrRemove = "restore it, or remove it to start again"
+
 /** CKPT, if it exists; a clear usage error if it is not a checkpoint of `microapp rows` as written. */
 export const load = (
   ckpt: string
 ): Effect.Effect<Option.Option<Body>, UsageError | CommandFailed, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const what = "a checkpoint of microapp rows"
-    const text = yield* readSmallFile(ckpt, checkpointFileLimit, what)
+    const text = yield* readSmallFile(ckpt, checkpointFileLimit, what, restoreOrRemove)
     if (Option.isNone(text)) return Option.none()
-    const refused = refusedFile(ckpt, what, "restore it, or remove it to start again")
+    const refused = refusedFile(ckpt, what, restoreOrRemove)
     const { checksum, ...body } = yield* Either.mapLeft(
       Either.flatMap(Codec.parse(text.value, bounds, ""), (json) => decodeCheckpointFile(json, "")),
       refused
@@ -117,10 +123,6 @@ export const save = (ckpt: string, body: Body) =>
     return destination.write(`${Codec.seal(text, checksumOf(text))}\n`)
   }, { mode: 0o600 })
 
-/** A usage error unless `file` holds the `length` bytes CKPT records, the last of them `end`. */
-const checkCommittedTo = (file: string, ckpt: string, length: number, end: string) =>
-  checkCommitted(file, { length, end, record: ckpt, remedy: `remove ${ckpt} to start again` })
-
 /** The `_id` of a line of the file that grows (an NDJSON line, or a row of the JSON array); null when it has none. */
 const idOfLine = (line: string): Either.Either<string | null, string> => {
   // a JSON array's rows are one a line, after "[" and before ",": JSON.stringify escapes line ends
@@ -134,6 +136,10 @@ const idOfLine = (line: string): Either.Either<string | null, string> => {
   }
 }
 
+/** A usage error: `file` is not as CKPT left it, as `what` shows. */
+const changedSince = (file: string, what: string, ckpt: string) =>
+  new UsageError({ message: `${file} ${what}: it was changed since; remove ${ckpt} to start again` })
+
 /**
  * The ids of the rows in the first `length` bytes of the file that grows, read as a stream: a
  * resumed run gives them back to the sink-held checkpoint, which checks them.
@@ -146,44 +152,88 @@ const committedIds = (file: string, ckpt: string, length: number) =>
         Stream.decodeText(),
         Stream.splitLines,
         Stream.mapEffect((line) =>
-          Either.mapLeft(
-            idOfLine(line),
-            (reason) =>
-              new UsageError({ message: `${file} ${reason}: it was changed since; remove ${ckpt} to start again` })
-          )
+          Either.mapLeft(idOfLine(line), (reason) => changedSince(file, reason, ckpt))
         ),
-        Stream.filter((id): id is string =>
-          id !== null
-        )
+        Stream.filter((id): id is string => id !== null)
       ))
   )
 
+/** The `_id`s of the rows of a CSV FILE this command wrote, its first column, read as a stream. */
+const csvIds = (file: string, ckpt: string) =>
+  Stream.suspend(() => {
+    const notHeader = changedSince(file, "does not begin with the header this command writes", ckpt)
+    const reader = firstFields()
+    let header = true
+    return Stream.unwrap(Effect.map(FileSystem.FileSystem, (fs) =>
+      fs.stream(file).pipe(
+        Stream.mapError(failedOn(`cannot read ${file}`)),
+        Stream.decodeText(),
+        Stream.mapConcatEffect((text): Either.Either<Array<string>, UsageError> => {
+          const fields = reader.read(text)
+          if (!header || fields.length === 0) return Either.right(fields)
+          header = false
+          return fields[0] === "_id" ? Either.right(fields.slice(1)) : Either.left(notHeader)
+        }),
+        // every record this command writes ends in CRLF, the last one too
+        Stream.concat(Stream.suspend(() =>
+          header
+            ? Stream.fail(notHeader)
+            : reader.inRecord()
+            ? Stream.fail(changedSince(file, "ends inside a record", ckpt))
+            : Stream.empty
+        ))
+      )))
+  })
+
 /** The scan's checkpoint CKPT holds, checked as `Checkpoint.fromJson` checks it. */
 const scanOf = (state: Body, ckpt: string) =>
-  Effect.mapError(Checkpoint.fromJson(state.scan), (error) => new UsageError({ message: `${ckpt}: ${error.reason}` }))
+  Effect.mapError(
+    Checkpoint.fromJson(state.scan),
+    (error) => new UsageError({ message: `${ckpt}: ${error.reason}; ${restoreOrRemove}` })
+  )
+
+/** How to start again after a refusal of CKPT as another query's: FILE is another export, maybe one to keep. */
+const startAgain = (ckpt: string, output: string) =>
+  `to keep ${output}, give this command another --output and --checkpoint; to replace it, remove ${ckpt}`
 
 /**
- * A usage error unless CKPT's `finished` agrees with its scan's checkpoint (complete) and with FILE
- * (as many rows as the scan read): `finished` alone would end a run over a FILE cut short.
+ * The scan's checkpoint CKPT holds, with the ids of the rows FILE holds (of the spool, for CSV
+ * not yet finished) given back, checked against the count and digest it records: finished or
+ * not, CKPT is trusted only as far as FILE agrees with it.
  */
-const checkFinished = (state: Body, output: string, ckpt: string) =>
+const resumable = (state: Body, format: Format, output: string, ckpt: string) =>
   Effect.gen(function*() {
+    if (state.format !== format) {
+      return yield* new UsageError({
+        message: `${ckpt} was written by --format ${state.format}, not ${format}: go on with --format ` +
+          `${state.format}, or ${startAgain(ckpt, output)}`
+      })
+    }
     const checkpoint = yield* scanOf(state, ckpt)
-    if (!checkpoint.summary.complete) {
+    if (state.finished && !checkpoint.summary.complete) {
       return yield* new UsageError({
         message:
           `${ckpt}: says FILE is complete, but its scan is not: it was changed since; remove ${ckpt} to start again`
       })
     }
-    if (state.format === "csv") return
-    const rows = yield* Stream.runCount(committedIds(output, ckpt, state.length))
-    if (rows !== checkpoint.summary.rows) {
-      return yield* new UsageError({
-        message:
-          `${output} holds ${rows} rows, but ${ckpt} records ${checkpoint.summary.rows}: it was changed since; ` +
-          `remove ${ckpt} to start again`
-      })
-    }
+    // a finished CSV FILE was written whole from the spool, which is gone: its rows are read from FILE itself
+    const csvWritten = state.finished && format === "csv"
+    const rows = format === "csv" && !state.finished ? `${ckpt}.rows` : output
+    yield* checkCommitted(rows, {
+      length: csvWritten ? 0 : state.length,
+      // a JSON array's rows end in "}" until it is finished, the comma comes with the next page
+      end: format === "json" && !state.finished ? "}" : "\n",
+      // nothing follows a finished FILE's last committed byte
+      exact: state.finished && !csvWritten,
+      record: ckpt,
+      remedy: `remove ${ckpt} to start again`
+    })
+    // a version 2 CKPT holds its ids: FILE is checked against them all the same
+    return yield* Checkpoint.withIds(
+      Checkpoint.withoutIds(checkpoint),
+      csvWritten ? csvIds(output, ckpt) : committedIds(rows, ckpt, state.length)
+    ).pipe(Effect.catchTag("InvalidInput", (error) =>
+      changedSince(rows, `does not hold the rows ${ckpt} counts (${error.reason})`, ckpt)))
   })
 
 /** How a page's rows are written to the file that grows, given whether anything is written yet. */
@@ -221,51 +271,25 @@ export const writeCheckpointed = (
     yield* holdLock(output, `cannot write ${output}`)
     const stored = yield* load(ckpt)
     const growing = format === "csv" ? `${ckpt}.rows` : output
-    if (Option.isSome(stored)) {
-      const state = stored.value
-      if (state.format !== format) {
-        return yield* new UsageError({ message: `${ckpt} was written by --format ${state.format}, not ${format}` })
-      }
-      if (state.finished) {
-        // the spool CSV's length counts is gone: a CSV FILE need only be there
-        yield* checkCommittedTo(output, ckpt, format === "csv" ? 0 : state.length, "\n")
-        yield* checkFinished(state, output, ckpt)
-        yield* Effect.ignore(fs.remove(`${ckpt}.rows`, { force: true }))
-        return Option.none()
-      }
-      // a JSON array's rows end in "}", the comma comes with the next page
-      yield* checkCommittedTo(growing, ckpt, state.length, format === "json" ? "}" : "\n")
-    }
-    const resume = yield* Option.match(stored, {
-      onNone: () => Effect.succeed(undefined),
-      onSome: (state) =>
-        scanOf(state, ckpt).pipe(
-          // a version 2 CKPT holds its ids: FILE is not read
-          Effect.flatMap((checkpoint) => Checkpoint.withIds(checkpoint, committedIds(growing, ckpt, state.length))),
-          Effect.catchTag("InvalidInput", (error) =>
-            new UsageError({
-              message: `${growing} does not hold the rows ${ckpt} counts (${error.reason}): it was changed since; ` +
-                `remove ${ckpt} to start again`
-            }))
-        )
-    })
+    const resume = Option.isSome(stored) ? yield* resumable(stored.value, format, output, ckpt) : undefined
     const client = yield* MicroappClient
+    // finished or not, CKPT serves its own query only: the scan refuses another's before any request
     const scan = yield* client.scan({ ...options, ...(resume === undefined ? {} : { resume }) }).pipe(
       Effect.mapError((error) =>
         isInvalidCheckpoint(error) && error.problem === "another query"
-          ? new UsageError({ message: `${ckpt} belongs to another query: ${error.reason}` })
+          ? new UsageError({
+            message: `${ckpt} belongs to another query: ${error.reason}; ${startAgain(ckpt, output)}`
+          })
           : error
       )
     )
+    if (Option.isSome(stored) && stored.value.finished) {
+      yield* Effect.ignore(fs.remove(`${ckpt}.rows`, { force: true }))
+      return Option.none()
+    }
     let length = Option.match(stored, { onNone: () => 0, onSome: (state) => state.length })
-    // nothing of FILE changes before the checkpoint has been accepted
-    yield* Effect.mapError(
-      Option.isSome(stored)
-        ? fs.truncate(growing, length)
-        // the spool holds rows, and is no one else's business; FILE is made as any file is
-        : fs.writeFile(growing, new Uint8Array(), format === "csv" ? { mode: 0o600 } : {}),
-      failedOn(`cannot write ${growing}`)
-    )
+    // nothing of FILE changes before the checkpoint has been accepted; then a page half-written when the process died goes
+    if (Option.isSome(stored)) yield* Effect.mapError(fs.truncate(growing, length), failedOn(`cannot write ${growing}`))
     const saveAt = (finished: boolean, checkpoint: Checkpoint.Checkpoint, committed: number) =>
       save(ckpt, {
         kind: "microapp rows --checkpoint",
@@ -277,9 +301,23 @@ export const writeCheckpointed = (
       })
     let last: Checkpoint.Checkpoint | undefined = resume
     yield* withProgress(scan.summary)(Effect.scoped(Effect.gen(function*() {
-      const file = yield* Effect.mapError(fs.open(growing, { flag: "a" }), failedOn(`cannot write ${growing}`))
+      // a new run makes (or empties) FILE with its first page: one that fails before leaves FILE as it was
+      const opened = yield* Effect.cached(
+        fs.open(
+          growing,
+          Option.isSome(stored)
+            ? { flag: "a" }
+            // the spool holds rows, and is no one else's business; FILE is made as any file is
+            : { flag: "w", ...(format === "csv" ? { mode: 0o600 } : {}) }
+        ).pipe(
+          // open until this block ends, not only while the stream that opens it runs
+          Scope.extend(yield* Effect.scope),
+          Effect.mapError(failedOn(`cannot write ${growing}`))
+        )
+      )
       const append = (text: string) =>
         Effect.gen(function*() {
+          const file = yield* opened
           const bytes = encoder.encode(text)
           if (bytes.length > 0) yield* Effect.mapError(file.writeAll(bytes), failedOn(`cannot write ${growing}`))
           yield* Effect.mapError(file.sync, failedOn(`cannot write ${growing}`))

@@ -9,9 +9,11 @@ import { describe, type MicroappError } from "../MicroappError.js"
 
 /**
  * - `ok` 0: done.
- * - `failure` 1: anything else (local I/O, an unexpected failure).
+ * - `failure` 1: anything else (local I/O, an unexpected failure, a change pass stopped by its
+ *   delete guard: `TooManyDeletes`).
  * - `usage` 2: bad flags or arguments, invalid input (`InvalidInput`, bad `--data` JSON, an invalid
- *   line of `update --from`).
+ *   line of `update --from`), a base URL at which the server has no endpoint (`RequestRejected`
+ *   with its `url`).
  * - `auth` 3: the service refused the credentials (`Unauthorized`, `Forbidden`).
  * - `notFound` 4: no such row or Microapp (`NotFound`).
  * - `service` 5: the service or the network failed after retries, or the service refused a
@@ -140,9 +142,11 @@ export const exitCodeOf = (error: CliError): ExitCode => {
     case "RateLimited":
     case "UnexpectedResponse":
     case "ScanInconsistent":
-    case "RequestRejected":
     case "Redirected":
       return ExitCode.service
+    case "RequestRejected":
+      // no endpoint at the base URL: the flag or the environment is wrong, not the service
+      return error.url === undefined ? ExitCode.service : ExitCode.usage
     case "Interrupted":
       return ExitCode.interrupted
     case "ReaderClosed":
@@ -150,6 +154,7 @@ export const exitCodeOf = (error: CliError): ExitCode => {
     case "NotAllUpdated":
       return error.invalid > 0 ? ExitCode.usage : ExitCode.service
     case "TooManyRows":
+    case "TooManyDeletes":
     case "CommandFailed":
       return ExitCode.failure
   }

@@ -54,9 +54,14 @@ export const failedOn = (what: string) => (error: PlatformError | { readonly mes
     }`
   })
 
+/** A refusal's `message`, and then what to do about it when there is a `remedy`. */
+const withRemedy = (message: string, remedy: string | undefined) =>
+  remedy === undefined ? message : `${message}; ${remedy}`
+
 /**
  * A file's size, when it is a regular file of at most `maxBytes`: none when it does not exist; a
- * usage error, saying it is not `what`, when it is something else or too large.
+ * usage error, saying it is not `what` (and `remedy`, what to do then), when it is something else
+ * or too large.
  *
  * @since 0.2.0
  * @category files
@@ -64,7 +69,8 @@ export const failedOn = (what: string) => (error: PlatformError | { readonly mes
 export const regularFileSize = (
   file: string,
   maxBytes: number,
-  what: string
+  what: string,
+  remedy?: string
 ): Effect.Effect<Option.Option<number>, UsageError | CommandFailed, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
@@ -76,11 +82,14 @@ export const regularFileSize = (
     if (Option.isNone(info)) return Option.none()
     // a FIFO or a device would be read forever, and a huge file whole, before anything could be judged
     if (info.value.type !== "File") {
-      return yield* new UsageError({ message: `${file} is not ${what}: not a regular file` })
+      return yield* new UsageError({ message: withRemedy(`${file} is not ${what}: not a regular file`, remedy) })
     }
     if (info.value.size > maxBytes) {
       return yield* new UsageError({
-        message: `${file} is too large to be ${what}: ${info.value.size} bytes, more than ${maxBytes}`
+        message: withRemedy(
+          `${file} is too large to be ${what}: ${info.value.size} bytes, more than ${maxBytes}`,
+          remedy
+        )
       })
     }
     return Option.some(Number(info.value.size))
@@ -88,7 +97,8 @@ export const regularFileSize = (
 
 /**
  * A small file's text, read only when it is a regular file of at most `maxBytes`: none when it
- * does not exist; a usage error, saying it is not `what`, when it is something else or too large.
+ * does not exist; a usage error, saying it is not `what` (and `remedy`), when it is something else
+ * or too large.
  *
  * @since 0.2.0
  * @category files
@@ -96,11 +106,12 @@ export const regularFileSize = (
 export const readSmallFile = (
   file: string,
   maxBytes: number,
-  what: string
+  what: string,
+  remedy?: string
 ): Effect.Effect<Option.Option<string>, UsageError | CommandFailed, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    if (Option.isNone(yield* regularFileSize(file, maxBytes, what))) return Option.none()
+    if (Option.isNone(yield* regularFileSize(file, maxBytes, what, remedy))) return Option.none()
     // bounded again: the file may have grown since
     return yield* fs.stream(file, { bytesToRead: FileSystem.Size(maxBytes) }).pipe(
       Stream.decodeText(),
@@ -114,37 +125,49 @@ const unparsed = new Set<InvalidCheckpoint["problem"]>(["not JSON", "too large",
 
 /**
  * A checkpoint file the codec refused, as a usage error: changed since it was written (its
- * checksum), with `remedy`; else not `what` it should be, and where not.
+ * checksum), or not `what` it should be, and where not; then `remedy`, how to start again.
  */
 export const refusedFile = (file: string, what: string, remedy: string) => (error: InvalidCheckpoint) =>
   new UsageError({
     message: error.problem === "checksum"
       ? `${file}: changed or damaged since it was written (its checksum does not match its content): ${remedy}`
-      : `${file} is not ${what}: ${
-        error.input !== "" ? `${error.input}: ` : unparsed.has(error.problem) ? "it " : ""
-      }${error.reason}`
+      : withRemedy(
+        `${file} is not ${what}: ${
+          error.input !== "" ? `${error.input}: ` : unparsed.has(error.problem) ? "it " : ""
+        }${error.reason}`,
+        remedy
+      )
   })
 
 /**
- * A usage error unless `file` holds at least the `length` bytes that `record` (the file that
- * records it) says were committed, the last of them `end`, as the run that committed them wrote
- * them; `remedy` says what to do then.
+ * A usage error unless `file` holds at least (`exact`: exactly) the `length` bytes that `record`
+ * (the file that records it) says were committed, the last of them `end`, as the run that
+ * committed them wrote them; `remedy` says what to do then.
  *
  * @since 0.2.0
  * @category files
  */
 export const checkCommitted = (
   file: string,
-  committed: { readonly length: number; readonly end: string; readonly record: string; readonly remedy: string }
+  committed: {
+    readonly length: number
+    readonly end: string
+    /** No more than `length` bytes either: `file` is finished. */
+    readonly exact?: boolean
+    readonly record: string
+    readonly remedy: string
+  }
 ): Effect.Effect<void, UsageError | CommandFailed, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    const { end, length, record, remedy } = committed
+    const { end, exact = false, length, record, remedy } = committed
     const changed = (what: string) => new UsageError({ message: `${file} ${what}: it was changed since; ${remedy}` })
     const info = yield* Effect.option(fs.stat(file))
     if (Option.isNone(info)) return yield* changed(`is missing, but ${record} records it`)
     const size = Number(info.value.size)
-    if (size < length) return yield* changed(`holds ${size} bytes, but ${record} records ${length}`)
+    if (size < length || (exact && size > length)) {
+      return yield* changed(`holds ${size} bytes, but ${record} records ${length}`)
+    }
     if (length === 0) return
     const last = yield* fs.stream(file, { offset: FileSystem.Size(length - 1), bytesToRead: FileSystem.Size(1) }).pipe(
       Stream.decodeText(),
@@ -301,6 +324,84 @@ export const csvCell = (value: unknown): string => {
  * @category csv
  */
 export const csvRecord = (fields: ReadonlyArray<string>): string => `${fields.map(csvField).join(",")}\r\n`
+
+/**
+ * Reads back the first field of each record of CSV as `csvRecord` writes them, from its text in
+ * pieces of any size.
+ *
+ * @since 0.2.0
+ * @category csv
+ */
+export interface FirstFields {
+  /** The first fields of the records that end in `text`, in order. */
+  readonly read: (text: string) => Array<string>
+  /** Whether the text read so far stops inside a record. */
+  readonly inRecord: () => boolean
+}
+
+// what ends a run of plain characters outside quotes
+const unquotedEnd = /[",\n]/g
+
+/**
+ * A reader of the first field of each CSV record (RFC 4180: quoted fields may hold commas,
+ * doubled quotes and line ends; records end in CRLF), which skips from one quote, comma or line
+ * end to the next.
+ *
+ * @since 0.2.0
+ * @category csv
+ */
+export const firstFields = (): FirstFields => {
+  let first = ""
+  let column = 0
+  let quoted = false
+  // a quote just closed a quoted field: a quote right after it is one of its characters
+  let closed = false
+  // anything of a record read since the last one ended (`""` is a field, and CR alone no end)
+  let started = false
+  const read = (text: string): Array<string> => {
+    const fields: Array<string> = []
+    let at = 0
+    while (at < text.length) {
+      if (quoted) {
+        const end = text.indexOf("\"", at)
+        if (column === 0) first += text.slice(at, end === -1 ? text.length : end)
+        if (end === -1) break
+        quoted = false
+        closed = true
+        at = end + 1
+        continue
+      }
+      unquotedEnd.lastIndex = at
+      const found = unquotedEnd.exec(text)
+      const end = found === null ? text.length : found.index
+      if (end > at) {
+        // CR outside quotes only ends a record: a field that holds one is quoted
+        if (column === 0) first += text.slice(at, end).replace(/\r/g, "")
+        closed = false
+        started = true
+      }
+      if (found === null) break
+      const char = text[end]
+      if (char === "\"") {
+        if (closed && column === 0) first += char
+        quoted = true
+        started = true
+      } else if (char === ",") {
+        column++
+        started = true
+      } else {
+        fields.push(first)
+        first = ""
+        column = 0
+        started = false
+      }
+      closed = false
+      at = end + 1
+    }
+    return fields
+  }
+  return { read, inRecord: () => started }
+}
 
 const SpooledRow = Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 const decodeSpooled = Schema.decodeUnknown(SpooledRow)

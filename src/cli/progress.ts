@@ -8,6 +8,7 @@ import { Duration, Effect, Schedule } from "effect"
 import type * as BulkUpdate from "../BulkUpdate.js"
 import type * as Changes from "../Changes.js"
 import type { ScanSummary } from "../RowStream.js"
+import type * as SqlMirror from "../sql/SqlMirror.js"
 import type { Interrupted, ReaderClosed } from "./exitCodes.js"
 import { Stdio } from "./stdio.js"
 
@@ -42,6 +43,18 @@ export const progressLine = (summary: ScanSummary): string =>
   `${plural(summary.rows, "row", "rows")}, ${plural(summary.pages, "page", "pages")}, ${
     perSecond(summary.rows, summary.elapsedMillis)
   } rows/s`
+
+/**
+ * The live line of `mirror`: rows, pages, rows per second, and what the pass does now (with the
+ * point reads so far while it confirms deletes).
+ *
+ * @since 0.2.0
+ * @category formatting
+ */
+export const mirrorProgressLine = ({ phase, summary }: SqlMirror.Progress): string =>
+  `${progressLine(summary)}, ${
+    phase === "confirming deletes" ? `confirming deletes (${plural(summary.reads, "read", "reads")})` : phase
+  }`
 
 /** A scan's figures: rows, pages, elapsed time, and each disturbance it met, if any. */
 const scanParts = (summary: ScanSummary): Array<string> => [
@@ -79,16 +92,18 @@ export const summaryLine = (summary: ScanSummary, stoppedBy?: EarlyStop): string
 }
 
 /**
- * The closing line of a change pass: its counts, the point reads that confirmed its deletes, if
- * any (and the candidates they left unconfirmed), then the scan's figures as `summaryLine` has them; a pass
+ * The closing line of a change pass: its counts (`read N (a snapshot)` for a snapshot), the point
+ * reads that confirmed its deletes, if any (and the candidates they left unconfirmed, and those held
+ * back by a failed control read, with why), then the scan's figures as `summaryLine` has them; a pass
  * that was not exhaustive says that rows may have been missed, and, under exhaustive-only
  * deletes, that it reported no delete.
  *
  * @since 0.2.0
  * @category formatting
  */
-export const changesSummaryLine = (summary: Changes.Summary): string => {
-  const counts = [
+export const changesSummaryLine = (summary: Changes.Summary, snapshot = false): string => {
+  // a first pass of `changes` writes its rows as snapshot reads ("r"), and says so
+  const counts = snapshot ? [`read ${summary.inserted} (a snapshot)`] : [
     `inserted ${summary.inserted}`,
     `updated ${summary.updated}`,
     `deleted ${summary.deleted}`,
@@ -98,7 +113,14 @@ export const changesSummaryLine = (summary: Changes.Summary): string => {
     ? []
     : [
       `confirmed ${plural(summary.deleted, "delete", "deletes")} with ${plural(summary.reads, "read", "reads")}`,
-      ...(summary.unconfirmed === 0 ? [] : [`${summary.unconfirmed} unconfirmed, left for a later pass`])
+      ...(summary.unconfirmed === 0 ? [] : [`${summary.unconfirmed} unconfirmed, left for a later pass`]),
+      ...(summary.heldBack === 0 ? [] : [
+        `${plural(summary.heldBack, "delete", "deletes")} of them held back: ${
+          summary.rows === 0
+            ? "the pass saw no row to read as a control"
+            : "a control read of a row the pass saw did not find it"
+        }`
+      ])
     ]
   const vouched = summary.exhaustive
     ? "exhaustive"

@@ -1,8 +1,10 @@
 /**
  * Change passes: a scan (the public scan, resumable by its checkpoints) of rows with the id and
  * fingerprint each had as the server sent it, compared page by page with a baseline; then the
- * baseline's ids the scan did not see, each a delete once a point read says it does not exist
- * (or, under `deletes: "exhaustive"`, after an exhaustive scan, without reads). A pass's
+ * baseline's ids the scan did not see, each proven deleted once a point read answers the
+ * service's own "no such row" (or, under `deletes: "exhaustive"`, after an exhaustive scan,
+ * without reads). The proven deletes are held until every candidate is answered, then reported
+ * only when a control read finds a row the scan saw and the delete guard allows them. A pass's
  * checkpoint wraps the scan's with the counts, the phase, the ids already reported deleted and
  * the ids its point reads kept.
  */
@@ -10,7 +12,13 @@ import { Chunk, Data, Effect, Either, Ref, Schema, Stream } from "effect"
 import type * as Changes from "../Changes.js"
 import * as ScanCheckpoint from "../Checkpoint.js"
 import type { InvalidRowPolicy, MicroappClient } from "../MicroappClient.js"
-import { type InvalidCheckpoint, InvalidInput, type RequestError, UnexpectedResponse } from "../MicroappError.js"
+import {
+  type InvalidCheckpoint,
+  InvalidInput,
+  type RequestError,
+  TooManyDeletes,
+  UnexpectedResponse
+} from "../MicroappError.js"
 import * as RowStream from "../RowStream.js"
 import * as Codec from "./checkpointCodec.js"
 import { fingerprint } from "./fingerprint.js"
@@ -65,7 +73,7 @@ export const identified = <A>(decoder: RowDecoder<A>, policy: InvalidRowPolicy):
       return Either.left(
         new UnexpectedResponse({
           ...where(info),
-          status: 200,
+          status: info.status,
           kind: "Row",
           reason: "has no _id: a change pass compares rows by id",
           rowIndex
@@ -76,7 +84,7 @@ export const identified = <A>(decoder: RowDecoder<A>, policy: InvalidRowPolicy):
     if (fault !== undefined) {
       const error = new UnexpectedResponse({
         ...where(info),
-        status: 200,
+        status: info.status,
         kind: "Row",
         reason: fault.reason,
         rowIndex,
@@ -139,12 +147,28 @@ export const Counts = Schema.Struct({
   unchanged: Count,
   deleted: Count,
   reads: Count,
-  unconfirmed: Count
+  unconfirmed: Count,
+  heldBack: Count
 })
 
 type Counts = typeof Counts.Type
 
-const noCounts: Counts = { inserted: 0, updated: 0, unchanged: 0, deleted: 0, reads: 0, unconfirmed: 0 }
+const noCounts: Counts = {
+  inserted: 0,
+  updated: 0,
+  unchanged: 0,
+  deleted: 0,
+  reads: 0,
+  unconfirmed: 0,
+  heldBack: 0
+}
+
+/** The delete guard's default bound: a pass may delete `count` rows, or `share` of the copy when that is more. */
+export const deleteGuard = { count: 100, share: 0.1 } as const
+
+/** The most deletes a pass over a copy of `copy` rows may make: `maxDeletes`, or the default bound. */
+export const allowedDeletes = (copy: number, maxDeletes: number | undefined): number =>
+  maxDeletes ?? Math.max(deleteGuard.count, Math.floor(deleteGuard.share * copy))
 
 const summaryOf = (scan: RowStream.ScanSummary, phase: Phase, mode: DeletesMode, counts: Counts): Changes.Summary => ({
   ...scan,
@@ -171,11 +195,13 @@ class CheckpointImpl implements Changes.Checkpoint {
   }
   /** The checkpoint's JSON object, its checksum last: what `JSON.stringify` writes, not its inner workings. */
   toJSON(): unknown {
+    // absent while 0, so that a text written before it was counted is written again as it was
+    const { heldBack, ...counts } = this.counts
     const body = {
       version: 1,
       phase: this.phase,
       deletes: this.mode,
-      counts: this.counts,
+      counts: heldBack === 0 ? counts : this.counts,
       deleted: encodeSeen(this.deleted),
       kept: encodeSeen(this.kept),
       scan: encodeScan(this.scan)
@@ -206,7 +232,8 @@ const Json = Schema.Struct({
   counts: Schema.Struct({
     ...Counts.fields,
     reads: Schema.optionalWith(Count, { default: () => 0 }),
-    unconfirmed: Schema.optionalWith(Count, { default: () => 0 })
+    unconfirmed: Schema.optionalWith(Count, { default: () => 0 }),
+    heldBack: Schema.optionalWith(Count, { default: () => 0 })
   }),
   deleted: IdsJson,
   kept: Schema.optionalWith(IdsJson, { default: () => ({ packed: "", others: [] }) }),
@@ -275,6 +302,12 @@ const problemOf = (
     return invalidField(
       "checkpoint.kept",
       `holds ${held.kept} ids, but the counts keep ${answered} rows a read found or left`
+    )
+  }
+  if (counts.heldBack > counts.unconfirmed) {
+    return invalidField(
+      "checkpoint.counts.heldBack",
+      `is ${counts.heldBack}, but only ${counts.unconfirmed} candidates are unconfirmed`
     )
   }
   if (deletes === "exhaustive" && counts.reads > 0) {
@@ -407,7 +440,8 @@ type ScanOf<A> = (
 
 /**
  * A point read of one row, as `getRow` makes it: the row, or undefined when it stands but the
- * pass's policy set it aside as invalid; `NotFound` when the service says it does not exist.
+ * pass's policy set it aside as invalid; `NotFound` when the service says it does not exist
+ * (`noSuchRow` when in its own words: the one answer that proves it).
  */
 export type ReadOf<A> = (
   rowID: string,
@@ -425,19 +459,35 @@ const unconfirmed = { _tag: "Unconfirmed" } as const
 
 const answerOf = <A>(read: Effect.Effect<Identified<A> | undefined, RequestError>): Effect.Effect<Answer<A>> =>
   Effect.match(read, {
-    // only the service's word that the row does not exist makes a delete
-    onFailure: (error): Answer<A> => error._tag === "NotFound" ? missing : unconfirmed,
+    // only the service's own word that the row does not exist proves a delete
+    onFailure: (error): Answer<A> => error._tag === "NotFound" && error.noSuchRow === true ? missing : unconfirmed,
     onSuccess: (row): Answer<A> => row === undefined ? unconfirmed : { _tag: "Found", row }
   })
 
+/** A row the complete scan saw, to read as the control of its deletes; undefined when it saw none. */
+const controlIdOf = (scanned: ScanCheckpoint.Checkpoint): string | undefined => {
+  const seen = scanned instanceof ScanCheckpointImpl ? scanned.state.seen : undefined
+  return seen?._tag === "Exact" ? IdSet.someIdOf(seen) : undefined
+}
+
+/** A candidate a read answered "no such row" (or, unread, any), held until every candidate is answered. */
+interface Proven {
+  readonly id: string
+  readonly previous: string
+  readonly read: boolean
+}
+
 export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
   Effect.fnUntraced(function*<E, R>(options: Changes.Options<E, R>) {
-    const { baseline, deletes: mode = "confirmed", resume, ...scanOptions } = options
+    const { baseline, deletes: mode = "confirmed", maxDeletes, resume, ...scanOptions } = options
     if (scanOptions.dedupe !== undefined && scanOptions.dedupe !== "exact") {
       return yield* invalid("dedupe", "must be \"exact\" in a change pass: its deletes need every id it saw")
     }
     if (mode !== "confirmed" && mode !== "exhaustive") {
       return yield* invalid("deletes", "must be \"confirmed\" or \"exhaustive\"")
+    }
+    if (maxDeletes !== undefined && !(Number.isSafeInteger(maxDeletes) && maxDeletes >= 0)) {
+      return yield* invalid("maxDeletes", "must be a whole number of rows, 0 or more")
     }
     if (resume !== undefined && !(resume instanceof CheckpointImpl)) {
       return yield* notAPassCheckpoint("resume")
@@ -515,14 +565,22 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
         })
       })
 
-    /** The baseline's ids the complete scan `scanned` did not see, each a delete once confirmed (or at once, exhaustive-only), then the end. */
+    /**
+     * The baseline's ids the complete scan `scanned` did not see: each read (unless unread), the
+     * rows found compared and the others kept, page by page; those proven missing held until every
+     * candidate is answered, then deleted once the control read and the guard pass (or kept, held
+     * back, when the control read fails); then the end.
+     */
     const deletes = (scanned: ScanCheckpoint.Checkpoint, sets: Sets) =>
       Stream.unwrap(Effect.map(seenOf(scanned), (seen) => {
-        const resolved = (id: string) => seen.has(id) || sets.deleted.has(id) || sets.kept.has(id)
+        const proven = new Map<string, Proven>()
+        const resolved = (id: string) => seen.has(id) || sets.deleted.has(id) || sets.kept.has(id) || proven.has(id)
         // a found row may have left a filtered selection (filters name fields by fieldID, rows by label):
         // only an exhaustive scan of the selection says it did, and then a read adds nothing
         const filtered = (scanOptions.filters?.length ?? 0) > 0
         const unread = mode === "exhaustive" || (filtered && scanned.summary.exhaustive)
+        // no row of the scan to read as a control: nothing can be deleted, so what a read proves gone is held back at once
+        const uncontrolled = !unread && seen.size() === 0
         const answers = (group: ReadonlyArray<Changes.Unseen>) =>
           unread
             ? Effect.succeed(group.map((unseen) => ({ unseen, answer: missing as Answer<A>, read: false })))
@@ -536,26 +594,51 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
                 })),
               { concurrency: readsAtOnce }
             )
-        const page = (group: ReadonlyArray<Changes.Unseen>, phase: Phase) =>
+        /**
+         * Fails the pass when the deletes it proved, with those it reported, are more than the guard
+         * allows; `atLeast`: before every candidate is counted.
+         */
+        const guard = (atLeast: boolean) =>
+          Effect.flatMap(Ref.get(latest), ({ counts }) => {
+            const total = counts.deleted + proven.size
+            // the rows the baseline held: those compared, those kept, those deleted and to delete
+            const copy = counts.updated + counts.unchanged + counts.unconfirmed + total
+            const allowed = allowedDeletes(copy, maxDeletes)
+            return total > allowed
+              ? Effect.fail(
+                new TooManyDeletes({
+                  microAppID: scanOptions.microAppID,
+                  deletes: total,
+                  copy,
+                  allowed,
+                  given: maxDeletes !== undefined,
+                  atLeast
+                })
+              )
+              : Effect.void
+          })
+        const page = (group: ReadonlyArray<Changes.Unseen>) =>
           Effect.flatMap(answers(group), (answered) =>
             Ref.modify(latest, (run): [Changes.Page<A>, Run] => {
               const changes: Array<Changes.Change<A>> = []
               const found: Array<string> = []
               const unsettled: Array<string> = []
-              let { deleted, reads, unchanged, unconfirmed, updated } = run.counts
+              let { heldBack, reads, unchanged, unconfirmed, updated } = run.counts
               for (const { answer, read, unseen: { fingerprint, id } } of answered) {
                 // an id the baseline gave twice is answered once
-                if (sets.deleted.has(id) || sets.kept.has(id)) continue
-                if (read) reads++
-                if (answer._tag === "Missing") {
-                  sets.deleted.add(id)
-                  deleted++
-                  changes.push(Change.Deleted({ id, previous: fingerprint }))
+                if (sets.deleted.has(id) || sets.kept.has(id) || proven.has(id)) continue
+                if (answer._tag === "Missing" && !uncontrolled) {
+                  // its read is counted with its delete
+                  proven.set(id, { id, previous: fingerprint, read })
                   continue
                 }
+                if (read) reads++
                 sets.kept.add(id)
                 ;(answer._tag === "Found" ? found : unsettled).push(id)
-                if (answer._tag === "Unconfirmed") unconfirmed++
+                if (answer._tag === "Missing") {
+                  unconfirmed++
+                  heldBack++
+                } else if (answer._tag === "Unconfirmed") unconfirmed++
                 else if (answer.row.fingerprint === fingerprint) unchanged++
                 else {
                   updated++
@@ -565,25 +648,86 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
                   )
                 }
               }
-              const counts = { ...run.counts, deleted, reads, unchanged, unconfirmed, updated }
+              const counts = { ...run.counts, heldBack, reads, unchanged, unconfirmed, updated }
               return [
                 {
                   changes,
                   seen: [],
                   found,
                   unconfirmed: unsettled,
-                  checkpoint: checkpointOf(scanned, phase, counts, sets)
+                  checkpoint: checkpointOf(scanned, "deletes", counts, sets)
                 },
-                { ...run, phase, counts }
+                { ...run, phase: "deletes", counts }
               ]
-            }))
+            })).pipe(
+              // unread, every candidate is a delete: a pass past the guard stays past it, so it stops at once
+              Effect.tap(() => unread ? guard(true) : Effect.void)
+            )
+        /** The proven candidates of `group`: deleted when `confirmed`, else kept, held back. */
+        const settled = (group: ReadonlyArray<Proven>, confirmed: boolean) =>
+          Ref.modify(latest, (run): [Changes.Page<A>, Run] => {
+            const changes: Array<Changes.Change<A>> = []
+            const unsettled: Array<string> = []
+            let { deleted, heldBack, reads, unconfirmed } = run.counts
+            for (const { id, previous, read } of group) {
+              if (read) reads++
+              if (confirmed) {
+                sets.deleted.add(id)
+                deleted++
+                changes.push(Change.Deleted({ id, previous }))
+              } else {
+                sets.kept.add(id)
+                unconfirmed++
+                heldBack++
+                unsettled.push(id)
+              }
+            }
+            const counts = { ...run.counts, deleted, heldBack, reads, unconfirmed }
+            return [
+              {
+                changes,
+                seen: [],
+                found: [],
+                unconfirmed: unsettled,
+                checkpoint: checkpointOf(scanned, "deletes", counts, sets)
+              },
+              { ...run, phase: "deletes", counts }
+            ]
+          })
+        // the row endpoint must find a row the scan saw before any "no such row" of it counts
+        const control = Effect.suspend(() => {
+          const id = controlIdOf(scanned)
+          return id === undefined
+            ? Effect.succeed(false)
+            : Effect.match(readOf(id, call), { onFailure: () => false, onSuccess: () => true })
+        })
+        const settle = Effect.gen(function*() {
+          if (proven.size === 0) return Stream.empty
+          const confirmed = unread || (yield* control)
+          if (confirmed) yield* guard(false)
+          return Stream.fromIterable(proven.values()).pipe(
+            Stream.grouped(scanned.query.pageSize),
+            Stream.mapEffect((group) => settled(Chunk.toReadonlyArray(group), confirmed))
+          )
+        })
+        const done = Ref.modify(latest, (run): [Changes.Page<A>, Run] => [
+          {
+            changes: [],
+            seen: [],
+            found: [],
+            unconfirmed: [],
+            checkpoint: checkpointOf(scanned, "done", run.counts, sets)
+          },
+          { ...run, phase: "done" }
+        ])
         return baseline.unseen(resolved).pipe(
           // what the sink hands back is checked against the scan: no row it saw is ever deleted or read
           Stream.filter((unseen) => !resolved(unseen.id)),
           Stream.grouped(scanned.query.pageSize),
-          Stream.mapEffect((group) => page(Chunk.toReadonlyArray(group), "deletes")),
+          Stream.mapEffect((group) => page(Chunk.toReadonlyArray(group))),
           Stream.filter((page) => page.changes.length + page.found.length + page.unconfirmed.length > 0),
-          Stream.concat(Stream.fromEffect(page([], "done")))
+          Stream.concat(Stream.unwrap(settle)),
+          Stream.concat(Stream.fromEffect(done))
         )
       }))
 

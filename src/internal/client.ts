@@ -18,7 +18,14 @@ import {
 import type * as Scope from "effect/Scope"
 import type * as BulkUpdate from "../BulkUpdate.js"
 import type { InvalidRowPolicy, MicroappClient } from "../MicroappClient.js"
-import { InvalidInput, type MicroappError, NotFound, type RequestError, TooManyRows } from "../MicroappError.js"
+import {
+  InvalidInput,
+  type MicroappError,
+  NotFound,
+  type RequestError,
+  TooManyRows,
+  UnexpectedResponse
+} from "../MicroappError.js"
 import * as Query from "../Query.js"
 import { type InvalidRow, Row, RowMetadata } from "../Row.js"
 import * as RowStream from "../RowStream.js"
@@ -28,6 +35,7 @@ import { makeUpdateRows } from "./bulkUpdate.js"
 import * as Changes from "./changes.js"
 import { decodeEnvelope, makeRowDecoder, type RowDecoder } from "./http/decode.js"
 import { type Endpoint, endpoints } from "./http/endpoints.js"
+import { where } from "./http/errors.js"
 import * as InFlight from "./http/inFlight.js"
 import { Sendable } from "./http/plainData.js"
 import { defaultMaxPause, makeRateGate } from "./http/retry.js"
@@ -44,6 +52,7 @@ import {
 } from "./http/wire.js"
 import { queryOf } from "./scan/checkpoint.js"
 import * as Scan from "./scan/driver.js"
+import * as IdSet from "./scan/IdSet.js"
 
 /**
  * Checks and normalises the base URL once. A query string or a fragment would end up inside every
@@ -208,7 +217,11 @@ export const logIn = (
       { email: options.email, password: Redacted.value(options.password) },
       { credentials: undefined }
     )
-    const body = yield* decodeLogin(reply.json, 200, { endpoint: endpoints.login, attempt: reply.attempts })
+    const body = yield* decodeLogin(reply.json, {
+      endpoint: endpoints.login,
+      attempt: reply.attempts,
+      status: reply.status
+    })
     const data = "data" in body ? body.data : body
     return { authToken: Redacted.make(data.authToken), userId: data.userId } satisfies Credentials
   }).pipe(Effect.withSpan("MicroappClient.login"))
@@ -254,9 +267,13 @@ const makeWith = Effect.fnUntraced(function*<E>(
     const reply = yield* post(endpoints.rows, toRequestBody(selection, window), call, {
       microAppID: selection.microAppID
     })
-    const body = yield* decodeRowsBody(reply.json, 200, { endpoint: endpoints.rows, attempt: reply.attempts })
+    const body = yield* decodeRowsBody(reply.json, {
+      endpoint: endpoints.rows,
+      attempt: reply.attempts,
+      status: reply.status
+    })
     yield* Effect.annotateCurrentSpan({ rows: body.body.microAppRows.length, attempt: reply.attempts })
-    return { rows: body.body.microAppRows, attempts: reply.attempts }
+    return { rows: body.body.microAppRows, attempts: reply.attempts, status: reply.status }
   })
 
   const validateQuery = validate(Query.QueryOptions, endpoints.rows)
@@ -284,27 +301,54 @@ const makeWith = Effect.fnUntraced(function*<E>(
           path: endpoints.rows.path,
           query,
           fetch: (window) => fetchPage(selection, window, options),
-          decode: (rows, indexes, attempts) => decoder(rows, indexes, { endpoint: endpoints.rows, attempt: attempts })
+          decode: (rows, indexes, answer) =>
+            decoder(rows, indexes, { endpoint: endpoints.rows, attempt: answer.attempts, status: answer.status })
         },
         settings,
         checkpoints
       )
     })
 
-  /** The row `rowID` read and decoded with `decoder`; `NotFound` when the service says it does not exist. */
+  /**
+   * The row `rowID` read and decoded with `decoder`; `NotFound` when the service says it does not
+   * exist (`noSuchRow` when in its own words); `UnexpectedResponse` when it answers another row.
+   */
   const readRow = <A>(decoder: RowDecoder<A>, rowID: string, options: MicroappClient.CallOptions | undefined) =>
     Effect.gen(function*() {
       const id = yield* validateRowID(rowID)
       yield* Effect.annotateCurrentSpan({ rowID: id })
       const reply = yield* post(endpoints.row, { rowID: id }, options, { rowID: id })
-      const info = { endpoint: endpoints.row, attempt: reply.attempts }
-      // a success envelope without the row means the same as a 404
+      const info = { endpoint: endpoints.row, attempt: reply.attempts, status: reply.status }
+      // a success envelope without the row is a NotFound for callers, and proves nothing
       const notFound = (at: typeof info) =>
-        new NotFound({ method: "POST", path: endpoints.row.path, rowID: id, attempts: at.attempt })
+        new NotFound({
+          method: "POST",
+          path: endpoints.row.path,
+          status: at.status,
+          rowID: id,
+          attempts: at.attempt,
+          noSuchRow: false
+        })
       yield* Effect.annotateCurrentSpan({ attempt: reply.attempts })
-      const body = yield* decodeCurrentRow(reply.json, 200, info)
+      const body = yield* decodeCurrentRow(reply.json, info)
       const current = body.body?.currentRow
       if (current === undefined || current === null) return yield* notFound(info)
+      const answered = IdSet.idOf(current)
+      if (answered !== id) {
+        return yield* new UnexpectedResponse({
+          ...where(info),
+          status: info.status,
+          kind: "Row",
+          reason: answered === null
+            ? "the row answered has no _id: it cannot be shown to be the row asked for"
+            // a server's id may be of any length: a short prefix names it
+            : `the row answered is ${
+              JSON.stringify(answered.length > 64 ? `${answered.slice(0, 64)}...` : answered)
+            }, not the row asked for`,
+          rowID: id,
+          fieldPath: "_id"
+        })
+      }
       const read = yield* toEffect(decoder([current], undefined, info))
       return { read, info, notFound }
     })
@@ -333,7 +377,9 @@ const makeWith = Effect.fnUntraced(function*<E>(
             Effect.annotateLogs({ limit, sent: page.rows.length })
           )
       }
-      const decoded = yield* toEffect(decoder(kept, undefined, { endpoint: endpoints.rows, attempt: page.attempts }))
+      const decoded = yield* toEffect(
+        decoder(kept, undefined, { endpoint: endpoints.rows, attempt: page.attempts, status: page.status })
+      )
       yield* Effect.forEach(decoded.invalid, (error) => Effect.logWarning(error.message), { discard: true })
       return decoded.rows
     })
@@ -381,7 +427,7 @@ const makeWith = Effect.fnUntraced(function*<E>(
     yield* Effect.annotateCurrentSpan({ rowID: valid.rowID })
     const reply = yield* post(endpoints.update, valid, options, { rowID: valid.rowID })
     yield* Effect.annotateCurrentSpan({ attempt: reply.attempts })
-    yield* decodeStatus(reply.json, 200, { endpoint: endpoints.update, attempt: reply.attempts })
+    yield* decodeStatus(reply.json, { endpoint: endpoints.update, attempt: reply.attempts, status: reply.status })
   })
 
   const untyped = makeReader(makeRowDecoder(Row, "fail"), "fail")

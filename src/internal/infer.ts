@@ -171,8 +171,41 @@ const identifier = /^[A-Za-z_$][A-Za-z0-9_$]*$/
 
 const key = (label: string): string => identifier.test(label) ? label : JSON.stringify(label)
 
+/** A value's place in a sort: nothing first, then numbers, then text (the emulator's order). */
+const sortKey = (value: unknown): readonly [number, number | string] =>
+  value === undefined || value === null
+    ? [0, 0]
+    : typeof value === "number"
+    ? [1, value]
+    : [2, typeof value === "string" ? value : JSON.stringify(value)]
+
+const inOrder = (rows: ReadonlyArray<Readonly<Record<string, unknown>>>, label: string): boolean =>
+  rows.every((row, i) => {
+    const before = rows[i - 1]
+    if (before === undefined) return true
+    const [a, b] = [sortKey(before[label]), sortKey(row[label])]
+    return a[0] < b[0] || (a[0] === b[0] && a[1] <= b[1])
+  })
+
+/**
+ * The label a sort field sorts by, when the rows tell it: the one label among `labels` whose values
+ * come in order in `sorted` (rows read under that sort field), with more than one distinct value.
+ */
+export const sortFieldOf = (
+  labels: ReadonlyArray<string>,
+  sorted: ReadonlyArray<Readonly<Record<string, unknown>>>
+): string | undefined => {
+  const told = labels.filter((label) =>
+    new Set(sorted.map((row) => JSON.stringify(row[label]))).size > 1 && inOrder(sorted, label)
+  )
+  return told.length === 1 ? told[0] : undefined
+}
+
+/** What begins the placeholder of a fieldID the rows do not tell. */
+export const placeholderPrefix = "FIELD_ID_OF:"
+
 /** The placeholder written for a fieldID the rows do not tell: the editor shows the real one. */
-export const fieldIDPlaceholder = (label: string): string => `FIELD_ID_OF:${label}`
+export const fieldIDPlaceholder = (label: string): string => `${placeholderPrefix}${label}`
 
 const itemSchema: Record<ItemKind, string> = {
   text: "Schema.String",
@@ -203,14 +236,18 @@ export const constantName = (name: string): string => {
 
 /**
  * A TypeScript module defining the Microapp with `Microapp.make`, from `fields` inferred over
- * `rows` rows; each fieldID a placeholder marked `FIELD_ID_OF:<label>`.
+ * `rows` rows; each fieldID a placeholder marked `FIELD_ID_OF:<label>`, and the sort fields the rows
+ * told, or none with a comment saying what to list there.
  */
 export const moduleOf = (options: {
   readonly microAppID: string
   readonly name: string
   readonly rows: number
   readonly fields: ReadonlyArray<InferredField>
+  /** The sort fields' labels, as far as the rows tell them (`sortFieldOf`). */
+  readonly sortFields?: ReadonlyArray<string> | undefined
 }): string => {
+  const sortFields = options.sortFields ?? []
   const usesSchema = options.fields.some((field) => field.kind === "list" || field.kind === "json")
   const lines = [
     `/**`,
@@ -229,7 +266,18 @@ export const moduleOf = (options: {
     ...options.fields.map((field, i) =>
       `    ${key(field.label)}: ${fieldExpression(field)}${i === options.fields.length - 1 ? "" : ","}`
     ),
-    `  }`,
+    `  },`,
+    ...(sortFields.length === 0
+      ? [
+        `  // the Results Tab's sort fields by label, sort field 1 first; the rows do not tell them: ${
+          JSON.stringify(options.fields.slice(0, 2).map((field) => field.label))
+        }, say`,
+        `  sortFields: []`
+      ]
+      : [
+        `  // the Results Tab's sort fields 1 to ${sortFields.length}, told by the rows' order under each: check them there`,
+        `  sortFields: [${sortFields.map((label) => JSON.stringify(label)).join(", ")}]`
+      ]),
     `})`,
     ``
   ]

@@ -9,6 +9,7 @@ import { InvalidInput } from "../MicroappError.js"
 import * as Row from "../Row.js"
 import { makeUpdateRows } from "./bulkUpdate.js"
 import { endpoints } from "./http/endpoints.js"
+import { placeholderPrefix } from "./infer.js"
 
 const mapFields = <B>(fields: Readonly<Record<string, AnyField>>, f: (field: AnyField) => B): Record<string, B> =>
   Object.fromEntries(Object.entries(fields).map(([label, value]) => [label, f(value)]))
@@ -40,6 +41,14 @@ const toSelection = (microapp: AnyMicroapp, selection: Selection<AnyMicroapp>, p
       if (!Object.hasOwn(microapp.fields, label)) {
         return yield* invalid(path, `filters.${label}`, `"${label}" is not a field of ${microapp.name}`)
       }
+      if (microapp.fields[label]?.fieldID.startsWith(placeholderPrefix)) {
+        return yield* invalid(
+          path,
+          `filters.${label}`,
+          `the fieldID of "${label}" is the placeholder "${microapp.fields[label]?.fieldID}" that microapp describe ` +
+            `wrote: replace it with the field's fieldID, shown in the field's properties in the Microapp editor`
+        )
+      }
     }
     const keys = selection.sort === undefined ? [] : Array.isArray(selection.sort) ? selection.sort : [selection.sort]
     const sort = []
@@ -49,7 +58,10 @@ const toSelection = (microapp: AnyMicroapp, selection: Selection<AnyMicroapp>, p
         return yield* invalid(
           path,
           `sort${Array.isArray(selection.sort) ? `.${index}` : ""}.field`,
-          `"${String(key.field)}" is not a sort field of ${microapp.name} (${microapp.sortFields.join(", ") || "none"})`
+          `"${String(key.field)}" is not a sort field of ${microapp.name} (${
+            microapp.sortFields.join(", ") ||
+            "none: list the Results Tab's sort fields by label in sortFields, sort field 1 first"
+          })`
         )
       }
       sort.push({ field: position + 1, ...(key.order === undefined ? {} : { order: key.order }) })

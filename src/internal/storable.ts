@@ -1,8 +1,10 @@
 /**
  * What a copy can keep exactly: the check every row of a change pass passes before any sink sees
  * it. SQLite and PostgreSQL store text as UTF-8, so a lone surrogate becomes U+FFFD there (merging
- * `\ud83d`, `\ud83e` and `\ufffd` into one id), PostgreSQL refuses NUL in text and both in jsonb,
- * and JSON.parse has already rounded an integer beyond 2^53 to the nearest double.
+ * `\ud83d`, `\ud83e` and `\ufffd` into one id), and PostgreSQL refuses NUL in text and both in
+ * jsonb. Every finite number is kept: each is written as its shortest text, which reads back as
+ * the same double, and a number the service sent that a double cannot hold was refused when its
+ * answer was read.
  */
 import type { Fault } from "./http/plainData.js"
 
@@ -22,15 +24,6 @@ const valueFault = (value: unknown): Fault | undefined => {
   if (typeof value === "string") {
     const reason = textFault(value)
     return reason === undefined ? undefined : { path: [], reason }
-  }
-  if (typeof value === "number") {
-    return Number.isInteger(value) && !Number.isSafeInteger(value)
-      ? {
-        path: [],
-        reason: `is ${value}, beyond 2^53: a double keeps integers exactly only up to there, so the ` +
-          "service's digits may have been rounded"
-      }
-      : undefined
   }
   if (typeof value !== "object" || value === null) return undefined
   if (Array.isArray(value)) {

@@ -34,7 +34,8 @@ const errorReply = (status: number, message: string): HttpServerResponse.HttpSer
 const unauthorized = errorReply(401, "You must be logged in to do this.")
 const rowNotFound = errorReply(404, "Row not found")
 const microappNotFound = errorReply(404, "Microapp not found")
-const notFound = errorReply(404, "Not found")
+// what the service's REST framework (Restivus) answers for a path it does not serve
+const notFound = errorReply(404, "API endpoint does not exist")
 const forbidden = errorReply(403, "You do not have permission to change rows of this Microapp.")
 
 // --- request bodies ------------------------------------------------------------------------------
@@ -172,6 +173,7 @@ const InsertBody = Schema.Struct({ microAppID: NonEmptyId, rowData: RowData })
 const describeParseError = (error: ParseResult.ParseError): string => {
   const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
   if (issue === undefined) return "Invalid request body"
+  if (issue._tag === "Unexpected") return `Invalid request body: unknown key ${issue.path.join(".")}`
   return issue.path.length === 0
     ? `Invalid request body: ${issue.message}`
     : `Invalid request body: ${issue.path.join(".")}: ${issue.message}`
@@ -180,9 +182,13 @@ const describeParseError = (error: ParseResult.ParseError): string => {
 const parseJson = Schema.decodeUnknownEither(Schema.parseJson())
 const refuse = (error: ParseResult.ParseError) => errorReply(400, describeParseError(error))
 
-/** A body's decoder, built once a Schema, and synchronous: none of its work waits. */
+/**
+ * A body's decoder, built once a Schema, and synchronous: none of its work waits. A key it does not
+ * know is refused: ignored, a misplaced one (`skip` beside `microAppID` rather than in
+ * `searchFilter`) would answer as if the request had been understood.
+ */
 const decodeBody = <A, I>(schema: Schema.Schema<A, I>) => {
-  const decode = Schema.decodeUnknownEither(schema)
+  const decode = Schema.decodeUnknownEither(schema, { onExcessProperty: "error" })
   return (text: string): Either.Either<A, HttpServerResponse.HttpServerResponse> =>
     Either.flatMap(Either.mapLeft(parseJson(text), refuse), (json) => {
       const key = tooDeep(json)

@@ -20,7 +20,7 @@ import { Activity, Workflow } from "@effect/workflow"
 import { Context, Effect, Exit, Layer, Option, Schema, Scope } from "effect"
 import * as Changes from "../Changes.js"
 import { MicroappClient } from "../MicroappClient.js"
-import { ScanError, TypeId } from "../MicroappError.js"
+import { ScanError, TooManyDeletes, TypeId } from "../MicroappError.js"
 import * as Query from "../Query.js"
 import * as SqlMirror from "../sql/SqlMirror.js"
 
@@ -68,17 +68,22 @@ export class MirrorDatabaseError extends Schema.TaggedError<MirrorDatabaseError>
    * @since 0.2.0
    */
   static readonly fromSqlError = (error: SqlError.SqlError): MirrorDatabaseError =>
-    new MirrorDatabaseError({ message: error.message })
+    new MirrorDatabaseError({ message: SqlMirror.describeError(error) })
 }
 
 /**
  * What an execution fails with: a scan's errors (a run collects nothing, so never `TooManyRows`),
- * `SqlMirror.ConcurrentRun`, or the mirror database's.
+ * `TooManyDeletes` (the pass's delete guard), `SqlMirror.ConcurrentRun`, or the mirror database's.
  *
  * @since 0.2.0
  * @category schemas
  */
-export const MirrorError = Schema.Union(...ScanError.members, SqlMirror.ConcurrentRun, MirrorDatabaseError)
+export const MirrorError = Schema.Union(
+  ...ScanError.members,
+  TooManyDeletes,
+  SqlMirror.ConcurrentRun,
+  MirrorDatabaseError
+)
 
 /**
  * @since 0.2.0
@@ -104,6 +109,8 @@ export const Payload = Schema.Struct({
   onInconsistent: Schema.optional(Schema.Literal("fail", "continue")),
   table: Schema.optional(Schema.String),
   history: Schema.optional(Schema.Boolean),
+  /** The delete guard of the pass (`SqlMirror.Options.maxDeletes`). */
+  maxDeletes: Schema.optional(Schema.Number),
   slot: Schema.String
 })
 

@@ -24,7 +24,11 @@ export type Mirror = Omit<Payload, "slot">
  * @category models
  */
 export interface Options {
-  /** When to run each mirror: `Cron.unsafeParse("0 * * * *")` for every hour, say. */
+  /**
+   * When to run each mirror: `Cron.unsafeParse("0 * * * *")` for every hour, say. One schedule a
+   * mirror across the fleet: its job is named by table and Microapp, so runners giving it two
+   * schedules share one job, each tick planning the next by the schedule of the runner that ran it.
+   */
   readonly cron: Cron.Cron
   readonly mirrors: ReadonlyArray<Mirror>
   /** A tick later than this (the cluster was down) is skipped; default 1 day, as `ClusterCron`'s. */

@@ -15,7 +15,7 @@ interface Method {
   readonly run: () => number
 }
 
-const info = { endpoint: { path: "/api/microappdata", write: false }, attempt: 1 }
+const info = { endpoint: { path: "/api/microappdata", write: false }, attempt: 1, status: 200 }
 
 const main = (): Report => {
   const opts = options()

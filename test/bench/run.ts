@@ -21,8 +21,13 @@ const programs = [
   "writes",
   "fleet",
   "views",
-  "deletes"
+  "deletes",
+  "passes",
+  "changes"
 ] as const
+
+/** Programs that run longer than the others at full size: five `microapp` processes a round. */
+const longer: ReadonlyArray<string> = ["passes"]
 
 interface Outcome {
   readonly name: string
@@ -73,7 +78,7 @@ const main = async () => {
   const outcomes: Array<Outcome> = []
   for (const name of chosen) {
     process.stderr.write(`bench: ${name}...\n`)
-    const outcome = await runProgram(name, opts.smoke, opts.smoke ? 60_000 : 600_000)
+    const outcome = await runProgram(name, opts.smoke, opts.smoke ? 60_000 : longer.includes(name) ? 900_000 : 600_000)
     process.stderr.write(`bench: ${name} ${outcome.failure ?? "done"} in ${outcome.seconds.toFixed(1)} s\n`)
     outcomes.push(outcome)
   }

@@ -40,9 +40,10 @@ const steps: ReadonlyArray<Step> = [
   { step: "garbage collection", url: /^$/, fn: /^\(garbage collector\)$/ },
   { step: "JSON.parse of the answer", url: /internal\/http\/errors\.js$/, fn: /^parseJson$/ },
   { step: "JSON.parse of the answer", url: /^$/, fn: /^parse$/ },
-  // JSON.parse is inlined into parseExact's frame; the look for long numbers is its regex's own frame
-  { step: "JSON.parse of the answer", url: /internal\/http\/plainData\.js$/, fn: /^parseExact$/ },
-  { step: "look for numbers a double cannot hold (parseExact)", url: /^$/, fn: /^RegExp: \[:,\[\]/ },
+  // JSON.parse is inlined into readExact's frame; the look for long numbers is its regex's own frame
+  { step: "JSON.parse of the answer", url: /internal\/http\/plainData\.js$/, fn: /^readExact$/ },
+  { step: "look for numbers a double cannot hold (readExact)", url: /^$/, fn: /^RegExp: \(\?:\^\|\[:,\[\]/ },
+  { step: "look for numbers a double cannot hold (readExact)", url: /internal\/http\/numberText\.js$/ },
   { step: "request building (shape, JSON.stringify, headers)", url: /internal\/http\/shape\.js$/ },
   {
     step: "request building (shape, JSON.stringify, headers)",
@@ -70,6 +71,14 @@ const steps: ReadonlyArray<Step> = [
   { step: "id set", url: /internal\/scan\/IdSet\.js$/ },
   { step: "scan engine and driver", url: /internal\/scan\/(engine|driver|state|concurrency|checkpoint|summary)\.js$/ },
   { step: "bulk engine (order, turns, outcomes)", url: /internal\/(bulkUpdate|inOrder)\.js$/ },
+  { step: "change pass: fingerprint", url: /internal\/fingerprint\.js$/ },
+  { step: "change pass: storable check", url: /internal\/storable\.js$/ },
+  { step: "change pass: compare, baseline, checkpoint", url: /internal\/changes\.js$|\/Changes\.js$/ },
+  { step: "mirror: SQL statements built (@effect/sql)", url: /@effect\/sql\/dist/ },
+  { step: "mirror: libsql (SQLite)", url: /libsql|sql-libsql/ },
+  { step: "mirror: PostgreSQL driver (pg)", url: /\/pg\/|pg-protocol|sql-pg/ },
+  { step: "mirror: its steps (writePage, savePass)", url: /sql\/internal\/mirror\.js$|sql\/SqlMirror\.js$/ },
+  { step: "CLI: output (FILE, STATE) and the command", url: /src\/cli\// },
   { step: "streams and their chunks", url: /effect\/dist\/esm\/internal\/(channel|stream|sink|core-stream)/ },
   { step: "undici and the socket", url: /undici|node:net|node:internal\/(stream_base_commons|streams|net)/ },
   { step: "undici and the socket", url: /^$/, fn: /^(writev|writeBuffer|writeUtf8String|writeLatin1String)$/ },

@@ -10,15 +10,16 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import type { SqlClient } from "@effect/sql"
 import type * as SqlLibsql from "@effect/sql-libsql"
 import type * as SqlPg from "@effect/sql-pg"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Cause, Context, Effect, Layer, Option, Redacted } from "effect"
 import { createRequire } from "node:module"
 import * as nodePath from "node:path"
 import { pathToFileURL } from "node:url"
+import { MicroappClient } from "../../MicroappClient.js"
 import * as SqlMirror from "../../sql/SqlMirror.js"
 import { CommandFailed, UsageError } from "../exitCodes.js"
-import { changesSummaryLine } from "../progress.js"
-import { stderrLine, untilSignal } from "../stdio.js"
-import { clientLayer, connection, deletes, described, selection, selectionOf } from "./options.js"
+import { changesSummaryLine, mirrorProgressLine, withProgress } from "../progress.js"
+import { stderrLine, Stdio, untilSignal } from "../stdio.js"
+import { clientLayer, connection, deletes, described, maxDeletes, selection, selectionOf } from "./options.js"
 
 /**
  * The database drivers, imported when a command needs one; a test may swap them.
@@ -70,18 +71,35 @@ const load = <A>(driver: keyof typeof installLines, loader: (drivers: SqlDrivers
         })
     }))
 
-/** What SQLite (SQLITE_FULL, or no room for its WAL index), PostgreSQL (could not extend file) and the OS (ENOSPC) say of a full disk. */
-const diskFull = /SQLITE_FULL|SQLITE_IOERR_SHMSIZE|disk is full|ENOSPC|No space left|could not extend file/i
+/**
+ * What SQLite (SQLITE_FULL, or no room for its WAL index), PostgreSQL (could not extend file) and the OS (ENOSPC) say of a full disk.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export const diskFull = /SQLITE_FULL|SQLITE_IOERR_SHMSIZE|disk is full|ENOSPC|No space left|could not extend file/i
 
-/** A database failure as the command reports it: the driver's own words, and a full disk by name. */
-const databaseFailed = (message: string, cause: unknown): CommandFailed => {
-  const detail = cause instanceof Error
-    ? `${cause.message} ${String((cause as { code?: unknown }).code ?? "")}`
-    : String(cause)
+/**
+ * What a driver's failure carries: where it failed, and the driver's error.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export interface Failure {
+  readonly message: string
+  readonly cause?: unknown
+}
+
+/**
+ * A database failure as the command reports it: the driver's own words, and a full disk by name.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export const databaseFailed = (error: Failure): CommandFailed => {
+  const words = SqlMirror.describeError(error)
   return new CommandFailed({
-    message: diskFull.test(detail) || diskFull.test(message)
-      ? `the database: the disk is full (${message})`
-      : `the database: ${message}${cause instanceof Error ? `: ${cause.message}` : ""}`
+    message: diskFull.test(words) ? `the database: the disk is full (${error.message})` : `the database: ${words}`
   })
 }
 
@@ -101,8 +119,13 @@ const checkSqliteFile = (db: string) =>
     }
   })
 
-/** The `SqlClient` of `--db`: its scheme picks the driver; the URL itself is never printed. */
-const databaseLayer = (
+/**
+ * The `SqlClient` of `--db`: its scheme picks the driver; the URL itself is never printed.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const databaseLayer = (
   db: Redacted.Redacted<string>
 ): Layer.Layer<SqlClient.SqlClient, UsageError | CommandFailed, FileSystem.FileSystem> =>
   Layer.unwrapEffect(Effect.gen(function*() {
@@ -113,7 +136,12 @@ const databaseLayer = (
     const layer = driver === "libsql"
       ? (yield* load(driver, (loaders) => loaders.libsql())).LibsqlClient.layer({ url: Redacted.value(db) })
       : (yield* load(driver, (loaders) => loaders.pg())).PgClient.layer({ url: db })
-    return Layer.mapError(layer, (error) => new CommandFailed({ message: `the database: ${error.message}` }))
+    // libsql throws when it cannot open the file at all: its words are a defect of the layer
+    const opened = Layer.catchAllCause(layer, (cause) =>
+      Layer.failCause<Failure>(
+        Cause.isDie(cause) ? Cause.fail({ message: "cannot open it", cause: Cause.squash(cause) }) : cause
+      ))
+    return Layer.mapError(opened, databaseFailed)
   }))
 
 /**
@@ -132,6 +160,7 @@ export const mirror = Command.make(
       )
     ),
     table: Options.text("table").pipe(
+      Options.withPseudoName("TABLE"),
       Options.withDefault(SqlMirror.defaultTable),
       described(`The table of rows; default ${SqlMirror.defaultTable}`)
     ),
@@ -142,39 +171,59 @@ export const mirror = Command.make(
       Options.withPseudoName("NAME"),
       Options.optional,
       described(
-        "Also keep a view NAME with a typed column per field (named from its label in snake_case), " +
-          "the types inferred from the rows read and widened when values disagree"
+        "Also keep a view NAME (at most 63 characters) with a typed column per field (named from its label " +
+          "in snake_case), the types inferred from the rows read and widened when values disagree; past " +
+          `${SqlMirror.maxViewFields} fields, the others are left in data, with a warning naming them`
       )
     ),
     deletes,
-    quiet: Options.boolean("quiet").pipe(described("No summary on stderr")),
+    maxDeletes,
+    quiet: Options.boolean("quiet").pipe(described("No progress line and no summary on stderr")),
     ...selection,
     ...connection
   },
   (args) =>
     Effect.gen(function*() {
-      const summary = yield* SqlMirror.run({
+      const showProgress = !args.quiet && (yield* Stdio).isTerminal.stderr
+      const summary = yield* SqlMirror.run<Stdio>({
         microAppID: args.microAppID,
         table: args.table,
         history: args.history,
         view: Option.getOrUndefined(args.view),
         deletes: args.deletes,
+        maxDeletes: Option.getOrUndefined(args.maxDeletes),
         ...yield* selectionOf(args)
-      }).pipe(
+      }, (progress) => withProgress(Effect.map(progress, mirrorProgressLine), showProgress)).pipe(
         Effect.catchTags({
-          SqlError: (error) => databaseFailed(error.message, error.cause),
+          SqlError: databaseFailed,
           ConcurrentRun: (error) => new CommandFailed({ message: error.message })
         }),
         // @effect/sql turns a failed COMMIT into a defect: a full disk there is still the disk's
         Effect.catchSomeDefect((defect) =>
-          diskFull.test(String(defect)) ? Option.some(databaseFailed("a commit failed", defect)) : Option.none()
+          diskFull.test(String(defect))
+            ? Option.some(databaseFailed({ message: "a commit failed", cause: defect }))
+            : Option.none()
         )
       )
       if (!args.quiet) yield* stderrLine(changesSummaryLine(summary))
     }).pipe(
-      Effect.provide(Layer.merge(clientLayer(args), databaseLayer(args.db))),
-      // the table is refused before the database is opened, which would create its file
-      (mirrored) => Effect.zipRight(SqlMirror.tableOf({ table: args.table }), mirrored),
+      Effect.provide(databaseLayer(args.db)),
+      // a Microapp that does not exist fails here (NotFound), before the database is opened: no pass left open
+      (mirrored) =>
+        Effect.zipRight(
+          Effect.flatMap(MicroappClient, (client) => client.query({ microAppID: args.microAppID, limit: 1 })),
+          mirrored
+        ),
+      Effect.provide(clientLayer(args)),
+      // the table and the view are refused before the database is opened, which would create its file
+      (mirrored) =>
+        Effect.zipRight(
+          Effect.zipRight(
+            SqlMirror.tableOf({ table: args.table }),
+            Effect.transposeMapOption(args.view, (view) => SqlMirror.viewOf({ view, table: args.table }))
+          ),
+          mirrored
+        ),
       untilSignal
     )
 ).pipe(

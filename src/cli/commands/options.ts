@@ -65,6 +65,20 @@ export const deletes = Options.choice("deletes", ["confirmed", "exhaustive"]).pi
 )
 
 /**
+ * The delete guard of a change pass (`Changes.PassOptions.maxDeletes`): `--max-deletes N`.
+ *
+ * @since 0.2.0
+ * @category options
+ */
+export const maxDeletes = wholeNumber("max-deletes", 0, Number.MAX_SAFE_INTEGER).pipe(
+  Options.optional,
+  described(
+    "The most rows this pass may delete (0: none); a pass that would delete more stops before it deletes " +
+      "any (exit 1) and says how many. Default: 100, or a tenth of the copy when that is more"
+  )
+)
+
+/**
  * Which rows a command reads, and how: `--filter`, `--sort`, `--order`, `--page-size` and
  * `--concurrency`, as `rows` takes them.
  *

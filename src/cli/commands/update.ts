@@ -8,7 +8,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import { Effect, Either, Option, Predicate, Schema } from "effect"
 import * as BulkUpdate from "../../BulkUpdate.js"
 import { validateEither } from "../../internal/bounds.js"
-import { Sendable } from "../../internal/http/plainData.js"
+import { readToSend, Sendable } from "../../internal/http/plainData.js"
 import { MicroappClient } from "../../MicroappClient.js"
 import { UsageError } from "../exitCodes.js"
 import { unknownLabels } from "../labels.js"
@@ -21,13 +21,12 @@ import { updateFrom } from "./updateFrom.js"
 const RowData = Sendable.pipe(
   Schema.compose(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { strict: false })
 )
-const decodeJson = Schema.decodeUnknownEither(Schema.parseJson())
 const validateRowData = (source: string) => validateEither(RowData, undefined, source)
 
 /** The row data of `update`: JSON that must be an object, with nothing JSON cannot carry unchanged. */
 const parseRowData = (text: string, source: string): Either.Either<typeof RowData.Type, UsageError> =>
   Either.flatMap(
-    Either.mapLeft(decodeJson(text), () => new UsageError({ message: `${source} is not valid JSON` })),
+    Either.mapLeft(readToSend(text), (reason) => new UsageError({ message: `${source}: ${reason}` })),
     (json) =>
       Predicate.isRecord(json)
         ? Either.mapLeft(validateRowData(source)(json), (error) =>

@@ -5,11 +5,24 @@
  * @since 0.1.0
  */
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Clock, Deferred, Effect, identity, Option, Predicate, Queue, Ref, Schema, type Scope, Stream } from "effect"
+import {
+  Clock,
+  Deferred,
+  Effect,
+  Either,
+  identity,
+  Option,
+  Predicate,
+  Queue,
+  Ref,
+  Schema,
+  type Scope,
+  Stream
+} from "effect"
 import * as BulkUpdate from "../../BulkUpdate.js"
 import { validate } from "../../internal/bounds.js"
 import { endpoints } from "../../internal/http/endpoints.js"
-import { Sendable } from "../../internal/http/plainData.js"
+import { readToSend, Sendable } from "../../internal/http/plainData.js"
 import { MicroappClient } from "../../MicroappClient.js"
 import { describe, InvalidInput } from "../../MicroappError.js"
 import { NotAllUpdated, UsageError } from "../exitCodes.js"
@@ -37,16 +50,14 @@ const Line = Schema.Struct({
 })
 
 const validateLine = validate(Line, endpoints.update, "line")
-const decodeJson = Schema.decodeUnknownOption(Schema.parseJson())
-
 const invalidLine = (reason: string) =>
   new InvalidInput({ method: "POST", path: endpoints.update.path, input: "line", reason })
 
 /** A non-blank line: the update it asks for, or why it is invalid; and its rowID when it names one. */
 const parseLine = (text: string) =>
-  Option.match(decodeJson(text), {
-    onNone: () => Effect.succeed({ rowID: undefined, input: invalidLine("not valid JSON") }),
-    onSome: (json) => {
+  Either.match(readToSend(text), {
+    onLeft: (reason) => Effect.succeed({ rowID: undefined, input: invalidLine(reason) }),
+    onRight: (json) => {
       const rowID = Predicate.isRecord(json) && typeof json.rowID === "string" ? json.rowID : undefined
       return Predicate.isRecord(json)
         ? Effect.map(Effect.merge(validateLine(json)), (input) => ({ rowID, input }))

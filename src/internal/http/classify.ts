@@ -94,7 +94,7 @@ export const classify = <R>(
       return Effect.flatMap(
         Effect.zip(readAtMost(response, headers, errorBodyBytes, info), Clock.currentTimeMillis),
         ([{ text }, now]) =>
-          Effect.fail(Errors.fromStatus(status, text, Errors.parseRetryAfter(headers["retry-after"], now), info))
+          Effect.fail(Errors.fromStatus(status, text, Errors.parseRetryAfter(headers["retry-after"], now), info, url))
       )
     }
   )

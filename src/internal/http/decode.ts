@@ -6,7 +6,7 @@ import { Effect, Either, ParseResult, Predicate, Schema } from "effect"
 import type { InvalidRowPolicy } from "../../MicroappClient.js"
 import { type RequestError, RequestRejected, UnexpectedResponse } from "../../MicroappError.js"
 import { InvalidRow } from "../../Row.js"
-import { type AttemptInfo, where } from "./errors.js"
+import { type AnswerInfo, where } from "./errors.js"
 import { makeDecoder, undecided } from "./fastDecode.js"
 import { faultOf } from "./plainData.js"
 import { StatusEnvelope } from "./wire.js"
@@ -29,7 +29,8 @@ export const decodeEnvelope = <A, I>(schema: Schema.Schema<A, I>, options?: { re
     ? makeDecoder(Schema.partial(StatusEnvelope)).decode
     : makeDecoder(StatusEnvelope).decode
   const decodeBody = makeDecoder(schema).decode
-  return (json: unknown, status: number, info: AttemptInfo): Effect.Effect<A, RequestError> => {
+  return (json: unknown, info: AnswerInfo): Effect.Effect<A, RequestError> => {
+    const status = info.status
     const envelope = decodeStatus(json)
     if (Either.isLeft(envelope)) {
       return Effect.fail(
@@ -78,7 +79,7 @@ export interface DecodedRows<A> {
 export type RowDecoder<A> = (
   rows: ReadonlyArray<unknown>,
   indexes: ReadonlyArray<number> | undefined,
-  info: AttemptInfo
+  info: AnswerInfo
 ) => Either.Either<DecodedRows<A>, UnexpectedResponse>
 
 /** A row decoder compiled once; under "raw" an invalid row is handed on as `InvalidRow`. */
@@ -117,7 +118,7 @@ export function makeRowDecoder<A, I>(
       const id = Predicate.isRecord(raw) && typeof raw._id === "string" ? raw._id : null
       const error = new UnexpectedResponse({
         ...where(info),
-        status: 200,
+        status: info.status,
         kind: "Row",
         reason: issue.message,
         rowIndex: indexes?.[i] ?? i,

@@ -32,6 +32,11 @@ export interface AttemptInfo {
   readonly secrets?: ReadonlyArray<string> | undefined
 }
 
+/** An answer being read: its attempt, and the HTTP status it came with. */
+export interface AnswerInfo extends AttemptInfo {
+  readonly status: number
+}
+
 /** The fields every error of an attempt carries: method, endpoint path and attempt count. */
 export const where = (info: AttemptInfo) => ({ method: "POST", path: info.endpoint.path, attempts: info.attempt })
 
@@ -156,12 +161,31 @@ export const parseRetryAfter = (header: string | undefined, now: number): number
   return Number.isNaN(date) ? undefined : Math.max(0, date - now)
 }
 
-/** A non-2xx status as the error it means. */
+/** What the service says of a row it does not hold, in its error envelope, with HTTP 404 (SPEC.md). */
+export const noSuchRowMessage = "Row not found"
+
+/** What the service says, with HTTP 404, of a path it has no endpoint at (as Restivus, which serves its API, says it). */
+export const noSuchEndpointMessage = "API endpoint does not exist"
+
+/**
+ * Whether an answer is the service's own word that a row does not exist: HTTP 404 with the error
+ * envelope `{"status": "error", "message": "Row not found"}` (other keys aside). Nothing else
+ * proves it: not a proxy's 404 page, not "API endpoint does not exist", not another JSON shape or
+ * an empty body, not a success without a row. The one rule a change pass's deletes rest on.
+ */
+export const provesNoSuchRow = (status: number, text: string): boolean => {
+  if (status !== 404) return false
+  const json = parseJson(text)
+  return Predicate.isRecord(json) && json.status === "error" && json.message === noSuchRowMessage
+}
+
+/** A non-2xx status as the error it means; `url`: where the request went. */
 export const fromStatus = (
   status: number,
   text: string,
   retryAfterMillis: number | undefined,
-  info: AttemptInfo
+  info: AttemptInfo,
+  url: string
 ): RequestError => {
   const said = serverSays(text)
   const fields = {
@@ -175,7 +199,21 @@ export const fromStatus = (
     case 403:
       return new Forbidden(fields)
     case 404:
-      return new NotFound({ ...fields, ...info.subject })
+      // no endpoint there: the base URL is wrong, and nothing was looked for
+      if (said.message === noSuchEndpointMessage) {
+        return new RequestRejected({
+          ...fields,
+          ...(said.status === undefined ? {} : { serverStatus: said.status }),
+          url
+        })
+      }
+      return new NotFound({
+        ...fields,
+        ...info.subject,
+        ...(info.subject !== undefined && "rowID" in info.subject
+          ? { noSuchRow: provesNoSuchRow(status, text) }
+          : {})
+      })
     case 408:
       return new Timeout(fields)
     case 429:

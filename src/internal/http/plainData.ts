@@ -2,12 +2,14 @@
  * What a row or an update's `rowData` may hold to pass between JSON and JavaScript unchanged:
  * no key named `__proto__` (an assignment of it, as in Schema's parser or `Object.assign`, sets a
  * prototype instead of a property), only finite numbers (JSON.parse reads `1e400` as Infinity,
- * JSON.stringify writes it as null), only numbers a double holds as written (JSON.parse reads
- * `9007199254740993` as 9007199254740992: `parseExact` keeps such a number's text, for the check
- * to name it) and nesting within `bounds.valueDepth` (JSON.stringify and Schema's parser recurse).
+ * JSON.stringify writes it as null), only numbers that pass as written (JSON.parse reads
+ * `9007199254740993` as 9007199254740992: `readExact` marks such a number, for the check to name
+ * it; numberText.ts says which pass) and nesting within `bounds.valueDepth` (JSON.stringify and
+ * Schema's parser recurse).
  */
-import { Schema } from "effect"
+import { Either, Schema } from "effect"
 import { bounds } from "../bounds.js"
+import { type Direction, numberFault } from "./numberText.js"
 
 /** Where in a value it cannot pass unchanged, and why. */
 export interface Fault {
@@ -17,7 +19,7 @@ export interface Fault {
 
 const protoKey = "__proto__"
 
-/** The key of the object `parseExact` puts where a number was that a double cannot hold as written: no row has a key with NUL. */
+/** The key of the object `readExact` puts, with why, where a number was that cannot pass as written: no row has a key with NUL. */
 const inexactKey = "\u0000inexact"
 
 const inexactText = (value: object): string | undefined => {
@@ -27,14 +29,14 @@ const inexactText = (value: object): string | undefined => {
 
 /** Whether `value`, at `depth`, is or holds a fault: the check every row of every answer passes, so no path is built. */
 const holdsFault = (value: unknown, depth: number): boolean => {
-  if (typeof value !== "object") return typeof value === "number" && !Number.isFinite(value)
+  if (typeof value !== "object") return typeof value === "number" ? !Number.isFinite(value) : typeof value === "bigint"
   if (value === null) return false
   if (depth > bounds.valueDepth) return true
   if (Array.isArray(value)) {
     if (inexactText(value) !== undefined) return true
     for (let i = 0; i < value.length; i++) {
       const item: unknown = value[i]
-      if (typeof item === "object" || typeof item === "number" ? holdsFault(item, depth + 1) : false) return true
+      if (typeof item === "string" || typeof item === "boolean" ? false : holdsFault(item, depth + 1)) return true
     }
     return false
   }
@@ -44,21 +46,22 @@ const holdsFault = (value: unknown, depth: number): boolean => {
     if (key === protoKey) return true
     const item: unknown = (value as Record<string, unknown>)[key]
     if (key === inexactKey && typeof item === "string") return true
-    if (typeof item === "object" || typeof item === "number" ? holdsFault(item, depth + 1) : false) return true
+    if (typeof item === "string" || typeof item === "boolean" ? false : holdsFault(item, depth + 1)) return true
   }
   return false
 }
 
 /** Where the fault `value` holds is, and what it is. */
 const locate = (value: unknown, depth: number): Fault => {
+  if (typeof value === "bigint") {
+    return { path: [], reason: "is a bigint, which JSON has no number for: send its digits as a string" }
+  }
   if (typeof value === "number") {
     return { path: [], reason: `is ${value}, not a finite number: JSON has none (it writes null)` }
   }
   if (depth > bounds.valueDepth) return { path: [], reason: `is nested deeper than ${bounds.valueDepth} levels` }
   const inexact = inexactText(value as object)
-  if (inexact !== undefined) {
-    return { path: [], reason: `is ${inexact}, which a double cannot hold: it would be read as ${Number(inexact)}` }
-  }
+  if (inexact !== undefined) return { path: [], reason: inexact }
   const record = value as Record<string, unknown>
   const keys: Array<string | number> = []
   if (Array.isArray(value)) {
@@ -80,68 +83,152 @@ const locate = (value: unknown, depth: number): Fault => {
   return { path: [key, ...fault.path], reason: fault.reason }
 }
 
-/** A number's text as digits and an exponent, for texts of one value to compare equal: `1.50e2` and `150` alike. */
-const canonical = (text: string): string => {
-  const [mantissa = "", exponent = "0"] = text.toLowerCase().split("e")
-  const negative = mantissa.startsWith("-")
-  const [whole = "", fraction = ""] = mantissa.replace(/^[-+]/, "").split(".")
-  const digits = (whole + fraction).replace(/^0+/, "")
-  const significant = digits.replace(/0+$/, "")
-  if (significant === "") return "0"
-  const power = Number(exponent) - fraction.length + (digits.length - significant.length)
-  return `${negative ? "-" : ""}${significant}e${power}`
-}
-
-/**
- * Whether JSON.parse reads `token` as another number than it says: its shortest text differs, or,
- * for an integer, the double differs by less than that text shows (`20000000000000070` reads as
- * ...068, whose shortest text is ...070). Infinity is left to `faultOf`'s own rule.
- */
-const changedByParse = (token: string): boolean => {
-  const read = Number(token)
-  if (!Number.isFinite(read)) return false
-  if (/^-?\d+$/.test(token)) return BigInt(token) !== BigInt(read)
-  return canonical(token) !== canonical(String(read))
-}
-
-// a number token that may not survive JSON.parse: 16 digits or more, or an exponent (a string may match too)
+// a number token that may not say what JSON.parse reads: 16 digits or more, or an exponent (a string may match too);
+// its first character a class, which V8 looks for fast
 const mayBeInexact = /[:,[]\s*-?(?:\d[\d.]{15,}|\d[\d.]*[eE])/
 
-const isDigit = (code: number): boolean => code >= 48 && code <= 57
+// a text that is a number, not in an array or object: looked at whole
+const isNumber = /^\s*[-\d]/
+
+export const isDigit = (code: number): boolean => code >= 48 && code <= 57
+
+/** The index of the quote that closes the string opened at `open`, or -1 when none does. */
+export const closingQuote = (text: string, open: number): number => {
+  let at = open
+  for (;;) {
+    at = text.indexOf("\"", at + 1)
+    if (at < 0) return at
+    // each run of backslashes is counted once: it ends at this quote
+    let backslashes = 0
+    while (text.charCodeAt(at - 1 - backslashes) === 92) backslashes++
+    if (backslashes % 2 === 0) return at
+  }
+}
 
 /**
- * `JSON.parse(text)`, each number a double cannot hold as written (`9007199254740993`,
- * `0.1000000000000000055511151231257827`, `1e-400`) left as an object holding its text, which
- * `faultOf` reports. Texts without a long number (nearly all) are parsed as they are.
+ * The most numbers of one text that a double cannot hold which are marked one by one, for each
+ * row holding one to be named: one a row of the largest page. Past them the text is refused whole.
  */
-export const parseExact = (text: string): unknown => {
-  if (!mayBeInexact.test(text)) return JSON.parse(text)
-  let kept = ""
-  let from = 0
+export const markedNumbersMax = bounds.pageSize
+
+/** A number of a text that cannot pass as written: where it is, and why. */
+export interface Mark {
+  readonly start: number
+  readonly end: number
+  readonly reason: string
+}
+
+/** What a text to be read is, as far as the exact-number check goes: its value, or why it is refused whole. */
+export type Read = { readonly value: unknown } | { readonly refused: string }
+
+/** The end of the number token (or of what a number starts, for JSON.parse to refuse) at `start`. */
+export const numberEnd = (text: string, start: number): number => {
+  let end = start + 1
+  while (end < text.length) {
+    const next = text.charCodeAt(end)
+    if (!isDigit(next) && next !== 46 && next !== 43 && next !== 45 && next !== 101 && next !== 69) break
+    end++
+  }
+  return end
+}
+
+/**
+ * Checks the number token `text.slice(start, end)`, adding it to `marks` when it cannot pass as
+ * written; why the text is refused whole, when that makes more than `markedNumbersMax`.
+ */
+export const markNumber = (
+  text: string,
+  start: number,
+  end: number,
+  direction: Direction,
+  marks: Array<Mark>
+): string | undefined => {
+  // fewer than 16 characters and no exponent: at most 15 digits, which a double always holds
+  if (end - start <= 15) {
+    let at = start
+    while (at < end && (text.charCodeAt(at) | 32) !== 101) at++
+    if (at === end) return undefined
+  }
+  const reason = numberFault(text, start, end, direction)
+  if (reason === undefined) return undefined
+  if (marks.length === markedNumbersMax) {
+    return `it holds more than ${markedNumbersMax.toLocaleString("en-US")} numbers that a double ` +
+      `cannot hold as written; the first ${marks[0]?.reason ?? reason}`
+  }
+  marks.push({ start, end, reason })
+  return undefined
+}
+
+/** The numbers of `text` that cannot pass as written; why the text is refused whole, when there are too many. */
+const faultyNumbers = (text: string, direction: Direction): Array<Mark> | string => {
+  const marks: Array<Mark> = []
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i)
     if (code === 34) {
-      // a string: to its closing quote, past escaped ones
-      for (i++; i < text.length && text.charCodeAt(i) !== 34; i++) if (text.charCodeAt(i) === 92) i++
-      continue
+      i = closingQuote(text, i)
+      if (i < 0) break
+    } else if (code === 45 || isDigit(code)) {
+      const end = numberEnd(text, i)
+      const refused = markNumber(text, i, end, direction, marks)
+      if (refused !== undefined) return refused
+      i = end - 1
     }
-    if (code !== 45 && !isDigit(code)) continue
-    let end = i + 1
-    let exponent = false
-    for (; end < text.length; end++) {
-      const next = text.charCodeAt(end)
-      if (next === 101 || next === 69) exponent = true
-      else if (!isDigit(next) && next !== 46 && next !== 43 && next !== 45) break
-    }
-    const token = text.slice(i, end)
-    // fewer than 16 characters and no exponent: at most 15 digits, which a double always holds
-    if ((exponent || end - i > 15) && changedByParse(token)) {
-      kept += `${text.slice(from, i)}{${JSON.stringify(inexactKey)}:${JSON.stringify(token)}}`
-      from = end
-    }
-    i = end - 1
   }
-  return JSON.parse(from === 0 ? text : kept + text.slice(from))
+  return marks
+}
+
+/**
+ * `text.slice(from, to)`, each of `marks` from `marks[first]` on that starts before `to` replaced
+ * by an object holding why, which `faultOf` finds; the index of the first mark left.
+ */
+export const withMarks = (
+  text: string,
+  from: number,
+  to: number,
+  marks: ReadonlyArray<Mark>,
+  first: number
+): { readonly text: string; readonly next: number } => {
+  let next = first
+  const parts: Array<string> = []
+  let at = from
+  for (let mark = marks[next]; mark !== undefined && mark.start < to; mark = marks[++next]) {
+    parts.push(text.slice(at, mark.start), `{${JSON.stringify(inexactKey)}:${JSON.stringify(mark.reason)}}`)
+    at = mark.end
+  }
+  if (parts.length === 0) return { text: text.slice(from, to), next }
+  parts.push(text.slice(at, to))
+  return { text: parts.join(""), next }
+}
+
+/**
+ * `JSON.parse(text)`, each number that cannot pass as written (`9007199254740993`,
+ * `0.1000000000000000055511151231257827`, `1e-400`) left as an object holding why, which `faultOf`
+ * reports; `refused` for a text holding more than `markedNumbersMax` of them. Throws as JSON.parse
+ * does. A text without a long number (nearly all) is scanned once, by a regex, and parsed as it is;
+ * one with long numbers that all pass is scanned once more and parsed as it is.
+ */
+export const readExact = (text: string, direction: Direction = "read"): Read => {
+  if (!mayBeInexact.test(text) && !isNumber.test(text)) return { value: JSON.parse(text) }
+  const marks = faultyNumbers(text, direction)
+  if (typeof marks === "string") return { refused: marks }
+  return { value: JSON.parse(marks.length === 0 ? text : withMarks(text, 0, text.length, marks, 0).text) }
+}
+
+/**
+ * A text a caller wrote to be sent (`update --data`, a line of `update --from`), read as `readExact`
+ * reads it, a number that would be sent with other digits marked: its value, or why it is not one.
+ */
+export const readToSend = (text: string): Either.Either<unknown, string> =>
+  Either.flatMap(
+    Either.try({ try: () => readExact(text, "sent"), catch: () => "not valid JSON" }),
+    (read) => "refused" in read ? Either.left(read.refused) : Either.right(read.value)
+  )
+
+/** `readExact`'s value; throws for a text it refuses as for one that is not JSON. */
+export const parseExact = (text: string, direction: Direction = "read"): unknown => {
+  const read = readExact(text, direction)
+  if ("refused" in read) throw new Error(read.refused)
+  return read.value
 }
 
 /** The first place where `value` (the first level of nesting) cannot pass unchanged, if any. */

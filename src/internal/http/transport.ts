@@ -18,14 +18,15 @@
  */
 import * as Headers from "@effect/platform/Headers"
 import type * as HttpClient from "@effect/platform/HttpClient"
-import { Duration, Effect, Either, Redacted } from "effect"
+import { Clock, Duration, Effect, Either, Redacted } from "effect"
 import type { RetryOptions } from "../../MicroappClient.js"
-import type { RequestError } from "../../MicroappError.js"
+import { type RequestError, UnexpectedResponse } from "../../MicroappError.js"
 import { classify, type Reply } from "./classify.js"
 import type { Endpoint } from "./endpoints.js"
 import * as Errors from "./errors.js"
 import { spannedUnlessNative, withinTimeout } from "./fastPath.js"
 import type { InFlight } from "./inFlight.js"
+import { readJson, stepChars } from "./jsonInSteps.js"
 import { type CallSettings, makePolicies } from "./policy.js"
 import { refuseRedirects } from "./redirects.js"
 import { budgetOf, type RateGate } from "./retry.js"
@@ -58,6 +59,12 @@ export interface TransportOptions {
   readonly perSecond: PerSecond | undefined
   /** The caller's own step, applied to the client each attempt is sent with (`MicroappClient.Tuning`). */
   readonly transformClient: ((client: HttpClient.HttpClient) => HttpClient.HttpClient) | undefined
+}
+
+/** An attempt's timeout, and when it ends: a long answer is parsed within it. */
+export interface AttemptTime {
+  readonly timeoutMillis: number
+  readonly until: number
 }
 
 export interface CallOptions extends CallSettings {
@@ -116,7 +123,7 @@ export const makeTransport = (http: HttpClient.HttpClient, options: TransportOpt
       endpoint: Endpoint,
       body: unknown,
       call: CallOptions,
-      read: (reply: Reply) => Effect.Effect<A, RequestError>
+      read: (reply: Reply, attempt: AttemptTime) => Effect.Effect<A, RequestError>
     ): Effect.Effect<A, RequestError> => {
       const refused = checkCredentials(call.credentials, endpoint)
       if (refused !== undefined) return Effect.fail(refused)
@@ -125,22 +132,55 @@ export const makeTransport = (http: HttpClient.HttpClient, options: TransportOpt
       const policy = policies.policyOf(call, endpoint)
       if (Either.isLeft(policy)) return Effect.fail(policy.left)
       const budget = Duration.toMillis(budgetOf(policy.right.retry, timeout.right))
+      const timeoutMillis = Duration.toMillis(timeout.right)
       return countCall(endpoint)(
         retrying(
           policies.scheduleOf(policy.right, endpoint),
           budget,
-          (n, deadline) => Effect.flatMap(attemptOnce(endpoint, body, call, timeout.right, n, deadline), read)
+          (n, deadline) =>
+            Effect.flatMap(
+              Clock.currentTimeMillis,
+              (startedAt) =>
+                Effect.flatMap(
+                  attemptOnce(endpoint, body, call, timeout.right, n, deadline),
+                  (reply) => read(reply, { timeoutMillis, until: startedAt + timeoutMillis })
+                )
+            )
         )
       )
     }
 
-    /** Sends and parses a JSON answer; a 2xx body that is not JSON fails (and, for reads, is retried). */
+    /**
+     * Sends and parses a JSON answer; a 2xx body that is not JSON fails (and, for reads, is retried),
+     * as does one holding too many numbers that a double cannot hold to name each (not retried). A
+     * long answer is parsed in steps, within what is left of the attempt's timeout.
+     */
     const sendJson = (endpoint: Endpoint, body: unknown, call: CallOptions) =>
-      send(endpoint, body, call, (reply) => {
-        const json = Errors.parseJson(reply.text)
-        return json === undefined
-          ? Effect.fail(Errors.notJson(reply.status, reply.encoding, { endpoint, attempt: reply.attempts }))
-          : Effect.succeed({ json, attempts: reply.attempts })
+      send(endpoint, body, call, (reply, { timeoutMillis, until }) => {
+        const info = { endpoint, attempt: reply.attempts }
+        return readJson(reply.text).pipe(
+          Effect.mapError(() => Errors.notJson(reply.status, reply.encoding, info)),
+          (parse) =>
+            reply.text.length <= stepChars ?
+              parse :
+              Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                Effect.timeoutFail(parse, {
+                  duration: Math.max(0, until - now),
+                  onTimeout: () => Errors.timedOut(info, timeoutMillis)
+                })),
+          Effect.flatMap((read) =>
+            "refused" in read
+              ? Effect.fail(
+                new UnexpectedResponse({
+                  ...Errors.where(info),
+                  status: reply.status,
+                  kind: "Envelope",
+                  reason: read.refused
+                })
+              )
+              : Effect.succeed({ json: read.value, attempts: reply.attempts, status: reply.status })
+          )
+        )
       })
 
     return { send, sendJson } as const

@@ -451,6 +451,12 @@ export const decodeBase64 = (text: string): string | undefined => {
 const hexOf = (bytes: string, at: number): string =>
   Array.from({ length: 12 }, (_, i) => bytes.charCodeAt(at + i).toString(16).padStart(2, "0")).join("")
 
+/** One id of exact contents: the first packed one, else the first of the others; undefined when they hold none. */
+export const someIdOf = (contents: ExactContents): string | undefined => {
+  const first = decodeBase64(contents.packed().slice(0, 16))
+  return first !== undefined && first.length === 12 ? hexOf(first, 0) : contents.others()[0]
+}
+
 /** The `_id` of an undecoded row; null when it has none. */
 export const idOf = (row: unknown): string | null =>
   Predicate.isRecord(row) && typeof row._id === "string" ? row._id : null

@@ -4,10 +4,11 @@
  * everything else.
  */
 import { Chunk, Clock, Effect, Either, Fiber, Metric, Queue, Ref, Schema, Stream, Take, type Tracer } from "effect"
-import { InvalidInput, type ScanError, ScanInconsistent, type UnexpectedResponse } from "../../MicroappError.js"
+import { type InvalidInput, type ScanError, ScanInconsistent, type UnexpectedResponse } from "../../MicroappError.js"
 import * as Query from "../../Query.js"
 import * as RowStream from "../../RowStream.js"
 import { checking, validate } from "../bounds.js"
+import { invalidCheckpoint } from "../checkpointCodec.js"
 import type { DecodedRows } from "../http/decode.js"
 import { endpoints } from "../http/endpoints.js"
 import * as Metrics from "../metrics.js"
@@ -17,10 +18,11 @@ import * as Engine from "./engine.js"
 import { noCounters } from "./state.js"
 import { summarise } from "./summary.js"
 
-/** One answer of the server, undecoded, and how many attempts it took. */
+/** One answer of the server, undecoded, how many attempts it took and its HTTP status. */
 export interface RawPage {
   readonly rows: ReadonlyArray<unknown>
   readonly attempts: number
+  readonly status: number
 }
 
 /** What the engine needs from the client. */
@@ -33,7 +35,7 @@ export interface ScanSource<A> {
   readonly decode: (
     rows: ReadonlyArray<unknown>,
     indexes: ReadonlyArray<number>,
-    attempts: number
+    answer: { readonly attempts: number; readonly status: number }
   ) => Either.Either<DecodedRows<A>, UnexpectedResponse>
 }
 
@@ -206,15 +208,8 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
           ? Either.right(Engine.initial(settings, journal))
           : Engine.resume(settings, resume.state, journal),
         {
-          onLeft: (reason) =>
-            Effect.fail(
-              new InvalidInput({
-                method: "POST",
-                path: source.path,
-                input: "resume",
-                reason: `the checkpoint ${reason}`
-              })
-            ),
+          // ids no scan could have emitted (one twice): the checkpoint is refused, as at `scan`, before any request
+          onLeft: (reason) => Effect.fail(invalidCheckpoint("field", "resume", `the checkpoint ${reason}`)),
           onRight: (engine) => {
             if (resume !== undefined) engine.counters.resumed++
             return Effect.succeed<Run>({
@@ -263,9 +258,12 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
             }))
       )
 
-    const fill = Effect.suspend(() =>
-      Effect.forEach(
-        Array.from({ length: Math.max(0, Engine.wanted(engine, controller.current) - inflight.length) }),
+    const fill = Effect.suspend(() => {
+      const wanted = Engine.wanted(engine, controller.current) - inflight.length
+      // most pages, in a steady scan, find the windows they want in flight already
+      if (wanted <= 0) return Effect.void
+      return Effect.forEach(
+        Array.from({ length: wanted }),
         () => {
           const window = Engine.plan(engine, inflight.length > 0)
           const slot: InFlight["slot"] = { page: undefined, millis: 0 }
@@ -276,7 +274,7 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
         },
         { discard: true }
       )
-    )
+    })
 
     const dropAhead = Effect.suspend(() => Fiber.interruptAll(inflight.splice(0).map((entry) => entry.fiber)))
 
@@ -284,21 +282,22 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
     const emit = (
       taken: { readonly rows: Array<unknown>; readonly indexes: Array<number> },
       skip: number,
-      attempts: number,
+      answer: RawPage,
       end: boolean
     ) =>
       Effect.suspend(() => {
         if (taken.rows.length === 0) return end ? deliver([], false, true) : Effect.void
         // a row at fault is named by its place in the table as the scan reads it, not in one answer
         const indexes = taken.indexes.map((index) => skip + index)
-        return Either.match(source.decode(taken.rows, indexes, attempts), {
+        return Either.match(source.decode(taken.rows, indexes, answer), {
           onLeft: (error) => Effect.fail<ScanError>(error),
           onRight: (decoded) => {
             engine.counters.rows += decoded.rows.length
             engine.counters.invalidRows += decoded.invalid.length
+            const counted = Metrics.increase(metric.rows, decoded.rows.length)
             return Effect.zipRight(
-              Effect.all([
-                Metrics.increase(metric.rows, decoded.rows.length),
+              decoded.invalid.length === 0 ? counted : Effect.all([
+                counted,
                 Metrics.increase(metric.invalidRows, decoded.invalid.length),
                 // where the row failed, never its values (the Schema's message may quote them)
                 Effect.forEach(decoded.invalid, (error) =>
@@ -323,14 +322,11 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
         const before = { ...engine.counters }
         const verdict = Engine.judge(engine, window, page.rows, page.attempts)
         const after = engine.counters
-        const counted = Effect.all([
-          Metrics.increase(metric.pages, after.pages - before.pages),
-          Metrics.increase(metric.duplicatesDropped, after.duplicatesDropped - before.duplicatesDropped),
-          Metrics.increase(metric.appearedBehind, after.appearedBehind - before.appearedBehind),
-          Metrics.increase(metric.vanishedBehind, after.vanishedBehind - before.vanishedBehind),
-          Metrics.increase(metric.inconsistencies, after.inconsistencies - before.inconsistencies),
-          Metric.set(metric.windowsInFlight, inflight.length)
-        ], { discard: true })
+        // a page of a steady scan moves only the pages counter: the others are not run for nothing
+        const moved = (["pages", "duplicatesDropped", "appearedBehind", "vanishedBehind", "inconsistencies"] as const)
+          .filter((counter) => after[counter] !== before[counter])
+          .map((counter) => Metrics.increase(metric[counter], after[counter] - before[counter]))
+        const counted = Effect.all([...moved, Metric.set(metric.windowsInFlight, inflight.length)], { discard: true })
         Concurrency.observe(controller, {
           now,
           rows: page.rows.length,
@@ -360,13 +356,13 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
             })
           )
         case "End":
-          return Effect.as(Effect.zipRight(dropAhead, emit(verdict, window.start, page.attempts, true)), false)
+          return Effect.as(Effect.zipRight(dropAhead, emit(verdict, window.start, page, true)), false)
         case "Continue":
           // fetch ahead before the consumer takes the rows
           return (verdict.dropAhead ? Effect.zipRight(dropAhead, fill) : fill).pipe(
             // one window in flight only: with more, the pause would let more of them be answered before a drop
             Effect.zipRight(controller.current === 1 ? letRequestsOut : Effect.void),
-            Effect.zipRight(emit(verdict, window.start, page.attempts, false)),
+            Effect.zipRight(emit(verdict, window.start, page, false)),
             Effect.as(true)
           )
       }
@@ -380,7 +376,8 @@ export const make = <A>(source: ScanSource<A>, settings: Settings, checkpoints: 
     const step = Effect.flatMap(fill, () => {
       const head = inflight.shift()
       if (head === undefined) return Effect.dieMessage("scan: no window in flight")
-      return Effect.flatMap(Fiber.join(head.fiber), () => {
+      // its exit, not `Fiber.join`: the driver takes nothing of the fetch's fiber-local state
+      return Effect.flatMap(Effect.flatten(Fiber.await(head.fiber)), () => {
         const page = head.slot.page
         head.slot.page = undefined
         if (page === undefined) return Effect.dieMessage("scan: a window ended without its page")

@@ -169,12 +169,20 @@ export const passesTableExists = (sql: SqlClient.SqlClient) =>
   )
 
 /** The target's pass in progress or last completed, if any. */
-export const stored = (target: Target) =>
+export const stored = (target: Target, options?: { readonly lock: boolean }) =>
   Effect.map(
     target.sql<StoredPass>`SELECT pass, complete, checkpoint, commits FROM ${target.sql(passesTable)}
-      WHERE ${keyOf(target)}`,
+      WHERE ${keyOf(target)}${options?.lock === true ? lockOf(target.sql) : target.sql.literal("")}`,
     (found) => Option.fromNullable(found[0])
   )
+
+/**
+ * Locks the pass's row until the transaction ends, on PostgreSQL: another run's page cannot commit
+ * between it and the ids read after it, which would make the checkpoint and its ids disagree.
+ * SQLite's transaction reads one snapshot already.
+ */
+const lockOf = (sql: SqlClient.SqlClient) =>
+  sql.onDialectOrElse({ pg: () => sql.literal(" FOR UPDATE"), orElse: () => sql.literal("") })
 
 /** The pass's row set to `values`, unless another run wrote it since `commits`; a new or complete pass's deletes forgotten. */
 export const savePass = (target: Target, commits: number, values: {
@@ -264,6 +272,13 @@ const sinkIds = (target: Target, pass: number): Changes.SinkIds<SqlError.SqlErro
   }
 }
 
+/** The rows' fingerprints by id, as the text of one JSON object (`NULL` on PostgreSQL for no rows). */
+const fingerprintsObject = (sql: SqlClient.SqlClient) =>
+  sql.literal(sql.onDialectOrElse({
+    pg: () => "json_object_agg(row_id, fingerprint)::text",
+    orElse: () => "json_group_object(row_id, fingerprint)"
+  }))
+
 /** The table as the previous pass left it, less the candidates pass `pass` has settled. */
 const baseline = (target: Target, pass: number): Changes.Baseline<SqlError.SqlError> => {
   const { microAppID, sql, tables } = target
@@ -271,11 +286,18 @@ const baseline = (target: Target, pass: number): Changes.Baseline<SqlError.SqlEr
     lookup: (ids) =>
       Effect.gen(function*() {
         const found = new Map<string, string>()
+        // one row of JSON text rather than a row per id: the drivers build an object for each row
+        // they return, which cost more than the query itself
         yield* grouped(ids, (group) =>
           Effect.map(
-            sql<{ row_id: string; fingerprint: string }>`SELECT row_id, fingerprint
+            sql<{ found: string | null }>`SELECT ${fingerprintsObject(sql)} AS found
               FROM ${sql(tables.rows)} WHERE microapp_id = ${microAppID} AND ${sql.in("row_id", group)}`,
-            (rows) => rows.forEach((row) => found.set(row.row_id, row.fingerprint))
+            ([row]) => {
+              if (row?.found == null) return
+              for (const [id, fingerprint] of Object.entries(JSON.parse(row.found) as Record<string, string>)) {
+                found.set(id, fingerprint)
+              }
+            }
           ))
         return found
       }),
@@ -352,12 +374,13 @@ export const openPass = (
   target: Target,
   rows: Omit<MicroappClient.RowsOptions, "resume" | "dedupe"> & {
     readonly deletes?: Changes.PassOptions<never, never>["deletes"]
+    readonly maxDeletes?: number | undefined
   }
 ) =>
   Effect.gen(function*() {
     const client = yield* MicroappClient
     yield* createPass(target)
-    const { checkpoint, commits, complete, pass } = Option.getOrElse(yield* stored(target), () => ({
+    const { checkpoint, commits, complete, pass } = Option.getOrElse(yield* stored(target, { lock: true }), () => ({
       pass: 0,
       complete: 1,
       checkpoint: null,
@@ -400,7 +423,11 @@ export const openView = (
     const initial = definition === undefined
       ? Option.getOrElse(stored, (): ReadonlyArray<TypedView.ViewField> => [])
       : TypedView.viewFields(Infer.fieldsOf(definition))
-    yield* sql.withTransaction(keeper.keep(stored, initial))
+    // SQLite drops a view whatever reads it, so each run makes it again there: one an earlier version
+    // made (a label's path read otherwise, more columns than a query may return) is brought up to date
+    const madeFrom = sql.onDialectOrElse({ sqlite: () => Option.none(), orElse: () => stored })
+    yield* sql.withTransaction(keeper.keep(madeFrom, initial))
+    yield* TypedView.warnLeftInData(view.name, [], initial)
     if (definition !== undefined) return undefined
     const current = yield* Ref.make(initial)
     return (changes: ReadonlyArray<Changes.Change<Row>>) =>
@@ -411,6 +438,7 @@ export const openView = (
           changes.flatMap((change) => change._tag === "Deleted" ? [] : [change.row])
         )
         yield* keeper.keep(Option.some(before), after)
+        yield* TypedView.warnLeftInData(view.name, before, after)
         // set before the commit: a page rolled back fails the run, and the next run starts from the table
         yield* Ref.set(current, after)
       })

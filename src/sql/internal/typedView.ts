@@ -1,11 +1,13 @@
 /**
- * The typed view of a mirror's table: one column per field, named from its label in snake_case and
- * typed from its kind, over `data` (jsonb on PostgreSQL, JSON text on SQLite), with `_id` and the
- * bookkeeping columns. Replaced when the fields it was made from change.
+ * The typed view of a mirror's table: one column per field (the first `maxViewFields`), named from
+ * its label in snake_case and typed from its kind, over `data` (jsonb on PostgreSQL, JSON text on
+ * SQLite), with `_id` and the bookkeeping columns. Replaced when the fields it was made from change
+ * (and on SQLite at each run's start); its name is claimed before anything is made.
  */
 import type { SqlClient, SqlError } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import * as Infer from "../../internal/infer.js"
+import { InvalidInput } from "../../MicroappError.js"
 
 /** What a view is made from: each field's label and kind (a list's items aside from their kind). */
 export interface ViewField {
@@ -90,16 +92,19 @@ const pgColumn = (field: ViewField): string => {
 }
 
 /**
- * A field's value in SQLite, with the type SQLite has for it. A JSON path cannot hold a `"` (SQLite
- * 3.45 reads none, escaped or not): such a label is looked up among the row's keys instead.
+ * A label as the key of a SQLite JSON path, `$."key"`: the label as JSON writes it, which SQLite
+ * reads back escape by escape (3.45 decodes both the path's key and the row's label; earlier
+ * versions compare the two as written, which `JSON.stringify`'s own escapes match). A `"` ends the
+ * key whatever precedes it, so it is written `\u0022`.
  */
+export const sqlitePath = (label: string): string =>
+  `$."${JSON.stringify(label).slice(1, -1).replaceAll("\\\"", "\\u0022")}"`
+
+/** A field's value in SQLite, with the type SQLite has for it. */
 const sqliteColumn = (field: ViewField): string => {
-  const path = quoted(`$."${field.label}"`)
-  const member = (column: "value" | "type") =>
-    `(SELECT ${column} FROM json_each(data) WHERE key = ${quoted(field.label)})`
-  const [value, type, json] = field.label.includes("\"")
-    ? [member("value"), member("type"), member("value")]
-    : [`json_extract(data, ${path})`, `json_type(data, ${path})`, `data -> ${path}`]
+  const path = quoted(sqlitePath(field.label))
+  const value = `json_extract(data, ${path})`
+  const type = `json_type(data, ${path})`
   switch (field.kind) {
     case "text":
     case "date":
@@ -111,8 +116,61 @@ const sqliteColumn = (field: ViewField): string => {
     case "boolean":
       return `CASE WHEN ${type} IN ('true', 'false') THEN ${value} END`
     default:
-      return json
+      return `data -> ${path}`
   }
+}
+
+/**
+ * The field columns a view holds at most: with `_id` and the bookkeeping columns, under PostgreSQL's
+ * 1,600 columns a view and SQLite's 2,000 a result set (its default `SQLITE_MAX_COLUMN`).
+ */
+export const maxViewFields = 1500
+
+/**
+ * The fields a view holds as columns: the first `maxViewFields` in the fields' order, which only
+ * ever appends, so that a column, once in the view, stays there. The others are read from `data`,
+ * as is a label holding U+0000: SQLite's paths end a key there, and PostgreSQL's jsonb refuses it.
+ */
+export const heldFields = (fields: ReadonlyArray<ViewField>): ReadonlyArray<ViewField> =>
+  fields.filter((field) => !field.label.includes("\u0000")).slice(0, maxViewFields)
+
+/** Labels a warning quotes at most, in characters: a few thousand labels make no log line. */
+const quotedLabels = 1000
+
+/** The labels of the fields a view made from `fields` leaves in `data`. */
+const leftInData = (fields: ReadonlyArray<ViewField>): ReadonlyArray<string> => {
+  const held = new Set(heldFields(fields))
+  return fields.flatMap((field) => held.has(field) ? [] : [field.label])
+}
+
+/**
+ * A warning when a view made from `after` leaves fields in `data` that one made from `before` did
+ * not: how many it leaves there, and the labels of those it newly leaves (as JSON, as many as fit
+ * in `quotedLabels` characters).
+ */
+export const warnLeftInData = (
+  view: string,
+  before: ReadonlyArray<ViewField>,
+  after: ReadonlyArray<ViewField>
+): Effect.Effect<void> => {
+  const earlier = new Set(leftInData(before))
+  const left = leftInData(after)
+  const newly = left.filter((label) => !earlier.has(label))
+  if (newly.length === 0) return Effect.void
+  let listed = ""
+  let count = 0
+  for (const label of newly) {
+    const next = `${listed}${count === 0 ? "" : ", "}${JSON.stringify(label)}`
+    if (next.length > quotedLabels) break
+    listed = next
+    count++
+  }
+  const which = newly.length === left.length ? "" : `, ${newly.length} of them new`
+  const named = count === 0 ? "" : `: ${listed}${count === newly.length ? "" : ` and ${newly.length - count} more`}`
+  return Effect.logWarning(
+    `the view ${view} holds ${after.length - left.length} of ${after.length} fields as columns; ` +
+      `${left.length} ${left.length === 1 ? "is" : "are"} left in data${which}${named}`
+  )
 }
 
 /** The view `view` over the rows of `microAppID` in `table`, made afresh: a column may change type. */
@@ -123,10 +181,11 @@ const replaceView = (
 ) =>
   Effect.gen(function*() {
     const column = sql.onDialectOrElse({ pg: () => pgColumn, orElse: () => sqliteColumn })
-    const names = columnNames(fields.map((field) => field.label))
+    const held = heldFields(fields)
+    const names = columnNames(held.map((field) => field.label))
     const columns = [
       "row_id AS _id",
-      ...fields.map((field, i) => `${column(field)} AS ${identifier(names[i] ?? "")}`),
+      ...held.map((field, i) => `${column(field)} AS ${identifier(names[i] ?? "")}`),
       "microapp_id",
       "pass",
       "fingerprint"
@@ -134,6 +193,42 @@ const replaceView = (
     yield* sql`DROP VIEW IF EXISTS ${sql(view.name)}`
     yield* sql`CREATE VIEW ${sql(view.name)} AS SELECT ${sql.literal(columns.join(", "))} FROM ${sql(view.table)}
       WHERE microapp_id = ${sql.literal(quoted(view.microAppID))}`
+  })
+
+/**
+ * `view.name` refused with `InvalidInput` unless it is free or already this mirror's view: a name
+ * another table or Microapp keeps its view under, one that differs from a view's name in case only
+ * (the same name to SQLite), or a table, view or index no mirror's view made, is left alone. A read:
+ * it creates nothing.
+ */
+export const claim = (
+  sql: SqlClient.SqlClient,
+  view: { readonly name: string; readonly table: string; readonly microAppID: string }
+): Effect.Effect<void, InvalidInput | SqlError.SqlError> =>
+  Effect.gen(function*() {
+    const names = [view.name.toLowerCase(), viewsTable]
+    // one look at the database's names answers both: is the name taken, and are views kept here at all
+    const objects = yield* sql.onDialectOrElse({
+      pg: () =>
+        sql<{ name: string }>`SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE n.nspname = current_schema() AND lower(c.relname) IN ${sql.in(names)}`,
+      orElse: () => sql<{ name: string }>`SELECT name FROM sqlite_master WHERE lower(name) IN ${sql.in(names)}`
+    })
+    const kept = objects.some((object) => object.name === viewsTable)
+      ? yield* sql<{ view_name: string; row_table: string; microapp_id: string }>`SELECT view_name, row_table,
+          microapp_id FROM ${sql(viewsTable)} WHERE lower(view_name) = ${view.name.toLowerCase()}`
+      : []
+    const isOurs = (row: (typeof kept)[number]) =>
+      row.view_name === view.name && row.row_table === view.table && row.microapp_id === view.microAppID
+    const ours = kept.some(isOurs)
+    const other = kept.find((row) => !isOurs(row))
+    const taken = objects.find((object) => object.name !== viewsTable)
+    const reason = other !== undefined
+      ? `'${view.name}' is taken: ${other.view_name} is the view of Microapp ${other.microapp_id} in table ${other.row_table}`
+      : !ours && taken !== undefined
+      ? `'${view.name}' is taken: the database has a table, view or index ${taken.name}, which no mirror's view made`
+      : undefined
+    if (reason !== undefined) return yield* new InvalidInput({ input: "view", reason })
   })
 
 /** A view kept over a mirror's table: `fields` made into the view when they differ from what it was made from. */
