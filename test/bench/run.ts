@@ -22,8 +22,7 @@ const programs = [
   "fleet",
   "views",
   "deletes",
-  "passes",
-  "changes"
+  "passes"
 ] as const
 
 /** Programs that run longer than the others at full size: five `microapp` processes a round. */
