@@ -150,10 +150,10 @@ describe("STATE of microapp changes", () => {
       const lines = text.trimEnd().split("\n").slice(1)
       const refusal = refusalOf(ChangeFiles.load, state)
       const notState = `${state} is not a state file of microapp changes`
-      const remedy = "; restore it, or remove it to start again with a snapshot"
+      const remedy = `; restore it, or remove ${state} to start again with a snapshot`
       expect(yield* refusal(text.replace("fedcba9876543210", "fedcba9876543211"))).toBe(
         `${state}: changed or damaged since it was written (its checksum does not match its content): ` +
-          "restore it, or remove it to start again with a snapshot"
+          `restore it, or remove ${state} to start again with a snapshot`
       )
       expect(yield* refusal(forgedState(JSON.stringify({ ...header, version: 2 }), lines))).toBe(
         `${notState}: version: version 2 is newer than this microapp reads (1): read it with a newer microapp${remedy}`

@@ -114,7 +114,7 @@ export const load = (
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const what = "a state file of microapp changes"
-    const remedy = "restore it, or remove it to start again with a snapshot"
+    const remedy = `restore it, or ${startAgain(state)}`
     const size = yield* regularFileSize(state, stateFileLimit, what, remedy)
     if (Option.isNone(size)) return Option.none()
     const notState = (reason: string) => new UsageError({ message: `${state} is not ${what}: ${reason}; ${remedy}` })
