@@ -617,7 +617,8 @@ describe("microapp changes", () => {
       }))
   })
 
-  layer(MicroappServer.layer({ demoRows: 1200 }), { excludeTestServices: true })("the built bin", (it) => {
+  // long enough that a run killed only once STATE has moved has pages left: quiet pages commit sixteen at a time
+  layer(MicroappServer.layer({ demoRows: 2400 }), { excludeTestServices: true })("the built bin", (it) => {
     /**
      * A pass of the built bin into FILE under faults and, unless `disturbances` is "faults", drift,
      * killed with SIGKILL five times, then run to its end: its last run and the ids drift touched.
