@@ -210,10 +210,36 @@ describe("the control read", () => {
   it.effect("a server that says \"Row not found\" of rows that exist deletes nothing: every candidate held back", () =>
     Effect.gen(function*() {
       const service = hiding(truthfulService(50), [3, 10, 11, 30, 49])
-      service.answer = rowNotFound
+      const asked: Array<string> = []
+      service.answer = (rowID) => {
+        asked.push(rowID)
+        return rowNotFound()
+      }
       const pass = yield* passOver(service, service.rows)
       expect(pass.changes).toEqual([])
+      // the five candidates, then three rows the scan saw as controls, none found
+      expect(asked).toHaveLength(8)
       expect(pass.summary).toMatchObject({ deleted: 0, reads: 5, unconfirmed: 5, heldBack: 5 })
+    }))
+
+  it.effect("a control row gone since the scan: another row the scan saw is read, and rows truly gone are deleted", () =>
+    Effect.gen(function*() {
+      const service = truthfulService(50)
+      const baseline = service.rows
+      const gone = [3, 10, 49].map((i) => baseline[i]?._id)
+      service.rows = baseline.filter((row) => !gone.includes(row._id))
+      const controls: Array<string> = []
+      service.answer = (rowID, rows) => {
+        if (gone.includes(rowID)) return truthfully(rowID, rows)
+        controls.push(rowID)
+        // the first control row was deleted after the scan saw it
+        return controls.length === 1 ? rowNotFound() : truthfully(rowID, rows)
+      }
+      const pass = yield* passOver(service, baseline)
+      expect(deletedOf(pass.changes).sort()).toEqual([...gone].sort())
+      expect(controls).toHaveLength(2)
+      expect(new Set(controls).size).toBe(2)
+      expect(pass.summary).toMatchObject({ deleted: 3, heldBack: 0 })
     }))
 
   it.effect("a control read answered with another row fails the control: nothing deleted", () =>

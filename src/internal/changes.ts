@@ -464,10 +464,13 @@ const answerOf = <A>(read: Effect.Effect<Identified<A> | undefined, RequestError
     onSuccess: (row): Answer<A> => row === undefined ? unconfirmed : { _tag: "Found", row }
   })
 
-/** A row the complete scan saw, to read as the control of its deletes; undefined when it saw none. */
-const controlIdOf = (scanned: ScanCheckpoint.Checkpoint): string | undefined => {
+/** Rows read as the control of a pass's deletes, the first found enough: a row the scan saw may be deleted since. */
+const controlReads = 3
+
+/** Rows the complete scan saw, to read as the control of its deletes; none when it saw none. */
+const controlIdsOf = (scanned: ScanCheckpoint.Checkpoint): ReadonlyArray<string> => {
   const seen = scanned instanceof ScanCheckpointImpl ? scanned.state.seen : undefined
-  return seen?._tag === "Exact" ? IdSet.someIdOf(seen) : undefined
+  return seen?._tag === "Exact" ? IdSet.someIdsOf(seen, controlReads) : []
 }
 
 /** A candidate a read answered "no such row" (or, unread, any), held until every candidate is answered. */
@@ -695,12 +698,12 @@ export const makePass = <A>(scanOf: ScanOf<A>, readOf: ReadOf<A>) =>
             ]
           })
         // the row endpoint must find a row the scan saw before any "no such row" of it counts
-        const control = Effect.suspend(() => {
-          const id = controlIdOf(scanned)
-          return id === undefined
-            ? Effect.succeed(false)
-            : Effect.match(readOf(id, call), { onFailure: () => false, onSuccess: () => true })
-        })
+        const control = Effect.suspend(() =>
+          Effect.exists(
+            controlIdsOf(scanned),
+            (id) => Effect.match(readOf(id, call), { onFailure: () => false, onSuccess: () => true })
+          )
+        )
         const settle = Effect.gen(function*() {
           if (proven.size === 0) return Stream.empty
           const confirmed = unread || (yield* control)

@@ -451,10 +451,22 @@ export const decodeBase64 = (text: string): string | undefined => {
 const hexOf = (bytes: string, at: number): string =>
   Array.from({ length: 12 }, (_, i) => bytes.charCodeAt(at + i).toString(16).padStart(2, "0")).join("")
 
-/** One id of exact contents: the first packed one, else the first of the others; undefined when they hold none. */
-export const someIdOf = (contents: ExactContents): string | undefined => {
-  const first = decodeBase64(contents.packed().slice(0, 16))
-  return first !== undefined && first.length === 12 ? hexOf(first, 0) : contents.others()[0]
+/**
+ * Up to `count` ids of exact contents, spread over them (the first, the last and between): packed
+ * ones first, then the others; none when they hold none.
+ */
+export const someIdsOf = (contents: ExactContents, count: number): Array<string> => {
+  const packed = contents.packed()
+  const ids = packed.length / 16
+  const at = new Set(
+    Array.from({ length: Math.min(count, ids) }, (_, i) => Math.round(i * (ids - 1) / Math.max(1, count - 1)))
+  )
+  const found: Array<string> = []
+  for (const i of at) {
+    const bytes = decodeBase64(packed.slice(i * 16, i * 16 + 16))
+    if (bytes !== undefined && bytes.length === 12) found.push(hexOf(bytes, 0))
+  }
+  return [...found, ...contents.others().slice(0, count - found.length)]
 }
 
 /** The `_id` of an undecoded row; null when it has none. */
