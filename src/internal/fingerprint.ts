@@ -3,8 +3,9 @@
  * sorted at every depth), so two rows with the same keys and values have the same fingerprint
  * whatever the order of their keys. Two MurmurHash3 (x86, 32-bit) lanes with different seeds over
  * the text's UTF-16 code units: fast in plain JS, with no dependency and no platform crypto (which is
- * asynchronous in browsers). A change detector, not a defence against a forger: the server could
- * choose colliding rows, but it could as well just send the old row.
+ * asynchronous in browsers). The units are fed as the value is walked: no text is built. A change
+ * detector, not a defence against a forger: the server could choose colliding rows, but it could as
+ * well just send the old row.
  */
 
 const seedLow = 0x9747b28c
@@ -29,62 +30,123 @@ const finalize = (hash: number, length: number): number => {
   return h >>> 0
 }
 
-/** Both lanes over the code units of `text`, two units a 32-bit block. */
-const hash64 = (text: string): string => {
-  let low = seedLow
-  let high = seedHigh
-  const length = text.length
-  const blocks = length & ~1
-  for (let i = 0; i < blocks; i += 2) {
-    const key = text.charCodeAt(i) | (text.charCodeAt(i + 1) << 16)
-    low = mixHash(low, key)
-    high = mixHash(high, key ^ 0x5bd1e995)
+/** The two lanes over code units fed one at a time, two units a 32-bit block: the hash of their text. */
+export class Hash64 {
+  private low = seedLow
+  private high = seedHigh
+  private length = 0
+  /** The first unit of a block not yet complete, or -1. */
+  private pending = -1
+
+  unit(code: number): void {
+    this.length++
+    if (this.pending < 0) {
+      this.pending = code
+      return
+    }
+    const key = this.pending | (code << 16)
+    this.pending = -1
+    this.low = mixHash(this.low, key)
+    this.high = mixHash(this.high, key ^ 0x5bd1e995)
   }
-  if (blocks < length) {
-    const key = text.charCodeAt(blocks)
-    low ^= mixKey(key)
-    high ^= mixKey(key ^ 0x5bd1e995)
+
+  text(text: string): void {
+    for (let i = 0; i < text.length; i++) this.unit(text.charCodeAt(i))
   }
-  const a = finalize(low, length)
-  const b = finalize(high, length)
-  return b.toString(16).padStart(8, "0") + a.toString(16).padStart(8, "0")
+
+  /**
+   * Feeds `JSON.stringify(text)`, quotes included, without building it; whether `text` can be
+   * stored as itself (no NUL, no lone surrogate: UTF-8 storage turns one into U+FFFD).
+   */
+  quoted(text: string): boolean {
+    let storable = true
+    this.unit(34)
+    for (let i = 0; i < text.length; i++) {
+      const code = text.charCodeAt(i)
+      if (code >= 0x20 && code !== 34 && code !== 92 && (code < 0xd800 || code > 0xdfff)) {
+        this.unit(code)
+      } else if (code >= 0xd800 && code <= 0xdbff && isLow(text.charCodeAt(i + 1))) {
+        this.unit(code)
+        this.unit(text.charCodeAt(++i))
+      } else {
+        // a quote, a backslash, a control character or a lone surrogate: JSON's escape for it
+        if (code === 0 || code >= 0xd800) storable = false
+        const escaped = JSON.stringify(String.fromCharCode(code))
+        for (let j = 1; j < escaped.length - 1; j++) this.unit(escaped.charCodeAt(j))
+      }
+    }
+    this.unit(34)
+    return storable
+  }
+
+  /** 16 hex digits: the high lane's 32 bits, then the low lane's. */
+  digest(): string {
+    let low = this.low
+    let high = this.high
+    if (this.pending >= 0) {
+      low ^= mixKey(this.pending)
+      high ^= mixKey(this.pending ^ 0x5bd1e995)
+    }
+    const a = finalize(low, this.length)
+    const b = finalize(high, this.length)
+    return b.toString(16).padStart(8, "0") + a.toString(16).padStart(8, "0")
+  }
+}
+
+const isLow = (code: number): boolean => code >= 0xdc00 && code <= 0xdfff
+
+/** An object's keys in code-unit order, those holding `undefined` left out, as JSON leaves them out. */
+export const canonicalKeys = (record: Record<string, unknown>): Array<string> => {
+  const keys = Object.keys(record).sort()
+  for (let i = 0; i < keys.length; i++) {
+    if (record[keys[i] as string] === undefined) return keys.filter((key) => record[key] !== undefined)
+  }
+  return keys
+}
+
+/** Feeds a value that is neither an object nor a string as JSON writes it (`null` for what it leaves out). */
+export const feedScalar = (hash: Hash64, value: unknown): void => {
+  hash.text(typeof value === "number" && Number.isFinite(value) ? String(value) : JSON.stringify(value) ?? "null")
 }
 
 /**
- * JSON with every object's keys in code-unit order; `undefined` members dropped, as JSON does.
- * Iterative: a row nested deeper than the call stack still has a fingerprint.
+ * The fingerprint of a value of any shape or depth: JSON with every object's keys in code-unit
+ * order, `undefined` members dropped, as JSON does. Iterative: a row nested deeper than the call
+ * stack still has one. A row within `bounds.valueDepth` gets the same from the row walk
+ * (plainData.ts), which checks it as it feeds.
  */
-const canonical = (root: unknown): string => {
-  const out: Array<string> = []
-  // a value still to write, or text to write as it stands
+export const fingerprint = (root: unknown): string => {
+  const hash = new Hash64()
+  // a value still to feed, or text to feed as it stands
   const stack: Array<{ readonly value: unknown } | string> = [{ value: root }]
   for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
     if (typeof next === "string") {
-      out.push(next)
+      hash.text(next)
       continue
     }
     const value = next.value
-    if (value === null || typeof value !== "object") {
-      out.push(JSON.stringify(value) ?? "null")
+    if (typeof value === "string") {
+      hash.quoted(value)
+    } else if (value === null || typeof value !== "object") {
+      feedScalar(hash, value)
     } else if (Array.isArray(value)) {
       stack.push("]")
       for (let i = value.length - 1; i >= 0; i--) {
         stack.push({ value: value[i] ?? null })
         if (i > 0) stack.push(",")
       }
-      out.push("[")
+      hash.unit(91)
     } else {
       const record = value as Record<string, unknown>
-      const keys = Object.keys(record).filter((key) => record[key] !== undefined).sort()
+      const keys = canonicalKeys(record)
       stack.push("}")
-      keys.reverse().forEach((key, i) => {
-        stack.push({ value: record[key] }, `${i < keys.length - 1 ? "," : ""}${JSON.stringify(key)}:`)
-      })
-      out.push("{")
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const key = keys[i] as string
+        stack.push({ value: record[key] }, ":", { value: key })
+        if (i > 0) stack.push(",")
+      }
+      hash.unit(123)
     }
   }
-  return out.join("")
+  return hash.digest()
 }
-
-/** The fingerprint of a row's content: equal for equal content, whatever the order of its keys. */
-export const fingerprint = (row: unknown): string => hash64(canonical(row))

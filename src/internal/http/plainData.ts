@@ -9,6 +9,7 @@
  */
 import { Either, Schema } from "effect"
 import { bounds } from "../bounds.js"
+import { canonicalKeys, feedScalar, Hash64 } from "../fingerprint.js"
 import { type Direction, numberFault } from "./numberText.js"
 
 /** Where in a value it cannot pass unchanged, and why. */
@@ -27,32 +28,96 @@ const inexactText = (value: object): string | undefined => {
   return typeof text === "string" ? text : undefined
 }
 
-/** Whether `value`, at `depth`, is or holds a fault: the check every row of every answer passes, so no path is built. */
-const holdsFault = (value: unknown, depth: number): boolean => {
-  if (typeof value !== "object") return typeof value === "number" ? !Number.isFinite(value) : typeof value === "bigint"
-  if (value === null) return false
-  if (depth > bounds.valueDepth) return true
-  if (Array.isArray(value)) {
-    if (inexactText(value) !== undefined) return true
-    for (let i = 0; i < value.length; i++) {
-      const item: unknown = value[i]
-      if (typeof item === "string" || typeof item === "boolean" ? false : holdsFault(item, depth + 1)) return true
+/** What the row walk found: nothing; only what a copy cannot keep (NUL, a lone surrogate); what no reader passes. */
+export const Verdict = { clean: 0, unstorable: 1, faulty: 2 } as const
+export type Verdict = typeof Verdict[keyof typeof Verdict]
+
+/**
+ * The row walk: whether `value`, at `depth`, is or holds a fault, with no path built. Without
+ * `hash` (a reader's check) strings are not looked at; with it (a copy's check) every text and key
+ * is fed to `hash` as the value's canonical JSON (fingerprint.ts: keys sorted) and checked for what
+ * storage cannot keep, in the same loop. A faulty value stops the walk, and `hash` with it.
+ */
+export const walk = (value: unknown, depth: number, hash: Hash64 | undefined): Verdict => {
+  if (typeof value !== "object") {
+    if (typeof value === "string") return hash === undefined || hash.quoted(value) ? Verdict.clean : Verdict.unstorable
+    if (typeof value === "number" && Number.isFinite(value)) {
+      if (hash !== undefined) feedScalar(hash, value)
+      return Verdict.clean
     }
-    return false
+    if (typeof value === "number" || typeof value === "bigint") return Verdict.faulty
+    if (hash !== undefined) feedScalar(hash, value)
+    return Verdict.clean
   }
-  // for-in allocates no array of keys (Object.keys would, for every object of every row); the
-  // keys it yields are compared with the two names, not each object asked for `inexactKey`
-  for (const key in value) {
-    if (key === protoKey) return true
-    const item: unknown = (value as Record<string, unknown>)[key]
-    if (key === inexactKey && typeof item === "string") return true
-    if (typeof item === "string" || typeof item === "boolean" ? false : holdsFault(item, depth + 1)) return true
+  if (value === null) {
+    if (hash !== undefined) hash.text("null")
+    return Verdict.clean
   }
-  return false
+  if (depth > bounds.valueDepth) return Verdict.faulty
+  let verdict: Verdict = Verdict.clean
+  if (Array.isArray(value)) {
+    if (inexactText(value) !== undefined) return Verdict.faulty
+    if (hash !== undefined) hash.unit(91)
+    for (let i = 0; i < value.length; i++) {
+      if (hash !== undefined && i > 0) hash.unit(44)
+      const item: unknown = value[i] ?? null
+      if (hash === undefined && (typeof item === "string" || typeof item === "boolean")) continue
+      const found = walk(item, depth + 1, hash)
+      if (found === Verdict.faulty) return found
+      if (found > verdict) verdict = found
+    }
+    if (hash !== undefined) hash.unit(93)
+    return verdict
+  }
+  const record = value as Record<string, unknown>
+  if (hash === undefined) {
+    // for-in allocates no array of keys (Object.keys would, for every object of every row); the
+    // keys it yields are compared with the two names, not each object asked for `inexactKey`
+    for (const key in record) {
+      if (key === protoKey) return Verdict.faulty
+      const item = record[key]
+      if (key === inexactKey && typeof item === "string") return Verdict.faulty
+      if (typeof item !== "string" && typeof item !== "boolean" && walk(item, depth + 1, hash) === Verdict.faulty) {
+        return Verdict.faulty
+      }
+    }
+    return Verdict.clean
+  }
+  const keys = canonicalKeys(record)
+  hash.unit(123)
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i] as string
+    if (key === protoKey) return Verdict.faulty
+    const item = record[key]
+    if (key === inexactKey && typeof item === "string") return Verdict.faulty
+    if (i > 0) hash.unit(44)
+    if (!hash.quoted(key)) verdict = Verdict.unstorable
+    hash.unit(58)
+    const found = walk(item, depth + 1, hash)
+    if (found === Verdict.faulty) return found
+    if (found > verdict) verdict = found
+  }
+  hash.unit(125)
+  return verdict
 }
 
-/** Where the fault `value` holds is, and what it is. */
-const locate = (value: unknown, depth: number): Fault => {
+/** Why the text `s` cannot be stored as itself (SQLite and PostgreSQL store UTF-8 text, PostgreSQL no NUL), if it cannot. */
+const textFault = (s: string): string | undefined =>
+  s.includes("\u0000")
+    ? "holds NUL, which SQLite and PostgreSQL text cannot keep as itself"
+    : loneSurrogate.test(s)
+    ? "holds a lone surrogate, which UTF-8 storage turns into U+FFFD (distinct ids would merge)"
+    : undefined
+
+// a high surrogate not followed by a low one, or a low one not preceded by a high one
+const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
+/**
+ * Where the fault the walk found in `value` is, and what it is: with `copy`, what a copy cannot
+ * keep, in a value that holds nothing worse. Walks again, but only for a row that failed.
+ */
+const locate = (value: unknown, depth: number, copy: boolean): Fault => {
+  if (typeof value === "string") return { path: [], reason: textFault(value) ?? "holds nothing storage cannot keep" }
   if (typeof value === "bigint") {
     return { path: [], reason: "is a bigint, which JSON has no number for: send its digits as a string" }
   }
@@ -77,10 +142,29 @@ const locate = (value: unknown, depth: number): Fault => {
       keys.push(key)
     }
   }
-  const key = keys.find((key) => holdsFault(record[key], depth + 1))
-  if (key === undefined) return { path: [], reason: "holds nothing JSON cannot carry" }
-  const fault = locate(record[key], depth + 1)
-  return { path: [key, ...fault.path], reason: fault.reason }
+  for (const key of keys) {
+    const keyReason = copy && typeof key === "string" ? textFault(key) : undefined
+    if (keyReason !== undefined) return { path: [key], reason: `its key ${keyReason}` }
+    if (walk(record[key], depth + 1, copy ? new Hash64() : undefined) !== Verdict.clean) {
+      const fault = locate(record[key], depth + 1, copy)
+      return { path: [key, ...fault.path], reason: fault.reason }
+    }
+  }
+  return { path: [], reason: "holds nothing JSON cannot carry" }
+}
+
+/** The first place where `value` (the first level of nesting) cannot pass unchanged, if any. */
+export const faultOf = (value: unknown): Fault | undefined =>
+  walk(value, 1, undefined) === Verdict.clean ? undefined : locate(value, 1, false)
+
+/**
+ * Where the fault is that the walk found in the row `row` (with `verdict`): with the id `id`
+ * named first when it is what a copy cannot keep.
+ */
+export const locateFault = (row: unknown, verdict: Verdict, id: string | null): Fault => {
+  if (verdict === Verdict.faulty) return locate(row, 1, false)
+  const idReason = id === null ? undefined : textFault(id)
+  return idReason === undefined ? locate(row, 1, true) : { path: ["_id"], reason: `the id ${idReason}` }
 }
 
 // a number token that may not say what JSON.parse reads: 16 digits or more, or an exponent (a string may match too);
@@ -230,9 +314,6 @@ export const parseExact = (text: string, direction: Direction = "read"): unknown
   if ("refused" in read) throw new Error(read.refused)
   return read.value
 }
-
-/** The first place where `value` (the first level of nesting) cannot pass unchanged, if any. */
-export const faultOf = (value: unknown): Fault | undefined => holdsFault(value, 1) ? locate(value, 1) : undefined
 
 /**
  * Any value that passes between JSON and JavaScript unchanged; checked before a Record is built
