@@ -430,7 +430,7 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
         const changes = Chunk.toReadonlyArray(yield* Stream.runCollect(pass.changes))
         expect(changes.map((change) => change.id)).toEqual(rows.map((row) => row._id))
         const handedOn = changes.flatMap((change) =>
-          change._tag === "Inserted" && change.row instanceof Row.InvalidRow ? [change] : []
+          change._tag === "Inserted" && change.row instanceof Row.InvalidRow ? [{ ...change, row: change.row }] : []
         )
         expect(handedOn.map((change) => [change.id, change.row.error.rowID, change.row.error.fieldPath])).toEqual(
           unstorable.map((_id) => [_id, _id, "_id"])

@@ -9,7 +9,7 @@
  */
 import { Either, Schema } from "effect"
 import { bounds } from "../bounds.js"
-import { canonicalKeys, feedScalar, Hash64 } from "../fingerprint.js"
+import { feedScalar, Hash64, sortedKeys } from "../fingerprint.js"
 import { type Direction, numberFault } from "./numberText.js"
 
 /** Where in a value it cannot pass unchanged, and why. */
@@ -32,74 +32,102 @@ const inexactText = (value: object): string | undefined => {
 export const Verdict = { clean: 0, unstorable: 1, faulty: 2 } as const
 export type Verdict = typeof Verdict[keyof typeof Verdict]
 
+/** Whether a key and its value are what no reader passes: a key that would set a prototype, or a number `readExact` marked. */
+const faultyMember = (key: string, item: unknown): boolean =>
+  key === protoKey || (key === inexactKey && typeof item === "string")
+
+/** Whether a value that is not an object is what no reader passes: a number JSON has none for, a bigint. */
+const faultyScalar = (value: unknown): boolean =>
+  typeof value === "number" ? !Number.isFinite(value) : typeof value === "bigint"
+
 /**
- * The row walk: whether `value`, at `depth`, is or holds a fault, with no path built. Without
- * `hash` (a reader's check) strings are not looked at; with it (a copy's check) every text and key
- * is fed to `hash` as the value's canonical JSON (fingerprint.ts: keys sorted) and checked for what
- * storage cannot keep, in the same loop. A faulty value stops the walk, and `hash` with it.
+ * The reader's walk: whether `value`, at `depth`, is or holds a fault, strings not looked at:
+ * the check every row of every answer passes, so no path is built and nothing else is done.
  */
-export const walk = (value: unknown, depth: number, hash: Hash64 | undefined): Verdict => {
-  if (typeof value !== "object") {
-    if (typeof value === "string") return hash === undefined || hash.quoted(value) ? Verdict.clean : Verdict.unstorable
-    if (typeof value === "number" && Number.isFinite(value)) {
-      if (hash !== undefined) feedScalar(hash, value)
-      return Verdict.clean
+const holdsFault = (value: unknown, depth: number): boolean => {
+  if (typeof value !== "object") return typeof value === "number" ? !Number.isFinite(value) : typeof value === "bigint"
+  if (value === null) return false
+  if (depth > bounds.valueDepth) return true
+  if (Array.isArray(value)) {
+    if (inexactText(value) !== undefined) return true
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i]
+      if (typeof item === "string" || typeof item === "boolean" ? false : holdsFault(item, depth + 1)) return true
     }
-    if (typeof value === "number" || typeof value === "bigint") return Verdict.faulty
-    if (hash !== undefined) feedScalar(hash, value)
+    return false
+  }
+  // for-in allocates no array of keys (Object.keys would, for every object of every row); the
+  // keys it yields are compared with the two names, not each object asked for `inexactKey`
+  for (const key in value) {
+    if (key === protoKey) return true
+    const item: unknown = (value as Record<string, unknown>)[key]
+    if (key === inexactKey && typeof item === "string") return true
+    if (typeof item === "string" || typeof item === "boolean" ? false : holdsFault(item, depth + 1)) return true
+  }
+  return false
+}
+
+/**
+ * The copy's walk: the reader's check, and every text and key fed to `hash` as the value's
+ * canonical JSON (fingerprint.ts: keys sorted) and checked for what storage cannot keep, in the
+ * same loop. A faulty value stops the walk, and `hash` with it.
+ */
+const copyWalk = (value: unknown, depth: number, hash: Hash64): Verdict => {
+  if (typeof value === "string") return hash.quoted(value) ? Verdict.clean : Verdict.unstorable
+  if (typeof value !== "object") {
+    if (faultyScalar(value)) return Verdict.faulty
+    feedScalar(hash, value)
     return Verdict.clean
   }
   if (value === null) {
-    if (hash !== undefined) hash.text("null")
+    hash.text("null")
     return Verdict.clean
   }
   if (depth > bounds.valueDepth) return Verdict.faulty
   let verdict: Verdict = Verdict.clean
   if (Array.isArray(value)) {
     if (inexactText(value) !== undefined) return Verdict.faulty
-    if (hash !== undefined) hash.unit(91)
+    hash.unit(91)
     for (let i = 0; i < value.length; i++) {
-      if (hash !== undefined && i > 0) hash.unit(44)
-      const item: unknown = value[i] ?? null
-      if (hash === undefined && (typeof item === "string" || typeof item === "boolean")) continue
-      const found = walk(item, depth + 1, hash)
+      if (i > 0) hash.unit(44)
+      const found = copyWalk(value[i] ?? null, depth + 1, hash)
       if (found === Verdict.faulty) return found
       if (found > verdict) verdict = found
     }
-    if (hash !== undefined) hash.unit(93)
+    hash.unit(93)
     return verdict
   }
   const record = value as Record<string, unknown>
-  if (hash === undefined) {
-    // for-in allocates no array of keys (Object.keys would, for every object of every row); the
-    // keys it yields are compared with the two names, not each object asked for `inexactKey`
-    for (const key in record) {
-      if (key === protoKey) return Verdict.faulty
-      const item = record[key]
-      if (key === inexactKey && typeof item === "string") return Verdict.faulty
-      if (typeof item !== "string" && typeof item !== "boolean" && walk(item, depth + 1, hash) === Verdict.faulty) {
-        return Verdict.faulty
-      }
-    }
-    return Verdict.clean
-  }
-  const keys = canonicalKeys(record)
+  const keys = sortedKeys(record)
   hash.unit(123)
+  let first = true
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i] as string
-    if (key === protoKey) return Verdict.faulty
     const item = record[key]
-    if (key === inexactKey && typeof item === "string") return Verdict.faulty
-    if (i > 0) hash.unit(44)
+    if (faultyMember(key, item)) return Verdict.faulty
+    // a member holding undefined is left out, as JSON leaves it out
+    if (item === undefined) continue
+    if (!first) hash.unit(44)
+    first = false
     if (!hash.quoted(key)) verdict = Verdict.unstorable
     hash.unit(58)
-    const found = walk(item, depth + 1, hash)
+    const found = copyWalk(item, depth + 1, hash)
     if (found === Verdict.faulty) return found
     if (found > verdict) verdict = found
   }
   hash.unit(125)
   return verdict
 }
+
+/**
+ * The row walk: whether `value`, at `depth`, is or holds a fault, with no path built. Without
+ * `hash` (a reader's check) strings are not looked at; with it (a copy's check) the value's
+ * fingerprint is fed to `hash` and what storage cannot keep found, as it checks.
+ */
+export const walk = (value: unknown, depth: number, hash: Hash64 | undefined): Verdict =>
+  hash === undefined
+    ? holdsFault(value, depth) ? Verdict.faulty : Verdict.clean
+    : copyWalk(value, depth, hash)
 
 /** Why the text `s` cannot be stored as itself (SQLite and PostgreSQL store UTF-8 text, PostgreSQL no NUL), if it cannot. */
 const textFault = (s: string): string | undefined =>
@@ -154,8 +182,7 @@ const locate = (value: unknown, depth: number, copy: boolean): Fault => {
 }
 
 /** The first place where `value` (the first level of nesting) cannot pass unchanged, if any. */
-export const faultOf = (value: unknown): Fault | undefined =>
-  walk(value, 1, undefined) === Verdict.clean ? undefined : locate(value, 1, false)
+export const faultOf = (value: unknown): Fault | undefined => holdsFault(value, 1) ? locate(value, 1, false) : undefined
 
 /**
  * Where the fault is that the walk found in the row `row` (with `verdict`): with the id `id`
