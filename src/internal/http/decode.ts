@@ -94,12 +94,17 @@ export type RowStep<A> = (raw: unknown) => A | RowFault
 export const rowFaultOf = (fault: Fault): RowFault => new RowFault(formatPath(fault.path), fault.reason)
 
 /**
- * `schema`'s decoding of a row the row walk found plain data in: its fast path first, Schema's
- * parser for what that does not vouch for (and for the error).
+ * `schema`'s decoding of a row as sent: its fast path first, Schema's parser for what that does
+ * not vouch for (and for the error). `read`: a reader's step, which runs the reader's walk first
+ * (strings unread), in the same closure as it runs for every row of every answer; without it the
+ * caller has walked the row (a change pass's walk).
  */
-export const schemaStep = <A, I>(schema: Schema.Schema<A, I>): RowStep<A> => {
+export const schemaStep = <A, I>(schema: Schema.Schema<A, I>, read: boolean): RowStep<A> => {
   const { decode, fast } = makeDecoder(schema, { errors: "first" }, true)
   return (raw) => {
+    // before either parser: Schema's would assign a `__proto__` key, and keeps Infinity
+    const fault = read ? faultOf(raw) : undefined
+    if (fault !== undefined) return rowFaultOf(fault)
     // the common case without the Either of `decode`
     const decoded = fast(raw)
     if (decoded !== undecided) return decoded
@@ -108,13 +113,6 @@ export const schemaStep = <A, I>(schema: Schema.Schema<A, I>): RowStep<A> => {
     const issue = firstIssue(result.left)
     return new RowFault(issue.path, issue.message)
   }
-}
-
-/** What a reader's row is: the row walk's check (strings not looked at), then `step`. */
-export const readerStep = <A>(step: RowStep<A>): RowStep<A> => (raw) => {
-  // before either parser: Schema's would assign a `__proto__` key, and keeps Infinity
-  const fault = faultOf(raw)
-  return fault === undefined ? step(raw) : rowFaultOf(fault)
 }
 
 /** What a row that failed is handed on as, under "raw"; a fault when it cannot be. */
@@ -177,5 +175,5 @@ export function makeRowDecoder<A, I>(
   schema: Schema.Schema<A, I>,
   policy: InvalidRowPolicy
 ): RowDecoder<A | InvalidRow> {
-  return pageDecoder(readerStep(schemaStep(schema)), contractOf(policy))
+  return pageDecoder(schemaStep(schema, true), contractOf(policy))
 }
