@@ -7,7 +7,7 @@ import { describe, expect, it, layer } from "@effect/vitest"
 import { Chunk, Effect, Schema, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Changes, InvalidCheckpoint, Microapp, MicroappClient } from "../src/index.js"
+import { Changes, InvalidCheckpoint, Microapp, MicroappClient, Row } from "../src/index.js"
 import { MicroappServer } from "../src/testing/index.js"
 import * as Prng from "../src/testing/Prng.js"
 import { numbersTable, withEmulator } from "./support.js"
@@ -416,6 +416,28 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
         const changes = Chunk.toReadonlyArray(yield* Stream.runCollect(pass.changes))
         expect(changes.map((change) => change.id)).toEqual([...table.slice(0, 3).map((row) => row._id), "\ufffd"])
         expect(yield* pass.summary).toMatchObject({ inserted: 4, invalidRows: 3 })
+      }))
+
+    it.effect("under invalidRows \"raw\" each is handed on in its place as an InvalidRow, with its id and fingerprint", () =>
+      Effect.gen(function*() {
+        yield* reset(rows)
+        const client = yield* MicroappClient
+        const pass = yield* client.withSchema(Schema.Unknown, { invalidRows: "raw" }).changes({
+          microAppID: numbers,
+          pageSize: 50,
+          baseline: Changes.Baseline.empty
+        })
+        const changes = Chunk.toReadonlyArray(yield* Stream.runCollect(pass.changes))
+        expect(changes.map((change) => change.id)).toEqual(rows.map((row) => row._id))
+        const handedOn = changes.flatMap((change) =>
+          change._tag === "Inserted" && change.row instanceof Row.InvalidRow ? [{ ...change, row: change.row }] : []
+        )
+        expect(handedOn.map((change) => [change.id, change.row.error.rowID, change.row.error.fieldPath])).toEqual(
+          unstorable.map((_id) => [_id, _id, "_id"])
+        )
+        const fingerprints = yield* truth
+        expect(handedOn.map((change) => change.fingerprint)).toEqual(unstorable.map((_id) => fingerprints.get(_id)))
+        expect(yield* pass.summary).toMatchObject({ inserted: 7, invalidRows: 3 })
       }))
   })
 

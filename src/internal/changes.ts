@@ -11,21 +11,14 @@
 import { Chunk, Data, Effect, Either, Ref, Schema, Stream } from "effect"
 import type * as Changes from "../Changes.js"
 import * as ScanCheckpoint from "../Checkpoint.js"
-import type { InvalidRowPolicy, MicroappClient } from "../MicroappClient.js"
-import {
-  type InvalidCheckpoint,
-  InvalidInput,
-  type RequestError,
-  TooManyDeletes,
-  UnexpectedResponse
-} from "../MicroappError.js"
+import type { MicroappClient } from "../MicroappClient.js"
+import { type InvalidCheckpoint, InvalidInput, type RequestError, TooManyDeletes } from "../MicroappError.js"
 import * as RowStream from "../RowStream.js"
 import * as Codec from "./checkpointCodec.js"
-import { fingerprint } from "./fingerprint.js"
-import { formatPath, type RowDecoder } from "./http/decode.js"
+import { fingerprint, Hash64 } from "./fingerprint.js"
+import { type Contract, pageDecoder, type RowDecoder, RowFault, rowFaultOf, type RowStep } from "./http/decode.js"
 import { endpoints } from "./http/endpoints.js"
-import { where } from "./http/errors.js"
-import { faultOf } from "./http/plainData.js"
+import { faultOf, locateFault, Verdict, walk } from "./http/plainData.js"
 import {
   CheckpointImpl as ScanCheckpointImpl,
   gatherIds,
@@ -36,7 +29,6 @@ import {
 } from "./scan/checkpoint.js"
 import * as IdSet from "./scan/IdSet.js"
 import { Count, encodeSeen, HeldJson } from "./scan/state.js"
-import { storableFault } from "./storable.js"
 
 export const Change = Data.taggedEnum<Changes.ChangeDefinition>()
 
@@ -47,58 +39,46 @@ export interface Identified<A> {
   readonly fingerprint: string
 }
 
+const noId = new RowFault("", "has no _id: a change pass compares rows by id", true)
+
 /**
- * `decoder`, each row kept with the id and fingerprint of its undecoded form, so that typed and
- * untyped passes agree. A row without an id cannot be compared: it fails the pass. A row a copy
- * cannot keep exactly (its id, a text or a number) is an invalid row, under the pass's `policy`.
+ * A change pass's step: the row walk with the fingerprint fed as it goes and what a copy cannot
+ * keep looked for, then `step`, each row kept with the id and fingerprint of its undecoded form,
+ * so that typed and untyped passes agree. A row without an id cannot be compared: it fails the
+ * pass. A row a copy cannot keep exactly (its id, a text or a number) is an invalid row.
  */
-export const identified = <A>(decoder: RowDecoder<A>, policy: InvalidRowPolicy): RowDecoder<Identified<A>> =>
-(
-  rows,
-  indexes,
-  info
-) => {
-  const out: Array<Identified<A>> = []
-  const invalid: Array<UnexpectedResponse> = []
-  for (let i = 0; i < rows.length; i++) {
-    const source = rows[i]
-    const rowIndex = indexes?.[i] ?? i
-    const decoded = decoder([source], [rowIndex], info)
-    if (Either.isLeft(decoded)) return Either.left(decoded.left)
-    invalid.push(...decoded.right.invalid)
-    const [row] = decoded.right.rows
-    if (row === undefined) continue
-    const id = IdSet.idOf(source)
-    if (id === null) {
-      return Either.left(
-        new UnexpectedResponse({
-          ...where(info),
-          status: info.status,
-          kind: "Row",
-          reason: "has no _id: a change pass compares rows by id",
-          rowIndex
-        })
-      )
-    }
-    const fault = storableFault(id, source)
-    if (fault !== undefined) {
-      const error = new UnexpectedResponse({
-        ...where(info),
-        status: info.status,
-        kind: "Row",
-        reason: fault.reason,
-        rowIndex,
-        rowID: id,
-        fieldPath: formatPath(fault.path)
-      })
-      if (policy === "fail") return Either.left(error)
-      invalid.push(error)
-      continue
-    }
-    out.push({ id, row, fingerprint: fingerprint(source) })
-  }
-  return Either.right({ rows: out, invalid })
+const identify = <A>(step: RowStep<A>): RowStep<Identified<A>> => (raw) => {
+  const hash = new Hash64()
+  const verdict = walk(raw, 1, hash)
+  if (verdict === Verdict.faulty) return rowFaultOf(locateFault(raw, verdict, null))
+  const row = step(raw)
+  if (row instanceof RowFault) return row
+  const id = IdSet.idOf(raw)
+  if (id === null) return noId
+  if (verdict === Verdict.unstorable) return rowFaultOf(locateFault(raw, verdict, id))
+  return { id, row, fingerprint: hash.digest() }
 }
+
+/**
+ * The page loop over `identify(step)` under the reader's contract: under "raw" a row that fails
+ * any check is handed on as the reader hands it on, with its id and the fingerprint of the row as
+ * sent; without an id it fails the pass.
+ */
+export const identified = <A, B>(step: RowStep<A>, contract: Contract<B>): RowDecoder<Identified<A | B>> =>
+  pageDecoder(
+    identify(step),
+    contract.policy === "raw"
+      ? {
+        policy: "raw",
+        handOn: (raw, error): Identified<B> | RowFault => {
+          const id = IdSet.idOf(raw)
+          if (id === null) return noId
+          const row = contract.handOn(raw, error)
+          return row instanceof RowFault ? row : { id, row, fingerprint: fingerprint(raw) }
+        }
+      }
+      : { policy: contract.policy }
+  )
 
 const fromMap = (fingerprints: ReadonlyMap<string, string>): Changes.Baseline => ({
   lookup: (ids) =>

@@ -33,7 +33,7 @@ import { bounds, checking, durationIn, RequestTimeout, Retry, wholeNumberIn } fr
 import { validate } from "./bounds.js"
 import { makeUpdateRows } from "./bulkUpdate.js"
 import * as Changes from "./changes.js"
-import { decodeEnvelope, makeRowDecoder, type RowDecoder } from "./http/decode.js"
+import { type Contract, contractOf, decodeEnvelope, pageDecoder, type RowDecoder, schemaStep } from "./http/decode.js"
 import { type Endpoint, endpoints } from "./http/endpoints.js"
 import { where } from "./http/errors.js"
 import * as InFlight from "./http/inFlight.js"
@@ -353,7 +353,8 @@ const makeWith = Effect.fnUntraced(function*<E>(
       return { read, info, notFound }
     })
 
-  const makeReader = <A>(decoder: RowDecoder<A>, policy: InvalidRowPolicy): MicroappClient.Reader<A> => {
+  const makeReader = <A, I, B>(schema: Schema.Schema<A, I>, contract: Contract<B>): MicroappClient.Reader<A | B> => {
+    const decoder = pageDecoder(schemaStep(schema, true), contract)
     const scan = scanWith(decoder)
 
     const rows = (options: MicroappClient.RowsOptions) => Stream.unwrap(Effect.map(scan(options), (scan) => scan.rows))
@@ -395,7 +396,7 @@ const makeWith = Effect.fnUntraced(function*<E>(
       return row
     })
 
-    const identified = Changes.identified(decoder, policy)
+    const identified = Changes.identified(schemaStep(schema, false), contract)
     const changes = Changes.makePass(
       scanWith(identified),
       Effect.fn("MicroappClient.changes.read")(function*(rowID, options) {
@@ -430,7 +431,7 @@ const makeWith = Effect.fnUntraced(function*<E>(
     yield* decodeStatus(reply.json, { endpoint: endpoints.update, attempt: reply.attempts, status: reply.status })
   })
 
-  const untyped = makeReader(makeRowDecoder(Row, "fail"), "fail")
+  const untyped = makeReader<Row, typeof Row.Encoded, never>(Row, { policy: "fail" })
 
   const runUpdates = makeUpdateRows({ endpoint: endpoints.update, updateRow, getRow: untyped.getRow })
   const updateRows = <E, R>(
@@ -450,8 +451,7 @@ const makeWith = Effect.fnUntraced(function*<E>(
     schema: Schema.Schema<A, I>,
     options?: { readonly invalidRows?: InvalidRowPolicy | undefined }
   ): MicroappClient.Reader<A | InvalidRow> {
-    const policy = options?.invalidRows ?? "fail"
-    return makeReader(makeRowDecoder(schema, policy), policy)
+    return makeReader(schema, contractOf(options?.invalidRows ?? "fail"))
   }
 
   const service: MicroappClient.Service = { ...untyped, queryRaw, updateRow, updateRows, withSchema }

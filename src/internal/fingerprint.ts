@@ -3,8 +3,9 @@
  * sorted at every depth), so two rows with the same keys and values have the same fingerprint
  * whatever the order of their keys. Two MurmurHash3 (x86, 32-bit) lanes with different seeds over
  * the text's UTF-16 code units: fast in plain JS, with no dependency and no platform crypto (which is
- * asynchronous in browsers). A change detector, not a defence against a forger: the server could
- * choose colliding rows, but it could as well just send the old row.
+ * asynchronous in browsers). The units are fed as the value is walked: no text is built. A change
+ * detector, not a defence against a forger: the server could choose colliding rows, but it could as
+ * well just send the old row.
  */
 
 const seedLow = 0x9747b28c
@@ -29,131 +30,156 @@ const finalize = (hash: number, length: number): number => {
   return h >>> 0
 }
 
-/** Both lanes over the code units of `text`, two units a 32-bit block. */
-const hash64 = (text: string): string => {
-  let low = seedLow
-  let high = seedHigh
-  const length = text.length
-  const blocks = length & ~1
-  for (let i = 0; i < blocks; i += 2) {
-    const key = text.charCodeAt(i) | (text.charCodeAt(i + 1) << 16)
-    low = mixHash(low, key)
-    high = mixHash(high, key ^ 0x5bd1e995)
+/** The two lanes over code units fed one at a time, two units a 32-bit block: the hash of their text. */
+export class Hash64 {
+  private low = seedLow
+  private high = seedHigh
+  private length = 0
+  /** The first unit of a block not yet complete, or -1. */
+  private pending = -1
+
+  unit(code: number): void {
+    this.length++
+    if (this.pending < 0) {
+      this.pending = code
+      return
+    }
+    const key = this.pending | (code << 16)
+    this.pending = -1
+    this.low = mixHash(this.low, key)
+    this.high = mixHash(this.high, key ^ 0x5bd1e995)
   }
-  if (blocks < length) {
-    const key = text.charCodeAt(blocks)
-    low ^= mixKey(key)
-    high ^= mixKey(key ^ 0x5bd1e995)
+
+  /** Feeds `text.slice(from, to)`: the lanes in locals, for the inner loop of every text of a row. */
+  text(text: string, from = 0, to = text.length): void {
+    let at = from
+    if (at < to && this.pending >= 0) this.unit(text.charCodeAt(at++))
+    const blocks = at
+    let low = this.low
+    let high = this.high
+    for (; at + 1 < to; at += 2) {
+      const key = text.charCodeAt(at) | (text.charCodeAt(at + 1) << 16)
+      low = mixHash(low, key)
+      high = mixHash(high, key ^ 0x5bd1e995)
+    }
+    this.low = low
+    this.high = high
+    this.length += at - blocks
+    if (at < to) this.unit(text.charCodeAt(at))
   }
-  const a = finalize(low, length)
-  const b = finalize(high, length)
-  return b.toString(16).padStart(8, "0") + a.toString(16).padStart(8, "0")
+
+  /**
+   * Feeds `JSON.stringify(text)`, quotes included, without building it; whether `text` can be
+   * stored as itself (no NUL, no lone surrogate: UTF-8 storage turns one into U+FFFD).
+   */
+  quoted(text: string): boolean {
+    let storable = true
+    this.unit(34)
+    // runs of units JSON writes as they are, fed whole; each other unit as JSON escapes it
+    let run = 0
+    for (let i = 0; i < text.length; i++) {
+      const code = text.charCodeAt(i)
+      if (code >= 0x20 && code !== 34 && code !== 92 && (code < 0xd800 || code > 0xdfff)) continue
+      if (code >= 0xd800 && code <= 0xdbff && isLow(text.charCodeAt(i + 1))) {
+        i++
+        continue
+      }
+      this.text(text, run, i)
+      run = i + 1
+      // a quote, a backslash, a control character or a lone surrogate
+      if (code === 0 || code >= 0xd800) storable = false
+      this.text(JSON.stringify(String.fromCharCode(code)).slice(1, -1))
+    }
+    this.text(text, run, text.length)
+    this.unit(34)
+    return storable
+  }
+
+  /** 16 hex digits: the high lane's 32 bits, then the low lane's. */
+  digest(): string {
+    let low = this.low
+    let high = this.high
+    if (this.pending >= 0) {
+      low ^= mixKey(this.pending)
+      high ^= mixKey(this.pending ^ 0x5bd1e995)
+    }
+    const a = finalize(low, this.length)
+    const b = finalize(high, this.length)
+    return b.toString(16).padStart(8, "0") + a.toString(16).padStart(8, "0")
+  }
 }
 
-/** Nesting past which `canonical` goes on without recursion, well within any call stack. */
-const maxRecursion = 500
+const isLow = (code: number): boolean => code >= 0xdc00 && code <= 0xdfff
 
-/** JSON text of a value that is not an object or array; `null` for what JSON cannot hold. */
-const scalar = (value: unknown): string => JSON.stringify(value) ?? "null"
+/** The last shapes whose sorted keys were asked for, by first key: the objects of a page's rows share a few shapes. */
+const shapes = new Map<string, { readonly keys: ReadonlyArray<string>; readonly sorted: ReadonlyArray<string> }>()
+const shapesMax = 256
+/** More keys than this and an object's sort is not kept: the cache holds no large object's keys. */
+const shapeKeysMax = 64
 
-/** `keys` in code-unit order; most rows' keys come in an order already sorted or not far from it. */
-const sortedKeys = (record: object): Array<string> => {
+const sameKeys = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): boolean => {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
+
+/** An object's own keys in code-unit order (the sort of the last object of the same keys, when there was one). */
+export const sortedKeys = (record: object): ReadonlyArray<string> => {
   const keys = Object.keys(record)
-  for (let i = 1; i < keys.length; i++) {
-    if ((keys[i - 1] as string) > (keys[i] as string)) return keys.sort()
-  }
-  return keys
+  const first = keys[0]
+  if (first === undefined || keys.length > shapeKeysMax) return keys.sort()
+  const known = shapes.get(first)
+  if (known !== undefined && sameKeys(known.keys, keys)) return known.sorted
+  if (shapes.size >= shapesMax) shapes.clear()
+  const sorted = [...keys].sort()
+  shapes.set(first, { keys, sorted })
+  return sorted
+}
+
+/** Feeds a value that is neither an object nor a string as JSON writes it (`null` for what it leaves out). */
+export const feedScalar = (hash: Hash64, value: unknown): void => {
+  hash.text(typeof value === "number" && Number.isFinite(value) ? String(value) : JSON.stringify(value) ?? "null")
 }
 
 /**
- * JSON with every object's keys in code-unit order; `undefined` members dropped, as JSON does.
- * Recursive, concatenating as it goes (a row's usual depth), until `maxRecursion`, where
- * `canonicalDeep` takes over.
+ * The fingerprint of a value of any shape or depth: JSON with every object's keys in code-unit
+ * order, `undefined` members dropped, as JSON does. Iterative: a row nested deeper than the call
+ * stack still has one. A row within `bounds.valueDepth` gets the same from the row walk
+ * (plainData.ts), which checks it as it feeds.
  */
-export const canonical = (value: unknown, depth = 0): string => {
-  if (value === null || typeof value !== "object") return scalar(value)
-  if (depth >= maxRecursion) return canonicalDeep(value)
-  if (Array.isArray(value)) {
-    let out = "["
-    for (let i = 0; i < value.length; i++) out += (i === 0 ? "" : ",") + canonical(value[i] ?? null, depth + 1)
-    return out + "]"
-  }
-  const record = value as Record<string, unknown>
-  let out = "{"
-  for (const key of sortedKeys(record)) {
-    const item = record[key]
-    if (item === undefined) continue
-    out += (out.length === 1 ? "" : ",") + JSON.stringify(key) + ":" + canonical(item, depth + 1)
-  }
-  return out + "}"
-}
-
-/** `canonical` without recursion: a row nested deeper than the call stack still has a fingerprint. */
-const canonicalDeep = (root: unknown): string => {
-  const out: Array<string> = []
-  // a value still to write, or text to write as it stands
+export const fingerprint = (root: unknown): string => {
+  const hash = new Hash64()
+  // a value still to feed, or text to feed as it stands
   const stack: Array<{ readonly value: unknown } | string> = [{ value: root }]
   for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
     if (typeof next === "string") {
-      out.push(next)
+      hash.text(next)
       continue
     }
     const value = next.value
-    if (value === null || typeof value !== "object") {
-      out.push(scalar(value))
+    if (typeof value === "string") {
+      hash.quoted(value)
+    } else if (value === null || typeof value !== "object") {
+      feedScalar(hash, value)
     } else if (Array.isArray(value)) {
       stack.push("]")
       for (let i = value.length - 1; i >= 0; i--) {
         stack.push({ value: value[i] ?? null })
         if (i > 0) stack.push(",")
       }
-      out.push("[")
+      hash.unit(91)
     } else {
       const record = value as Record<string, unknown>
+      // members holding undefined left out, as JSON leaves them out
       const keys = sortedKeys(record).filter((key) => record[key] !== undefined)
       stack.push("}")
-      keys.reverse().forEach((key, i) => {
-        stack.push({ value: record[key] }, `${i < keys.length - 1 ? "," : ""}${JSON.stringify(key)}:`)
-      })
-      out.push("{")
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const key = keys[i] as string
+        stack.push({ value: record[key] }, ":", { value: key })
+        if (i > 0) stack.push(",")
+      }
+      hash.unit(123)
     }
   }
-  return out.join("")
+  return hash.digest()
 }
-
-/** Nesting a row may have for `direct`, which recurses; a deeper row takes `canonical`, which does not. */
-const maxDirectDepth = 64
-
-/**
- * `canonical`'s text, built by recursion and string concatenation (about twice as fast for the rows
- * of a table); undefined when `value` nests deeper than `maxDirectDepth`.
- */
-export const direct = (value: unknown, depth: number): string | undefined => {
-  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null"
-  if (depth > maxDirectDepth) return undefined
-  if (Array.isArray(value)) {
-    let text = "["
-    for (let i = 0; i < value.length; i++) {
-      const item = direct(value[i] ?? null, depth + 1)
-      if (item === undefined) return undefined
-      text += i === 0 ? item : `,${item}`
-    }
-    return `${text}]`
-  }
-  const record = value as Record<string, unknown>
-  const keys = Object.keys(record).sort()
-  let text = "{"
-  let first = true
-  for (const key of keys) {
-    const member = record[key]
-    if (member === undefined) continue
-    const written = direct(member, depth + 1)
-    if (written === undefined) return undefined
-    text += `${first ? "" : ","}${JSON.stringify(key)}:${written}`
-    first = false
-  }
-  return `${text}}`
-}
-
-/** The fingerprint of a row's content: equal for equal content, whatever the order of its keys. */
-export const fingerprint = (row: unknown): string => hash64(direct(row, 0) ?? canonical(row))

@@ -1,10 +1,15 @@
 /**
  * Figure 4, decode cost per row: the demo Projects row through the client's row decoder, beside
- * what Schema itself costs for the same `Row` (decode, `is`, `validate`) and what `JSON.parse` costs.
+ * what Schema itself costs for the same `Row` (decode, `is`, `validate`) and what `JSON.parse` costs;
+ * a change pass's step (the row walk feeding the fingerprint, the id, the decode) beside the
+ * fingerprint alone; and the exact-number check of a page's text beside `JSON.parse` of it.
  */
 import { Either, Schema } from "effect"
 import { isDeepStrictEqual } from "node:util"
-import { makeRowDecoder } from "../../src/internal/http/decode.js"
+import { identified } from "../../src/internal/changes.js"
+import { fingerprint } from "../../src/internal/fingerprint.js"
+import { makeRowDecoder, schemaStep } from "../../src/internal/http/decode.js"
+import { readExact } from "../../src/internal/http/plainData.js"
 import { Row } from "../../src/Row.js"
 import { makeProjectRows } from "../../src/testing/DemoData.js"
 import { failed, finish, formatRatio, median, options, type Report, rotate } from "./common.js"
@@ -28,6 +33,9 @@ const main = (): Report => {
   const indexes = parsed.map((_, i) => i)
 
   const clientDecoder = makeRowDecoder(Row, "fail")
+  const changeStep = identified(schemaStep(Row, false), { policy: "fail" })
+  // a page as the service sends it, whose numbers all pass: the exact-number check's common case
+  const pageText = `{"status":"success","body":{"microAppRows":[${texts.join(",")}]}}`
   const decodeFirst = Schema.decodeUnknownEither(Row, { errors: "first" })
   const decodeAll = Schema.decodeUnknownEither(Row)
   const is = Schema.is(Row)
@@ -66,7 +74,17 @@ const main = (): Report => {
     {
       label: "`JSON.parse` of the row (for scale)",
       run: () => texts.filter((text) => JSON.parse(text) !== null).length
-    }
+    },
+    {
+      label: "change pass step (the row walk with the fingerprint, the id, the `Row` Schema), a page at a time",
+      run: () => Either.match(changeStep(parsed, indexes, info), { onLeft: () => 0, onRight: (d) => d.rows.length })
+    },
+    { label: "`fingerprint` of the row alone", run: count((row) => fingerprint(row).length === 16) },
+    {
+      label: "`readExact` of the page's text (the exact-number check and `JSON.parse`), a row's share",
+      run: () => "value" in readExact(pageText) ? size : 0
+    },
+    { label: "`JSON.parse` of the page's text, a row's share", run: () => JSON.parse(pageText) === null ? 0 : size }
   ]
 
   const micros = new Map<string, Array<number>>(methods.map((m) => [m.label, []]))
@@ -85,6 +103,9 @@ const main = (): Report => {
   const client = methods[0]?.label ?? ""
   const schema = methods[1]?.label ?? ""
   const parse = methods[5]?.label ?? ""
+  const change = methods[6]?.label ?? ""
+  const exact = methods[8]?.label ?? ""
+  const pageParse = methods[9]?.label ?? ""
   const bytes = Math.round(texts.reduce((n, text) => n + text.length, 0) / size)
   const details = [
     `### Decode cost per row: demo Projects row (${bytes} bytes of JSON), median of ${Math.max(1, rounds - 1)} rounds`,
@@ -102,6 +123,16 @@ const main = (): Report => {
       measured: `${perRow(client).toFixed(2)} µs (Schema decode ${perRow(schema).toFixed(2)} µs, JSON.parse ${
         perRow(parse).toFixed(2)
       } µs)`,
+      goal: "",
+      met: undefined
+    }, {
+      figure: "A change pass's step per demo Projects row",
+      measured: `${perRow(change).toFixed(2)} µs (the reader's ${perRow(client).toFixed(2)} µs)`,
+      goal: "",
+      met: undefined
+    }, {
+      figure: "The exact-number check of a page with no long number",
+      measured: `${formatRatio(perRow(exact) / perRow(pageParse), 2)}x JSON.parse of the page`,
       goal: "",
       met: undefined
     }],

@@ -2,13 +2,14 @@
  * Decoding of answers: the envelope, then each row on its own, so a bad row is reported by its
  * index, `_id` and field path, and handled as the caller's policy says.
  */
-import { Effect, Either, ParseResult, Predicate, Schema } from "effect"
+import { Effect, Either, ParseResult, Schema } from "effect"
 import type { InvalidRowPolicy } from "../../MicroappClient.js"
 import { type RequestError, RequestRejected, UnexpectedResponse } from "../../MicroappError.js"
 import { InvalidRow } from "../../Row.js"
+import { idOf } from "../scan/IdSet.js"
 import { type AnswerInfo, where } from "./errors.js"
 import { makeDecoder, undecided } from "./fastDecode.js"
-import { faultOf } from "./plainData.js"
+import { type Fault, faultOf } from "./plainData.js"
 import { StatusEnvelope } from "./wire.js"
 
 export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
@@ -82,53 +83,97 @@ export type RowDecoder<A> = (
   info: AnswerInfo
 ) => Either.Either<DecodedRows<A>, UnexpectedResponse>
 
-/** A row decoder compiled once; under "raw" an invalid row is handed on as `InvalidRow`. */
+/** Why a row as sent is invalid: where, and what; `fatal` when no policy may set it aside. */
+export class RowFault {
+  constructor(readonly path: string, readonly message: string, readonly fatal = false) {}
+}
+
+/** The step each row of a page takes, as the service sent it: the row, or why it is invalid. */
+export type RowStep<A> = (raw: unknown) => A | RowFault
+
+export const rowFaultOf = (fault: Fault): RowFault => new RowFault(formatPath(fault.path), fault.reason)
+
+/**
+ * `schema`'s decoding of a row as sent: its fast path first, Schema's parser for what that does
+ * not vouch for (and for the error). `read`: a reader's step, which runs the reader's walk first
+ * (strings unread), in the same closure as it runs for every row of every answer; without it the
+ * caller has walked the row (a change pass's walk).
+ */
+export const schemaStep = <A, I>(schema: Schema.Schema<A, I>, read: boolean): RowStep<A> => {
+  const { decode, fast } = makeDecoder(schema, { errors: "first" }, true)
+  return (raw) => {
+    // before either parser: Schema's would assign a `__proto__` key, and keeps Infinity
+    const fault = read ? faultOf(raw) : undefined
+    if (fault !== undefined) return rowFaultOf(fault)
+    // the common case without the Either of `decode`
+    const decoded = fast(raw)
+    if (decoded !== undecided) return decoded
+    const result = decode(raw)
+    if (Either.isRight(result)) return result.right
+    const issue = firstIssue(result.left)
+    return new RowFault(issue.path, issue.message)
+  }
+}
+
+/** What a row that failed is handed on as, under "raw"; a fault when it cannot be. */
+export type HandOn<B> = (raw: unknown, error: UnexpectedResponse) => B | RowFault
+
+/** What the page loop does with a row that fails its step: the `invalidRows` policy, and under "raw" what it hands on. */
+export type Contract<B> = { readonly policy: "fail" | "skip" } | {
+  readonly policy: "raw"
+  readonly handOn: HandOn<B>
+}
+
+/** A reader's contract: under "raw" a row that fails is handed on as `InvalidRow`. */
+export const contractOf = (policy: InvalidRowPolicy): Contract<InvalidRow> =>
+  policy === "raw" ? { policy, handOn: (row, error) => new InvalidRow({ row, error }) } : { policy }
+
+/**
+ * The page loop: `step` for each row, and the contract's policy for each row that fails it,
+ * applied here alone: "fail" fails the page, "skip" drops the row and reports it, "raw" reports it
+ * and hands on what `handOn` makes of it. A fatal fault fails the page whatever the policy.
+ */
+export const pageDecoder =
+  <A, B>(step: RowStep<A>, contract: Contract<B>): RowDecoder<A | B> => (rows, indexes, info) => {
+    const out: Array<A | B> = []
+    const invalid: Array<UnexpectedResponse> = []
+    const errorOf = (raw: unknown, index: number, fault: RowFault) => {
+      // the row's own id, to name it in the error, when it has a usable one
+      const id = idOf(raw)
+      return new UnexpectedResponse({
+        ...where(info),
+        status: info.status,
+        kind: "Row",
+        reason: fault.message,
+        rowIndex: indexes?.[index] ?? index,
+        ...(id === null ? {} : { rowID: id }),
+        ...(fault.path === "" ? {} : { fieldPath: fault.path })
+      })
+    }
+    for (let i = 0; i < rows.length; i++) {
+      const raw = rows[i]
+      const row = step(raw)
+      if (!(row instanceof RowFault)) {
+        out.push(row)
+        continue
+      }
+      const error = errorOf(raw, i, row)
+      if (contract.policy === "fail" || row.fatal) return Either.left(error)
+      invalid.push(error)
+      if (contract.policy !== "raw") continue
+      const handed = contract.handOn(raw, error)
+      if (handed instanceof RowFault) return Either.left(errorOf(raw, i, handed))
+      out.push(handed)
+    }
+    return Either.right({ rows: out, invalid })
+  }
+
+/** A reader's row decoder compiled once; under "raw" an invalid row is handed on as `InvalidRow`. */
 export function makeRowDecoder<A, I>(schema: Schema.Schema<A, I>, policy: "fail" | "skip"): RowDecoder<A>
 export function makeRowDecoder<A, I>(schema: Schema.Schema<A, I>, policy: InvalidRowPolicy): RowDecoder<A | InvalidRow>
 export function makeRowDecoder<A, I>(
   schema: Schema.Schema<A, I>,
   policy: InvalidRowPolicy
 ): RowDecoder<A | InvalidRow> {
-  const { decode, fast } = makeDecoder(schema, { errors: "first" }, true)
-  return (rows, indexes, info) => {
-    const out: Array<A | InvalidRow> = []
-    const invalid: Array<UnexpectedResponse> = []
-    for (let i = 0; i < rows.length; i++) {
-      const raw = rows[i]
-      // before either parser: Schema's would assign a `__proto__` key, and keeps Infinity
-      const fault = faultOf(raw)
-      let issue: { readonly path: string; readonly message: string }
-      if (fault === undefined) {
-        // the common case without the Either of `decode`
-        const decoded = fast(raw)
-        if (decoded !== undecided) {
-          out.push(decoded)
-          continue
-        }
-        const result = decode(raw)
-        if (Either.isRight(result)) {
-          out.push(result.right)
-          continue
-        }
-        issue = firstIssue(result.left)
-      } else {
-        issue = { path: formatPath(fault.path), message: fault.reason }
-      }
-      // the row's own id, to name it in the error, when it has a usable one
-      const id = Predicate.isRecord(raw) && typeof raw._id === "string" ? raw._id : null
-      const error = new UnexpectedResponse({
-        ...where(info),
-        status: info.status,
-        kind: "Row",
-        reason: issue.message,
-        rowIndex: indexes?.[i] ?? i,
-        ...(id === null ? {} : { rowID: id }),
-        ...(issue.path === "" ? {} : { fieldPath: issue.path })
-      })
-      if (policy === "fail") return Either.left(error)
-      invalid.push(error)
-      if (policy === "raw") out.push(new InvalidRow({ row: raw, error }))
-    }
-    return Either.right({ rows: out, invalid })
-  }
+  return pageDecoder(schemaStep(schema, true), contractOf(policy))
 }

@@ -9,6 +9,7 @@
  */
 import { Either, Schema } from "effect"
 import { bounds } from "../bounds.js"
+import { feedScalar, Hash64, sortedKeys } from "../fingerprint.js"
 import { type Direction, numberFault } from "./numberText.js"
 
 /** Where in a value it cannot pass unchanged, and why. */
@@ -27,7 +28,22 @@ const inexactText = (value: object): string | undefined => {
   return typeof text === "string" ? text : undefined
 }
 
-/** Whether `value`, at `depth`, is or holds a fault: the check every row of every answer passes, so no path is built. */
+/** What the row walk found: nothing; only what a copy cannot keep (NUL, a lone surrogate); what no reader passes. */
+export const Verdict = { clean: 0, unstorable: 1, faulty: 2 } as const
+export type Verdict = typeof Verdict[keyof typeof Verdict]
+
+/** Whether a key and its value are what no reader passes: a key that would set a prototype, or a number `readExact` marked. */
+const faultyMember = (key: string, item: unknown): boolean =>
+  key === protoKey || (key === inexactKey && typeof item === "string")
+
+/** Whether a value that is not an object is what no reader passes: a number JSON has none for, a bigint. */
+const faultyScalar = (value: unknown): boolean =>
+  typeof value === "number" ? !Number.isFinite(value) : typeof value === "bigint"
+
+/**
+ * The reader's walk: whether `value`, at `depth`, is or holds a fault, strings not looked at:
+ * the check every row of every answer passes, so no path is built and nothing else is done.
+ */
 const holdsFault = (value: unknown, depth: number): boolean => {
   if (typeof value !== "object") return typeof value === "number" ? !Number.isFinite(value) : typeof value === "bigint"
   if (value === null) return false
@@ -51,8 +67,85 @@ const holdsFault = (value: unknown, depth: number): boolean => {
   return false
 }
 
-/** Where the fault `value` holds is, and what it is. */
-const locate = (value: unknown, depth: number): Fault => {
+/**
+ * The copy's walk: the reader's check, and every text and key fed to `hash` as the value's
+ * canonical JSON (fingerprint.ts: keys sorted) and checked for what storage cannot keep, in the
+ * same loop. A faulty value stops the walk, and `hash` with it.
+ */
+const copyWalk = (value: unknown, depth: number, hash: Hash64): Verdict => {
+  if (typeof value === "string") return hash.quoted(value) ? Verdict.clean : Verdict.unstorable
+  if (typeof value !== "object") {
+    if (faultyScalar(value)) return Verdict.faulty
+    feedScalar(hash, value)
+    return Verdict.clean
+  }
+  if (value === null) {
+    hash.text("null")
+    return Verdict.clean
+  }
+  if (depth > bounds.valueDepth) return Verdict.faulty
+  let verdict: Verdict = Verdict.clean
+  if (Array.isArray(value)) {
+    if (inexactText(value) !== undefined) return Verdict.faulty
+    hash.unit(91)
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) hash.unit(44)
+      const found = copyWalk(value[i] ?? null, depth + 1, hash)
+      if (found === Verdict.faulty) return found
+      if (found > verdict) verdict = found
+    }
+    hash.unit(93)
+    return verdict
+  }
+  const record = value as Record<string, unknown>
+  const keys = sortedKeys(record)
+  hash.unit(123)
+  let first = true
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i] as string
+    const item = record[key]
+    if (faultyMember(key, item)) return Verdict.faulty
+    // a member holding undefined is left out, as JSON leaves it out
+    if (item === undefined) continue
+    if (!first) hash.unit(44)
+    first = false
+    if (!hash.quoted(key)) verdict = Verdict.unstorable
+    hash.unit(58)
+    const found = copyWalk(item, depth + 1, hash)
+    if (found === Verdict.faulty) return found
+    if (found > verdict) verdict = found
+  }
+  hash.unit(125)
+  return verdict
+}
+
+/**
+ * The row walk: whether `value`, at `depth`, is or holds a fault, with no path built. Without
+ * `hash` (a reader's check) strings are not looked at; with it (a copy's check) the value's
+ * fingerprint is fed to `hash` and what storage cannot keep found, as it checks.
+ */
+export const walk = (value: unknown, depth: number, hash: Hash64 | undefined): Verdict =>
+  hash === undefined
+    ? holdsFault(value, depth) ? Verdict.faulty : Verdict.clean
+    : copyWalk(value, depth, hash)
+
+/** Why the text `s` cannot be stored as itself (SQLite and PostgreSQL store UTF-8 text, PostgreSQL no NUL), if it cannot. */
+const textFault = (s: string): string | undefined =>
+  s.includes("\u0000")
+    ? "holds NUL, which SQLite and PostgreSQL text cannot keep as itself"
+    : loneSurrogate.test(s)
+    ? "holds a lone surrogate, which UTF-8 storage turns into U+FFFD (distinct ids would merge)"
+    : undefined
+
+// a high surrogate not followed by a low one, or a low one not preceded by a high one
+const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
+/**
+ * Where the fault the walk found in `value` is, and what it is: with `copy`, what a copy cannot
+ * keep, in a value that holds nothing worse. Walks again, but only for a row that failed.
+ */
+const locate = (value: unknown, depth: number, copy: boolean): Fault => {
+  if (typeof value === "string") return { path: [], reason: textFault(value) ?? "holds nothing storage cannot keep" }
   if (typeof value === "bigint") {
     return { path: [], reason: "is a bigint, which JSON has no number for: send its digits as a string" }
   }
@@ -77,10 +170,28 @@ const locate = (value: unknown, depth: number): Fault => {
       keys.push(key)
     }
   }
-  const key = keys.find((key) => holdsFault(record[key], depth + 1))
-  if (key === undefined) return { path: [], reason: "holds nothing JSON cannot carry" }
-  const fault = locate(record[key], depth + 1)
-  return { path: [key, ...fault.path], reason: fault.reason }
+  for (const key of keys) {
+    const keyReason = copy && typeof key === "string" ? textFault(key) : undefined
+    if (keyReason !== undefined) return { path: [key], reason: `its key ${keyReason}` }
+    if (walk(record[key], depth + 1, copy ? new Hash64() : undefined) !== Verdict.clean) {
+      const fault = locate(record[key], depth + 1, copy)
+      return { path: [key, ...fault.path], reason: fault.reason }
+    }
+  }
+  return { path: [], reason: "holds nothing JSON cannot carry" }
+}
+
+/** The first place where `value` (the first level of nesting) cannot pass unchanged, if any. */
+export const faultOf = (value: unknown): Fault | undefined => holdsFault(value, 1) ? locate(value, 1, false) : undefined
+
+/**
+ * Where the fault is that the walk found in the row `row` (with `verdict`): with the id `id`
+ * named first when it is what a copy cannot keep.
+ */
+export const locateFault = (row: unknown, verdict: Verdict, id: string | null): Fault => {
+  if (verdict === Verdict.faulty) return locate(row, 1, false)
+  const idReason = id === null ? undefined : textFault(id)
+  return idReason === undefined ? locate(row, 1, true) : { path: ["_id"], reason: `the id ${idReason}` }
 }
 
 // a number token that may not say what JSON.parse reads: 16 digits or more, or an exponent (a string may match too);
@@ -230,9 +341,6 @@ export const parseExact = (text: string, direction: Direction = "read"): unknown
   if ("refused" in read) throw new Error(read.refused)
   return read.value
 }
-
-/** The first place where `value` (the first level of nesting) cannot pass unchanged, if any. */
-export const faultOf = (value: unknown): Fault | undefined => holdsFault(value, 1) ? locate(value, 1) : undefined
 
 /**
  * Any value that passes between JSON and JavaScript unchanged; checked before a Record is built
