@@ -11,7 +11,7 @@
  * journal keeps the packed ids in the order added, in base64 (16 characters an id), so that the
  * contents of any moment stay readable while ids are added after it.
  */
-import { Either, Predicate } from "effect"
+import { Either } from "effect"
 
 /** What the scan asks of its set of emitted ids. */
 export interface IdSet {
@@ -469,6 +469,4 @@ export const someIdsOf = (contents: ExactContents, count: number): Array<string>
   return [...found, ...contents.others().slice(0, count - found.length)]
 }
 
-/** The `_id` of an undecoded row; null when it has none. */
-export const idOf = (row: unknown): string | null =>
-  Predicate.isRecord(row) && typeof row._id === "string" ? row._id : null
+export { idOf } from "../rowId.js"
