@@ -15,7 +15,7 @@ import * as ChangeFiles from "../src/cli/changeFiles.js"
 import { SqlDrivers } from "../src/cli/commands/mirror.js"
 import { Changes } from "../src/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
-import { cli, flags, refused, startCli, temporaryDirectory, untilRequests } from "./cliSupport.js"
+import { changesArgs, cli, refused, startCli, temporaryDirectory, untilRequests } from "./cliSupport.js"
 import { bin, cleanEnv, drift, drifted, killedFiveTimes, modifiedAt, scanFaults, touchedBy } from "./processSupport.js"
 import { eventually } from "./support/eventually.js"
 
@@ -102,26 +102,6 @@ const eventsOf = (file: string): Array<Event> => {
 
 /** `op:id` of each event, sorted: what a pass reported, as a set that shows duplicates. */
 const opsOf = (events: ReadonlyArray<Event>) => events.map((event) => `${event.op}:${idOf(event)}`).sort()
-
-const changesArgs = (
-  server: MicroappServer.Service,
-  state: string,
-  output: string,
-  extra: ReadonlyArray<string> = []
-) => [
-  "changes",
-  projectsMicroAppID,
-  "--page-size",
-  "20",
-  "--concurrency",
-  "1",
-  "--state",
-  state,
-  "--output",
-  output,
-  ...extra,
-  ...flags(server)
-]
 
 /** The table as the service sends it, by id. */
 const rowsById = Effect.map(

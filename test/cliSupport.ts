@@ -180,6 +180,28 @@ export const flags = (server: MicroappServer.Service, token = server.credentials
   server.credentials.userId
 ]
 
+/** `microapp changes` of the demo Projects into STATE and FILE, a page of `pageSize` at a time, one window. */
+export const changesArgs = (
+  server: MicroappServer.Service,
+  state: string,
+  output: string,
+  extra: ReadonlyArray<string> = [],
+  pageSize = 20
+) => [
+  "changes",
+  projectsMicroAppID,
+  "--page-size",
+  String(pageSize),
+  "--concurrency",
+  "1",
+  "--state",
+  state,
+  "--output",
+  output,
+  ...extra,
+  ...flags(server)
+]
+
 export const envOf = (server: MicroappServer.Service) => ({
   MICROAPP_BASE_URL: server.baseUrl,
   MICROAPP_AUTH_TOKEN: server.credentials.authToken,

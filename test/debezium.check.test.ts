@@ -14,7 +14,7 @@ import { Debezium } from "../src/debezium/index.js"
 import { Changes, MicroappClient } from "../src/index.js"
 import type { Row } from "../src/Row.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
-import { cli, flags, root, temporaryDirectory } from "./cliSupport.js"
+import { changesArgs, cli, root, temporaryDirectory } from "./cliSupport.js"
 import { bin, cleanEnv, outputOf } from "./processSupport.js"
 import { loginLayer } from "./support.js"
 import { eventually } from "./support/eventually.js"
@@ -72,28 +72,12 @@ const changeTable = Effect.gen(function*() {
   }
 })
 
-const changesArgs = (server: MicroappServer.Service, state: string, output: string, extra: ReadonlyArray<string>) => [
-  "changes",
-  projectsMicroAppID,
-  "--page-size",
-  "25",
-  "--concurrency",
-  "1",
-  "--state",
-  state,
-  "--output",
-  output,
-  "--quiet",
-  ...extra,
-  ...flags(server)
-]
-
 /** A pass of the built bin killed with SIGKILL once FILE holds some of it, then run to its end in process. */
 const killedPass = (state: string, output: string, extra: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const server = yield* MicroappServer
     yield* server.configure({ latency: Duration.millis(15) })
-    const child = spawn(process.execPath, [bin, ...changesArgs(server, state, output, extra)], {
+    const child = spawn(process.execPath, [bin, ...changesArgs(server, state, output, ["--quiet", ...extra], 25)], {
       env: cleanEnv,
       stdio: "pipe"
     })
@@ -107,7 +91,7 @@ const killedPass = (state: string, output: string, extra: ReadonlyArray<string>)
     })
     expect(child.signalCode, said.stderr).toBe("SIGKILL")
     yield* server.configure({ latency: Duration.zero })
-    const run = yield* cli(changesArgs(server, state, output, extra))
+    const run = yield* cli(changesArgs(server, state, output, ["--quiet", ...extra], 25))
     expect(run.code, run.stderr).toBe(0)
   })
 
@@ -180,7 +164,7 @@ describe.skipIf(skipped !== undefined)(`debezium-check${skipped === undefined ? 
               const output = path.join(dir, `${name}-${passNumber}.ndjson`)
               if (passNumber === 2) yield* killedPass(state, output, extra)
               else {
-                const run = yield* cli(changesArgs(server, state, output, extra))
+                const run = yield* cli(changesArgs(server, state, output, ["--quiet", ...extra], 25))
                 expect(run.code, run.stderr).toBe(0)
               }
               files[name as keyof typeof formats].push(output)

@@ -254,7 +254,7 @@ const upgrade = (state: string, legacy: EarlierState) =>
           )
         ))
       }).pipe(
-        Effect.catchTag("SqlError", (error) => databaseFailed(error)),
+        Effect.catchTag("SqlError", databaseFailed),
         Effect.provide(sqliteAt(next))
       )
     )
@@ -503,7 +503,7 @@ export const writeChanges = (
         yield* State.closePass(sql)
         return { summary: yield* pass.summary, lacking, snapshot }
       }).pipe(
-        Effect.catchTag("SqlError", (error) => databaseFailed(error)),
+        Effect.catchTag("SqlError", databaseFailed),
         Effect.provide(sqliteAt(state))
       )
     )
