@@ -98,6 +98,7 @@ describe("the SQLite mirror", () => {
     60_000
   )
 
+  // 2,400 rows: long enough that a run killed only once the database has moved has pages left
   it.live(
     "as a process killed with SIGKILL five times at random moments, under faults and drift",
     () =>
@@ -130,7 +131,7 @@ describe("the SQLite mirror", () => {
               `deleted 0, unchanged 0\\), resumed: [1-5],`
           )
         )
-      }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ demoRows: 1200 }))),
+      }).pipe(Effect.scoped, Effect.provide(MicroappServer.layer({ demoRows: 2400 }))),
     120_000
   )
 })
