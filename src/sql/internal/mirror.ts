@@ -1,44 +1,21 @@
 /**
  * The mirror's steps, each over a `Target` (one Microapp, one set of tables, one database): the
- * tables made, the pass opened or resumed, a page written, the pass saved. `SqlMirror` runs them.
+ * tables made, the pass opened or resumed, a page written, the pass saved. `./sqlMirror.ts` runs them.
  */
 import { type SqlClient, type SqlError, type Statement } from "@effect/sql"
-import { Chunk, Clock, Effect, Option, Ref, Schema, Stream } from "effect"
+import { Chunk, Clock, Effect, Option, Ref, Stream } from "effect"
 import * as Changes from "../../Changes.js"
 import * as Infer from "../../internal/infer.js"
 import type { AnyMicroapp } from "../../Microapp.js"
 import { MicroappClient } from "../../MicroappClient.js"
-import { isInvalidCheckpoint, TypeId } from "../../MicroappError.js"
+import { isInvalidCheckpoint } from "../../MicroappError.js"
 import type { Row } from "../../Row.js"
+import type { Tables, Target } from "./names.js"
+import * as Passes from "./passes.js"
 import * as TypedView from "./typedView.js"
-
-/**
- * Another run moved the pass on while this one ran (two mirrors of one table at once): this run
- * stops, its last transaction rolled back; the other goes on.
- */
-export class ConcurrentRun extends Schema.TaggedError<ConcurrentRun>()("ConcurrentRun", {
-  table: Schema.String,
-  microAppID: Schema.String
-}) {
-  readonly [TypeId]: TypeId = TypeId
-  override get message(): string {
-    return `another run is mirroring ${this.microAppID} into ${this.table} at the same time`
-  }
-}
-
-/** The table of passes. */
-export const passesTable = "microapp_passes"
 
 /** Rows a statement writes at most, under SQLite's 32,766 parameters at 8 a row. */
 const statementRows = 1000
-
-/** The tables of a mirror, by name. */
-export interface Tables {
-  readonly rows: string
-  readonly history: string | undefined
-  readonly deletes: string
-  readonly kept: string
-}
 
 /** The type of `data`: `jsonb` on PostgreSQL, parsed once when written; JSON text elsewhere. */
 const dataType = (sql: SqlClient.SqlClient) =>
@@ -88,11 +65,7 @@ const createMissing = (sql: SqlClient.SqlClient, tables: Tables) =>
       microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, data ${dataType(sql)} NOT NULL, fingerprint TEXT NOT NULL,
       pass INTEGER NOT NULL, PRIMARY KEY (microapp_id, row_id))`
     yield* migrateData(sql, tables.rows)
-    yield* sql`CREATE TABLE IF NOT EXISTS ${sql(passesTable)} (
-      row_table TEXT NOT NULL, microapp_id TEXT NOT NULL, pass INTEGER NOT NULL, complete INTEGER NOT NULL,
-      checkpoint TEXT, inserted INTEGER NOT NULL, updated INTEGER NOT NULL, deleted INTEGER NOT NULL,
-      unchanged INTEGER NOT NULL, exhaustive INTEGER NOT NULL, commits INTEGER NOT NULL,
-      PRIMARY KEY (row_table, microapp_id))`
+    yield* Passes.createPassesTable(sql)
     for (const ids of [tables.deletes, tables.kept]) {
       yield* sql`CREATE TABLE IF NOT EXISTS ${sql(ids)} (
         microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, PRIMARY KEY (microapp_id, row_id))`
@@ -120,24 +93,6 @@ const grouped = <A, E>(items: ReadonlyArray<A>, f: (group: ReadonlyArray<A>) => 
     { discard: true }
   )
 
-interface StoredPass {
-  readonly pass: number
-  readonly complete: number
-  readonly checkpoint: string | null
-  readonly commits: number
-}
-
-/** One Microapp's mirror into one set of tables, on one database: what every step below works on. */
-export interface Target {
-  readonly sql: SqlClient.SqlClient
-  readonly tables: Tables
-  readonly microAppID: string
-}
-
-/** The passes table's row of the target. */
-const keyOf = ({ microAppID, sql, tables }: Target) =>
-  sql.and([sql`row_table = ${tables.rows}`, sql`microapp_id = ${microAppID}`])
-
 /** The target's ids recorded in `ids` (its deletes, or its kept candidates). */
 const recorded = ({ microAppID, sql }: Target, ids: string) =>
   sql`row_id IN (SELECT row_id FROM ${sql(ids)} WHERE microapp_id = ${microAppID})`
@@ -155,84 +110,23 @@ const applyDeletes = (target: Target) =>
     yield* sql`DELETE FROM ${sql(tables.rows)} WHERE microapp_id = ${microAppID} AND ${deleted}`
   })
 
-/** Whether the passes table exists: none before a first run (or `createTables`). */
-export const passesTableExists = (sql: SqlClient.SqlClient) =>
-  Effect.map(
-    sql.onDialectOrElse({
-      sqlite: () =>
-        sql<{ found: number }>`SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = ${passesTable}`,
-      orElse: () =>
-        sql<{ found: number }>`SELECT 1 AS found FROM information_schema.tables
-          WHERE table_schema = current_schema() AND table_name = ${passesTable}`
-    }),
-    (found) => found.length > 0
-  )
-
-/** The target's pass in progress or last completed, if any. */
-export const stored = (target: Target, options?: { readonly lock: boolean }) =>
-  Effect.map(
-    target.sql<StoredPass>`SELECT pass, complete, checkpoint, commits FROM ${target.sql(passesTable)}
-      WHERE ${keyOf(target)}${options?.lock === true ? lockOf(target.sql) : target.sql.literal("")}`,
-    (found) => Option.fromNullable(found[0])
-  )
-
-/**
- * Locks the pass's row until the transaction ends, on PostgreSQL: another run's page cannot commit
- * between it and the ids read after it, which would make the checkpoint and its ids disagree.
- * SQLite's transaction reads one snapshot already.
- */
-const lockOf = (sql: SqlClient.SqlClient) =>
-  sql.onDialectOrElse({ pg: () => sql.literal(" FOR UPDATE"), orElse: () => sql.literal("") })
-
-/** The pass's row set to `values`, unless another run wrote it since `commits`; a new or complete pass's deletes forgotten. */
+/** The pass's row set to `values` (`Passes.writePass`); a new or complete pass's deletes forgotten, a complete pass's applied. */
 export const savePass = (target: Target, commits: number, values: {
   readonly pass: number
   readonly checkpoint: Changes.Checkpoint | undefined
-}) => {
-  const { microAppID, sql, tables } = target
-  const summary = values.checkpoint?.summary
-  const row = {
-    pass: values.pass,
-    complete: values.checkpoint?.phase === "done" ? 1 : 0,
-    checkpoint: values.checkpoint === undefined ? null : Changes.toJson(Changes.withoutIds(values.checkpoint)),
-    inserted: summary?.inserted ?? 0,
-    updated: summary?.updated ?? 0,
-    deleted: summary?.deleted ?? 0,
-    unchanged: summary?.unchanged ?? 0,
-    exhaustive: summary?.exhaustive === true ? 1 : 0,
-    commits: commits + 1
-  }
-  return Effect.gen(function*() {
-    const updated = yield* sql<{ commits: number }>`UPDATE ${sql(passesTable)} SET ${sql.update(row)}
-      WHERE ${keyOf(target)} AND commits = ${commits} RETURNING commits`
-    if (updated.length !== 1) return yield* new ConcurrentRun({ table: tables.rows, microAppID })
-    if (row.complete === 1) yield* applyDeletes(target)
+}) =>
+  Effect.gen(function*() {
+    const { microAppID, sql, tables } = target
+    const written = yield* Passes.writePass(target, commits, values)
+    const complete = values.checkpoint?.phase === "done"
+    if (complete) yield* applyDeletes(target)
     // a pass abandoned for a new one leaves its deletes unapplied: only a complete pass may delete
-    if (values.checkpoint === undefined || row.complete === 1) {
+    if (values.checkpoint === undefined || complete) {
       yield* sql`DELETE FROM ${sql(tables.deletes)} WHERE microapp_id = ${microAppID}`
       yield* sql`DELETE FROM ${sql(tables.kept)} WHERE microapp_id = ${microAppID}`
     }
-    return row.commits
+    return written
   })
-}
-
-/** The first pass's row, when there is none yet. */
-const createPass = ({ microAppID, sql, tables }: Target) =>
-  sql`INSERT INTO ${sql(passesTable)} ${
-    sql.insert({
-      row_table: tables.rows,
-      microapp_id: microAppID,
-      pass: 0,
-      complete: 1,
-      checkpoint: null,
-      inserted: 0,
-      updated: 0,
-      deleted: 0,
-      unchanged: 0,
-      exhaustive: 0,
-      commits: 0
-    })
-  } ON CONFLICT (row_table, microapp_id) DO NOTHING`
 
 /** The target's rows (`select`, `row_id` among them) of `from` where `conditions` hold, in keyset pages over the primary key. */
 const keyset = <A extends { readonly row_id: string }>(
@@ -379,13 +273,16 @@ export const openPass = (
 ) =>
   Effect.gen(function*() {
     const client = yield* MicroappClient
-    yield* createPass(target)
-    const { checkpoint, commits, complete, pass } = Option.getOrElse(yield* stored(target, { lock: true }), () => ({
-      pass: 0,
-      complete: 1,
-      checkpoint: null,
-      commits: 0
-    }))
+    yield* Passes.createPass(target)
+    const { checkpoint, commits, complete, pass } = Option.getOrElse(
+      yield* Passes.stored(target, { lock: true }),
+      () => ({
+        pass: 0,
+        complete: 1,
+        checkpoint: null,
+        commits: 0
+      })
+    )
     const open = (pass: number, resume: Changes.Checkpoint | undefined) =>
       Effect.map(
         client.changes({ ...rows, baseline: baseline(target, pass), resume }),

@@ -29,7 +29,8 @@ const bookkeeping = ["_id", "microapp_id", "pass", "fingerprint"] as const
 /** PostgreSQL's identifiers are cut at 63 bytes: a name and its `_N` suffix stay under. */
 const maxName = 56
 
-const snakeCase = (label: string): string => {
+/** A label as a name SQL takes unquoted: snake_case, accents dropped, never empty nor starting with a digit. */
+export const snakeCase = (label: string): string => {
   const words = label.normalize("NFKD").replace(/[\u0300-\u036f]/g, "")
     .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
     .toLowerCase()
