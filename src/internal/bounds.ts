@@ -88,9 +88,12 @@ export const RequestTimeout = durationIn(minTimeout, bounds.timeout)
  * one source, and the Schemas that check them against their bounds cannot drift from them.
  */
 export const checking = <I>() =>
-<A, E extends I>(
-  schema: Schema.Schema<A, E> & (I extends E ? SameKeys<I, E> : "takes another type than its public one")
-): Schema.Schema<A, E> => schema
+<S extends Schema.Schema.AnyNoContext>(
+  schema:
+    & S
+    & ([Schema.Schema.Encoded<S>, I] extends [I, Schema.Schema.Encoded<S>] ? SameKeys<I, Schema.Schema.Encoded<S>>
+      : "takes another type than its public one")
+): S => schema
 
 /** `unknown` when `X` and `Y` have the same keys: an optional key added to one alone is still a drift. */
 type SameKeys<X, Y> = [Exclude<keyof X, keyof Y> | Exclude<keyof Y, keyof X>] extends [never] ? unknown

@@ -127,7 +127,7 @@ const PageSize = wholeNumberIn(1, bounds.pageSize)
 const Concurrency = wholeNumberIn(1, bounds.concurrency)
 
 /** The options of a scan but those checked where they are used: `resume` and `checkpointEvery`, `timeout` and `retry`. */
-const RowsOptionsSchema = checking<
+export const RowsOptionsSchema = checking<
   Omit<MicroappClient.RowsOptions, "resume" | "checkpointEvery" | keyof MicroappClient.CallOptions>
 >()(Schema.Struct({
   ...Query.Selection.fields,

@@ -16,12 +16,13 @@
  * @since 0.2.0
  */
 import { SqlClient, SqlError } from "@effect/sql"
-import { Activity, Workflow } from "@effect/workflow"
+import { Activity, Workflow, type WorkflowEngine } from "@effect/workflow"
 import { Context, Effect, Exit, Layer, Option, Schema, Scope } from "effect"
 import * as Changes from "../Changes.js"
+import { checking, validate } from "../internal/bounds.js"
 import { MicroappClient } from "../MicroappClient.js"
-import { ScanError, TooManyDeletes, TypeId } from "../MicroappError.js"
-import * as Query from "../Query.js"
+import { type InvalidInput, ScanError, TooManyDeletes, TypeId } from "../MicroappError.js"
+import { DataOptions } from "../sql/internal/options.js"
 import * as SqlMirror from "../sql/SqlMirror.js"
 
 /**
@@ -54,13 +55,17 @@ export class MirrorDatabase extends Context.Tag("effect-microapp/workflow/Mirror
 export const Summary: Schema.Schema<Changes.Summary> = Changes.Summary
 
 /**
- * The mirror's database failed (`SqlError`, whose cause does not cross the wire): its message.
+ * The mirror's database failed: the driver's own words (`SqlMirror.describeError`, any URL's
+ * password hidden), and the `SqlError` as its cause, which crosses the wire as its name and message.
  *
  * @since 0.2.0
  * @category errors
  */
-export class MirrorDatabaseError extends Schema.TaggedError<MirrorDatabaseError>()("MirrorDatabaseError", {
-  message: Schema.String
+export class MirrorDatabaseError extends Schema.TaggedError<MirrorDatabaseError>(
+  "effect-microapp/workflow/MicroappMirror/MirrorDatabaseError"
+)("MirrorDatabaseError", {
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect)
 }) {
   /** @since 0.2.0 */
   readonly [TypeId]: TypeId = TypeId
@@ -68,7 +73,7 @@ export class MirrorDatabaseError extends Schema.TaggedError<MirrorDatabaseError>
    * @since 0.2.0
    */
   static readonly fromSqlError = (error: SqlError.SqlError): MirrorDatabaseError =>
-    new MirrorDatabaseError({ message: SqlMirror.describeError(error) })
+    new MirrorDatabaseError({ message: SqlMirror.describeError(error), cause: error })
 }
 
 /**
@@ -92,33 +97,43 @@ export const MirrorError = Schema.Union(
 export type MirrorError = typeof MirrorError.Type
 
 /**
- * An execution's payload: the `rows` selection and scan options of `SqlMirror.Options`, where to
- * keep the mirror (`table`, `history`), and `slot`, which names the run (the scheduled time as
- * ISO-8601 text, say). Executions with the same Microapp, table and slot are one.
+ * An execution's payload: every option of `SqlMirror.run` that is data (the `rows` selection and
+ * scan options, `checkpointEvery`, `table`, `history`, `view`, `deletes`, `maxDeletes`; not
+ * `definition`, a Microapp's Schemas, nor `timeout` and `retry`, which the runner's
+ * `MicroappClient` has), and `slot`, which names the run (the scheduled time as ISO-8601 text,
+ * say). Executions with the same Microapp, table and slot are one.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Payload extends Omit<SqlMirror.Options, "definition" | "timeout" | "retry"> {
+  readonly slot: string
+}
+
+/**
+ * The payload's Schema, with the bounds of every option (`pageSize` from 1 to 10,000, ...).
  *
  * @since 0.2.0
  * @category schemas
  */
-export const Payload = Schema.Struct({
-  ...Query.Selection.fields,
-  pageSize: Schema.optional(Schema.Number),
-  concurrency: Schema.optional(Schema.Union(Schema.Number, Schema.Literal("auto"))),
-  maxConcurrency: Schema.optional(Schema.Number),
-  prefetch: Schema.optional(Schema.Number),
-  overlap: Schema.optional(Schema.Number),
-  onInconsistent: Schema.optional(Schema.Literal("fail", "continue")),
-  table: Schema.optional(Schema.String),
-  history: Schema.optional(Schema.Boolean),
-  /** The delete guard of the pass (`SqlMirror.Options.maxDeletes`). */
-  maxDeletes: Schema.optional(Schema.Number),
-  slot: Schema.String
-})
+export const Payload = checking<Payload>()(Schema.Struct({ ...DataOptions.fields, slot: Schema.String }))
 
 /**
+ * The payload checked, each option against its bounds and the table's and view's names as
+ * `SqlMirror.run` checks them: `InvalidInput` naming the option at fault otherwise.
+ *
  * @since 0.2.0
- * @category models
+ * @category constructors
  */
-export type Payload = typeof Payload.Type
+export const checkPayload = (payload: Payload): Effect.Effect<typeof Payload.Type, InvalidInput> =>
+  Effect.gen(function*() {
+    const checked = yield* validatePayload(payload)
+    const table = yield* SqlMirror.tableOf(checked)
+    if (checked.view !== undefined) yield* SqlMirror.viewOf({ view: checked.view, table })
+    return checked
+  })
+
+const validatePayload = validate(Payload, undefined, "payload")
 
 /**
  * The workflow: `MicroappMirror.execute(payload)` runs (or joins) the execution of `payload` and
@@ -134,6 +149,16 @@ export const MicroappMirror = Workflow.make({
   error: MirrorError,
   idempotencyKey: ({ microAppID, slot, table = SqlMirror.defaultTable }) => `${table}/${microAppID}/${slot}`
 })
+
+/**
+ * Runs (or joins) the execution of `payload`, checked first (`checkPayload`): an option out of its
+ * bounds fails with `InvalidInput` before anything is sent to the cluster.
+ *
+ * @since 0.2.0
+ * @category workflows
+ */
+export const execute = (payload: Payload): Effect.Effect<Changes.Summary, MirrorError, WorkflowEngine.WorkflowEngine> =>
+  Effect.flatMap(checkPayload(payload), (checked) => MicroappMirror.execute(checked))
 
 const isSqlError = (error: unknown): error is SqlError.SqlError => error instanceof SqlError.SqlError
 

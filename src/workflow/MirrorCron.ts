@@ -9,7 +9,7 @@ import { ClusterCron, type Sharding } from "@effect/cluster"
 import type { WorkflowEngine } from "@effect/workflow"
 import { type Cron, DateTime, type Duration, Effect, HashMap, Layer, Option } from "effect"
 import * as SqlMirror from "../sql/SqlMirror.js"
-import { MicroappMirror, type Payload } from "./MicroappMirror.js"
+import { execute, type Payload } from "./MicroappMirror.js"
 
 /**
  * One mirror to keep: a payload of `MicroappMirror` without its slot, which each tick gives.
@@ -86,7 +86,7 @@ const tickTime = Effect.flatMap(
 const runTick = (mirror: Mirror) =>
   Effect.gen(function*() {
     const slot = yield* tickTime
-    const summary = yield* MicroappMirror.execute({ ...mirror, slot })
+    const summary = yield* execute({ ...mirror, slot })
     yield* Effect.logInfo("MicroappMirror run complete").pipe(Effect.annotateLogs({
       microAppID: mirror.microAppID,
       slot,

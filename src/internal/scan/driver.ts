@@ -75,7 +75,7 @@ export interface Checkpointing {
   readonly every: RowStream.CheckpointEvery
 }
 
-const CheckpointEvery = checking<RowStream.CheckpointEvery>()(
+export const CheckpointEvery = checking<RowStream.CheckpointEvery>()(
   Schema.Struct({
     pages: Schema.optional(Query.Limit.pipe(Schema.lessThanOrEqualTo(10_000))),
     rows: Schema.optional(Query.Limit.pipe(Schema.lessThanOrEqualTo(1_000_000)))
