@@ -23,7 +23,7 @@ const program = Effect.gen(function*() {
   yield* Effect.forEach(
     microApps,
     (microAppID) =>
-      MicroappMirror.MicroappMirror.execute({ microAppID, slot, pageSize }).pipe(
+      MicroappMirror.execute({ microAppID, slot, pageSize }).pipe(
         Effect.flatMap((summary) =>
           Console.log(
             `${microAppID}: inserted ${summary.inserted}, updated ${summary.updated}, deleted ${summary.deleted}, ` +
