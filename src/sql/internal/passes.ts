@@ -93,10 +93,10 @@ const columnNames = (sql: SqlClient.SqlClient) =>
 /**
  * The summary's columns an earlier version did not make, added; each pass's filled from its
  * checkpoint, which holds its summary (one the checkpoint cannot give keeps the empty values until
- * its pass commits again).
+ * its pass commits again). In one transaction: a run killed meanwhile leaves the table as it was.
  */
 const addMissingColumns = (sql: SqlClient.SqlClient) =>
-  Effect.gen(function*() {
+  sql.withTransaction(Effect.gen(function*() {
     const present = yield* columnNames(sql)
     const missing = summaryColumns.filter((column) => !present.has(column.name))
     if (missing.length === 0) return
@@ -111,7 +111,7 @@ const addMissingColumns = (sql: SqlClient.SqlClient) =>
       yield* sql`UPDATE ${sql(passesTable)} SET ${sql.update(summaryRow(checkpoint.value.summary))}
         WHERE row_table = ${pass.row_table} AND microapp_id = ${pass.microapp_id}`
     }
-  })
+  }))
 
 /** The table made when missing, or brought up to date. */
 export const createPassesTable = (sql: SqlClient.SqlClient) =>
