@@ -29,8 +29,7 @@ import {
 import * as Query from "../Query.js"
 import { type InvalidRow, Row, RowMetadata } from "../Row.js"
 import * as RowStream from "../RowStream.js"
-import { bounds, checking, durationIn, RequestTimeout, Retry, wholeNumberIn } from "./bounds.js"
-import { validate } from "./bounds.js"
+import { CollectMax, RowsOptionsSchema, TuningSchema, validate } from "./bounds.js"
 import { makeUpdateRows } from "./bulkUpdate.js"
 import * as Changes from "./changes.js"
 import { type Contract, contractOf, decodeEnvelope, pageDecoder, type RowDecoder, schemaStep } from "./http/decode.js"
@@ -98,49 +97,7 @@ const tuningDefaults = {
   maxInFlight: 64
 }
 
-const zero = Duration.zero
-
-/** The client's own options, checked against their bounds (the schedule, a function, is not). */
-const TuningSchema = checking<MicroappClient.Tuning>()(Schema.Struct({
-  timeout: Schema.optional(RequestTimeout),
-  pageSize: Schema.optional(wholeNumberIn(1, bounds.pageSize)),
-  maxResponseBytes: Schema.optional(wholeNumberIn(bounds.minResponseBytes, bounds.maxResponseBytes)),
-  retry: Schema.optional(Retry),
-  // a step of the caller's own: its type is all there is to check
-  transformClient: Schema.optional(
-    Schema.declare((input): input is (client: HttpClient.HttpClient) => HttpClient.HttpClient =>
-      typeof input === "function"
-    )
-  ),
-  rateLimit: Schema.optional(
-    checking<MicroappClient.RateLimitOptions>()(Schema.Struct({
-      requestsPerSecond: Schema.optional(wholeNumberIn(1, bounds.requestsPerSecond)),
-      maxInFlight: Schema.optional(wholeNumberIn(1, bounds.maxInFlight)),
-      maxPause: Schema.optional(durationIn(zero, bounds.maxPause))
-    }))
-  )
-}))
-
 const validateTuning = validate(TuningSchema, undefined, "tuning")
-
-const PageSize = wholeNumberIn(1, bounds.pageSize)
-const Concurrency = wholeNumberIn(1, bounds.concurrency)
-
-/** The options of a scan but those checked where they are used: `resume` and `checkpointEvery`, `timeout` and `retry`. */
-const RowsOptionsSchema = checking<
-  Omit<MicroappClient.RowsOptions, "resume" | "checkpointEvery" | keyof MicroappClient.CallOptions>
->()(Schema.Struct({
-  ...Query.Selection.fields,
-  pageSize: Schema.optional(PageSize),
-  concurrency: Schema.optional(Schema.Union(Concurrency, Schema.Literal("auto"))),
-  maxConcurrency: Schema.optional(Concurrency),
-  dedupe: Schema.optional(Schema.Literal("exact", "recent")),
-  prefetch: Schema.optional(wholeNumberIn(1, bounds.prefetch)),
-  overlap: Schema.optional(wholeNumberIn(0, bounds.overlap)),
-  onInconsistent: Schema.optional(Schema.Literal("fail", "continue"))
-}))
-
-const CollectMax = Schema.Struct({ max: wholeNumberIn(0, bounds.collectMax) })
 
 type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
 
