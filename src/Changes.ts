@@ -34,7 +34,7 @@
  */
 import { type Data, type Effect, Schema, type Stream } from "effect"
 import type * as ScanCheckpoint from "./Checkpoint.js"
-import * as internal from "./internal/changes.js"
+import * as internal from "./internal/changes/index.js"
 import * as Fingerprint from "./internal/fingerprint.js"
 import type { MicroappClient } from "./MicroappClient.js"
 import type { InvalidCheckpoint, ScanError, TooManyDeletes } from "./MicroappError.js"

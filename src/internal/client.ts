@@ -31,10 +31,11 @@ import { type InvalidRow, Row, RowMetadata } from "../Row.js"
 import * as RowStream from "../RowStream.js"
 import { CollectMax, RowsOptionsSchema, TuningSchema, validate } from "./bounds.js"
 import { makeUpdateRows } from "./bulkUpdate.js"
-import * as Changes from "./changes.js"
+import { makePass } from "./changes/index.js"
 import { type Contract, contractOf, decodeEnvelope, pageDecoder, type RowDecoder, schemaStep } from "./http/decode.js"
 import { type Endpoint, endpoints } from "./http/endpoints.js"
 import { where } from "./http/errors.js"
+import { identified as identifiedBy } from "./http/identify.js"
 import * as InFlight from "./http/inFlight.js"
 import { Sendable } from "./http/plainData.js"
 import { defaultMaxPause, makeRateGate } from "./http/retry.js"
@@ -353,8 +354,8 @@ const makeWith = Effect.fnUntraced(function*<E>(
       return row
     })
 
-    const identified = Changes.identified(schemaStep(schema, false), contract)
-    const changes = Changes.makePass(
+    const identified = identifiedBy(schemaStep(schema, false), contract)
+    const changes = makePass(
       scanWith(identified),
       Effect.fn("MicroappClient.changes.read")(function*(rowID, options) {
         // set aside as its policy says, as the scan would set it aside
