@@ -59,7 +59,7 @@ import * as IdSet from "./scan/IdSet.js"
  * request's path, and userinfo would be dropped: each is refused. The URL itself is never quoted
  * in the error, as it may hold a credential.
  */
-export const normaliseBaseUrl = (baseUrl: string): Either.Either<string, InvalidInput> => {
+const normaliseBaseUrl = (baseUrl: string): Either.Either<string, InvalidInput> => {
   const trimmed = baseUrl.trim().replace(/\/+$/, "")
   const refuse = (reason: string) => Either.left(new InvalidInput({ input: "baseUrl", reason }))
   let url: URL
@@ -81,7 +81,7 @@ export const normaliseBaseUrl = (baseUrl: string): Either.Either<string, Invalid
  * A credential read from config, refused when no header can carry it: naming its option, never its
  * value (a ConfigError of a redacted config has no path to name).
  */
-export const headerSafeConfig = <A>(
+const headerSafeConfig = <A>(
   config: Config.Config<A>,
   name: "authToken" | "userId",
   text: (value: A) => string
@@ -458,3 +458,28 @@ export const login = (
     Effect.flatMap(makeSender(options), ({ checked, requester }) =>
       Either.isLeft(checked) ? Effect.fail(checked.left) : logIn(requester, options))
   )
+
+/** The client configured by `Config` values: the credentials read (and refused as `ConfigError`s), then `make`. */
+export const makeConfig = (
+  options: MicroappClient.ConfigOptions
+): Effect.Effect<MicroappClient.Service, ConfigError.ConfigError, HttpClient.HttpClient | Scope.Scope> => {
+  const { authToken, baseUrl, userId, ...tuning } = options
+  return Effect.flatMap(
+    Config.all({
+      // a base URL that would garble every request fails here, naming its variable
+      baseUrl: Config.mapOrFail(
+        baseUrl ?? Config.string("MICROAPP_BASE_URL"),
+        (url) => Either.mapLeft(normaliseBaseUrl(url), (error) => ConfigError.InvalidData([], error.reason))
+      ),
+      // as is every credential no header can carry
+      authToken: headerSafeConfig(
+        // Config.redacted would redact its own "missing" message too; a string config never shows its value
+        authToken ?? Config.map(Config.string("MICROAPP_AUTH_TOKEN"), Redacted.make),
+        "authToken",
+        Redacted.value
+      ),
+      userId: headerSafeConfig(userId ?? Config.string("MICROAPP_USER_ID"), "userId", String)
+    }),
+    (credentials) => make({ ...tuning, ...credentials })
+  )
+}

@@ -7,6 +7,7 @@
  * control read finds a row the scan saw and the delete guard allows them (`deletes.ts`). The
  * runner is `pass.ts`; a pass's checkpoint, its text and its checks, `checkpoint.ts`.
  */
+export { fingerprint } from "../fingerprint.js"
 export { Baseline, Change, fold } from "./baseline.js"
 export { CheckpointTypeId, Counts, fromJson, isCheckpoint, toJson, withIds, withoutIds } from "./checkpoint.js"
 export { deleteGuard } from "./deletes.js"
