@@ -11,6 +11,7 @@ import { InvalidInput, type MicroappError } from "../MicroappError.js"
 import * as Query from "../Query.js"
 import { bounds, wholeNumberIn } from "./limits.js"
 
+// where the transport and the scan have always read them
 export { bounds, wholeNumberIn } from "./limits.js"
 
 /** What a duration in `[min, max]` must be, said the same way wherever one is refused. */
@@ -149,7 +150,7 @@ export const RowsOptionsSchema = checking<
 /** What `collect` takes besides a scan's options. */
 export const CollectMax = Schema.Struct({ max: wholeNumberIn(0, bounds.collectMax) })
 
-/** The options of `updateRows`. */
+/** The options of `updateRows`; `stop`, an Effect, is the caller's own: its type is all there is to check. */
 export const UpdateRowsOptionsSchema = checking<Omit<BulkUpdate.Options, "stop">>()(Schema.Struct({
   concurrency: Schema.optional(Concurrency),
   stopOnFailure: Schema.optional(Schema.Boolean),
