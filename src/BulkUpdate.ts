@@ -6,7 +6,8 @@
  *
  * @since 0.1.0
  */
-import { Clock, Data, Effect, Sink } from "effect"
+import type { Data, Effect, Schema, Sink } from "effect"
+import * as internal from "./internal/bulkUpdate.js"
 import type { GetRowError, InvalidInput, UpdateRowError } from "./MicroappError.js"
 
 /**
@@ -35,12 +36,12 @@ export interface Options {
  * @since 0.1.0
  * @category constants
  */
-export const defaults = {
-  concurrency: 4,
-  stopOnFailure: false,
-  readBack: true,
-  maxSends: 5
-} as const satisfies { readonly [K in Exclude<keyof Options, "stop">]-?: NonNullable<Options[K]> }
+export const defaults: {
+  readonly concurrency: 4
+  readonly stopOnFailure: false
+  readonly readBack: true
+  readonly maxSends: 5
+} = internal.defaults
 
 /**
  * What happened to one update. `index` is its 0-based position in the input stream; `sends` is
@@ -98,46 +99,42 @@ export interface Sent {
  * @since 0.1.0
  * @category constructors
  */
-export const Outcome = Data.taggedEnum<Outcome>()
+export const Outcome: Data.TaggedEnum.Constructor<Outcome> = internal.Outcome
 
 /**
- * Counts of outcomes; `verifiedByReadBack` counts the `updated` ones resolved by reading back;
- * `retries` sums the outcomes' retries, `throttled` counts the updates a client-wide pause held
- * back; `elapsedMillis` is the run's time, from the start of `summarize` to the end of the stream
- * (0 in a summary built with `addOutcome` alone).
+ * Counts of outcomes, a Schema: the figures are declared once, and `addOutcome` adds to each of
+ * them what an outcome says. `verifiedByReadBack` counts the `updated` ones resolved by reading
+ * back; `retries` sums the outcomes' retries, `throttled` counts the updates a client-wide pause
+ * held back; `elapsedMillis` is the run's time, from the start of `summarize` to the end of the
+ * stream (0 in a summary built with `addOutcome` alone).
  *
  * @since 0.1.0
  * @category models
  */
-export interface Summary {
-  readonly total: number
-  readonly updated: number
-  readonly verifiedByReadBack: number
-  readonly refused: number
-  readonly failed: number
-  readonly unknown: number
-  readonly invalid: number
-  readonly retries: number
-  readonly throttled: number
-  readonly elapsedMillis: number
-}
+export const Summary: Schema.Struct<{
+  total: typeof Schema.NonNegativeInt
+  updated: typeof Schema.NonNegativeInt
+  verifiedByReadBack: typeof Schema.NonNegativeInt
+  refused: typeof Schema.NonNegativeInt
+  failed: typeof Schema.NonNegativeInt
+  unknown: typeof Schema.NonNegativeInt
+  invalid: typeof Schema.NonNegativeInt
+  retries: typeof Schema.NonNegativeInt
+  throttled: typeof Schema.NonNegativeInt
+  elapsedMillis: typeof Schema.NonNegativeInt
+}> = internal.Summary
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Summary extends Schema.Schema.Type<typeof Summary> {}
 
 /**
  * @since 0.1.0
  * @category summary
  */
-export const emptySummary: Summary = {
-  total: 0,
-  updated: 0,
-  verifiedByReadBack: 0,
-  refused: 0,
-  failed: 0,
-  unknown: 0,
-  invalid: 0,
-  retries: 0,
-  throttled: 0,
-  elapsedMillis: 0
-}
+export const emptySummary: Summary = internal.emptySummary
 
 /**
  * The summary with one more outcome counted.
@@ -145,31 +142,7 @@ export const emptySummary: Summary = {
  * @since 0.1.0
  * @category summary
  */
-export const addOutcome = (counted: Summary, outcome: Outcome): Summary => {
-  const total = counted.total + 1
-  const summary = outcome._tag === "Invalid" ? counted : {
-    ...counted,
-    retries: counted.retries + outcome.retries,
-    throttled: counted.throttled + (outcome.throttled ? 1 : 0)
-  }
-  switch (outcome._tag) {
-    case "Updated":
-      return {
-        ...summary,
-        total,
-        updated: summary.updated + 1,
-        verifiedByReadBack: summary.verifiedByReadBack + (outcome.verifiedByReadBack ? 1 : 0)
-      }
-    case "Refused":
-      return { ...summary, total, refused: summary.refused + 1 }
-    case "Failed":
-      return { ...summary, total, failed: summary.failed + 1 }
-    case "Unknown":
-      return { ...summary, total, unknown: summary.unknown + 1 }
-    case "Invalid":
-      return { ...summary, total, invalid: summary.invalid + 1 }
-  }
-}
+export const addOutcome: (counted: Summary, outcome: Outcome) => Summary = internal.addOutcome
 
 /**
  * Folds outcomes into their `Summary`: `Stream.run(client.updateRows(updates), BulkUpdate.summarize)`,
@@ -178,10 +151,4 @@ export const addOutcome = (counted: Summary, outcome: Outcome): Summary => {
  * @since 0.1.0
  * @category summary
  */
-export const summarize: Sink.Sink<Summary, Outcome> = Sink.unwrap(
-  Effect.map(Clock.currentTimeMillis, (start) =>
-    Sink.mapEffect(
-      Sink.foldLeft(emptySummary, addOutcome),
-      (summary) => Effect.map(Clock.currentTimeMillis, (end) => ({ ...summary, elapsedMillis: end - start }))
-    ))
-)
+export const summarize: Sink.Sink<Summary, Outcome> = internal.summarize

@@ -34,8 +34,7 @@
  */
 import { type Data, type Effect, Schema, type Stream } from "effect"
 import type * as ScanCheckpoint from "./Checkpoint.js"
-import * as internal from "./internal/changes.js"
-import * as Fingerprint from "./internal/fingerprint.js"
+import * as internal from "./internal/changes/index.js"
 import type { MicroappClient } from "./MicroappClient.js"
 import type { InvalidCheckpoint, ScanError, TooManyDeletes } from "./MicroappError.js"
 import * as RowStream from "./RowStream.js"
@@ -82,7 +81,7 @@ export const Change = internal.Change
  * @since 0.2.0
  * @category fingerprints
  */
-export const fingerprint: (row: unknown) => string = Fingerprint.fingerprint
+export const fingerprint: (row: unknown) => string = internal.fingerprint
 
 /**
  * A baseline id that a pass has not seen, with the fingerprint the baseline holds for it.

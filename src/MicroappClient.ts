@@ -6,14 +6,13 @@
  */
 import type * as HttpClient from "@effect/platform/HttpClient"
 import {
-  Config,
-  ConfigError,
+  type Config,
+  type ConfigError,
   Context,
   type Duration,
-  Effect,
-  Either,
+  type Effect,
   Layer,
-  Redacted,
+  type Redacted,
   type Schedule,
   type Schema,
   type Stream
@@ -91,29 +90,7 @@ export class MicroappClient extends Context.Tag("effect-microapp/MicroappClient"
   static layerConfig(
     options: MicroappClient.ConfigOptions = {}
   ): Layer.Layer<MicroappClient, ConfigError.ConfigError, HttpClient.HttpClient> {
-    const { authToken, baseUrl, userId, ...tuning } = options
-    return Layer.scoped(
-      MicroappClient,
-      Effect.flatMap(
-        Config.all({
-          // a base URL that would garble every request fails here, naming its variable
-          baseUrl: Config.mapOrFail(
-            baseUrl ?? Config.string("MICROAPP_BASE_URL"),
-            (url) =>
-              Either.mapLeft(internal.normaliseBaseUrl(url), (error) => ConfigError.InvalidData([], error.reason))
-          ),
-          // as is every credential no header can carry
-          authToken: internal.headerSafeConfig(
-            // Config.redacted would redact its own "missing" message too; a string config never shows its value
-            authToken ?? Config.map(Config.string("MICROAPP_AUTH_TOKEN"), Redacted.make),
-            "authToken",
-            Redacted.value
-          ),
-          userId: internal.headerSafeConfig(userId ?? Config.string("MICROAPP_USER_ID"), "userId", String)
-        }),
-        (credentials) => internal.make({ ...tuning, ...credentials })
-      )
-    )
+    return Layer.scoped(MicroappClient, internal.makeConfig(options))
   }
 
   /**

@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import { Schema } from "effect"
-import { bounds, wholeNumberIn } from "./internal/bounds.js"
+import { bounds, wholeNumberIn } from "./internal/limits.js"
 
 /**
  * A non-blank identifier (microAppID, rowID, fieldID).

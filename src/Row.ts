@@ -4,11 +4,9 @@
  *
  * @since 0.1.0
  */
-import { Data, DateTime, ParseResult, Schema } from "effect"
-import { formatLocal } from "./internal/clientSubmitted.js"
+import { Data, type DateTime, Option, ParseResult, Schema } from "effect"
+import * as internal from "./internal/row.js"
 import type { UnexpectedResponse } from "./MicroappError.js"
-
-const clientSubmittedPattern = /^(\d{4})-(\d{2})-(\d{2}) \((\d{2}):(\d{2}):(\d{2})\) ([+-])(\d{2})(\d{2})$/
 
 /**
  * The client-side submission time as the service writes it: `2021-03-01 (15:34:49) +1100`.
@@ -17,7 +15,7 @@ const clientSubmittedPattern = /^(\d{4})-(\d{2})-(\d{2}) \((\d{2}):(\d{2}):(\d{2
  * @category schemas
  */
 export const ClientSubmittedString = Schema.String.pipe(
-  Schema.pattern(clientSubmittedPattern, {
+  Schema.pattern(internal.clientSubmittedPattern, {
     identifier: "ClientSubmittedString",
     message: () => "expected YYYY-MM-DD (HH:mm:ss) +hhmm"
   })
@@ -32,20 +30,12 @@ export const ClientSubmittedString = Schema.String.pipe(
  */
 export const ClientSubmitted = Schema.transformOrFail(ClientSubmittedString, Schema.DateTimeZonedFromSelf, {
   strict: true,
-  decode: (text, _, ast) => {
-    const match = clientSubmittedPattern.exec(text)
-    const part = (index: number): number => Number(match?.[index])
-    const [year, month, day] = [part(1), part(2), part(3)]
-    const offset = (match?.[7] === "-" ? -1 : 1) * (part(8) * 60 + part(9)) * 60_000
-    const wallClock = new Date(Date.UTC(year, month - 1, day, part(4), part(5), part(6)))
-    // Date.UTC rolls 2021-02-31 over into March: a date that does not round-trip is not a date
-    const valid = wallClock.getUTCFullYear() === year && wallClock.getUTCMonth() === month - 1 &&
-      wallClock.getUTCDate() === day && part(4) < 24 && part(5) < 60 && part(6) < 60
-    return valid
-      ? ParseResult.succeed(DateTime.unsafeMakeZoned(wallClock.getTime() - offset, { timeZone: offset }))
-      : ParseResult.fail(new ParseResult.Type(ast, text, "not a valid date and time"))
-  },
-  encode: (dateTime) => ParseResult.succeed(formatClientSubmitted(dateTime))
+  decode: (text, _, ast) =>
+    Option.match(internal.parseClientSubmitted(text), {
+      onNone: () => ParseResult.fail(new ParseResult.Type(ast, text, "not a valid date and time")),
+      onSome: ParseResult.succeed
+    }),
+  encode: (dateTime) => ParseResult.succeed(internal.formatClientSubmitted(dateTime))
 })
 
 /**
@@ -54,8 +44,7 @@ export const ClientSubmitted = Schema.transformOrFail(ClientSubmittedString, Sch
  * @since 0.1.0
  * @category formatting
  */
-export const formatClientSubmitted = (dateTime: DateTime.Zoned): string =>
-  formatLocal(DateTime.toParts(dateTime), DateTime.zonedOffset(dateTime))
+export const formatClientSubmitted: (dateTime: DateTime.Zoned) => string = internal.formatClientSubmitted
 
 /**
  * A displayed field value: its label and its value.

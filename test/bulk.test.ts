@@ -3,8 +3,8 @@
  * failures resolved by reading the row back, against the emulator over real HTTP.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, DateTime, Deferred, Effect, FastCheck, Predicate, Random, Stream } from "effect"
-import { BulkUpdate, InvalidInput, Microapp, MicroappClient } from "../src/index.js"
+import { Chunk, DateTime, Deferred, Effect, Either, FastCheck, Predicate, Random, Schema, Stream } from "effect"
+import { BulkUpdate, InvalidInput, Microapp, MicroappClient, Timeout } from "../src/index.js"
 import { readsBack } from "../src/internal/bulkUpdate.js"
 import { type FaultKind, MicroappServer, Projects, type RequestRecord } from "../src/testing/index.js"
 import { applyUpdate } from "../src/testing/Table.js"
@@ -656,5 +656,59 @@ describe("the read-back comparison", () => {
         embeddingRowID: taskID(6)
       })
     ).toBe(false)
+  })
+})
+
+describe("the summary, a Schema", () => {
+  const sent = {
+    index: FastCheck.nat(),
+    rowID: FastCheck.constant(taskID(0)),
+    sends: FastCheck.integer({ min: 1, max: 20 }),
+    retries: FastCheck.nat({ max: 50 }),
+    throttled: FastCheck.boolean()
+  }
+  const error = new Timeout({ method: "POST", path: updatePath, timeoutMillis: 5 })
+  const outcome: FastCheck.Arbitrary<BulkUpdate.Outcome> = FastCheck.oneof(
+    FastCheck.record({ ...sent, verifiedByReadBack: FastCheck.boolean() }).map(BulkUpdate.Outcome.Updated),
+    FastCheck.record(sent).map((fields) => BulkUpdate.Outcome.Refused({ ...fields, error })),
+    FastCheck.record(sent).map((fields) => BulkUpdate.Outcome.Failed({ ...fields, error })),
+    FastCheck.record(sent).map((fields) => BulkUpdate.Outcome.Unknown({ ...fields, error, readBackError: undefined })),
+    FastCheck.nat().map((index) =>
+      BulkUpdate.Outcome.Invalid({ index, rowID: undefined, error: new InvalidInput({ input: "rowID", reason: "x" }) })
+    )
+  )
+  const decode = Schema.decodeUnknownEither(BulkUpdate.Summary)
+
+  it.prop(
+    "addOutcome counts each kind, the reads back that verified, the retries and the pauses of the outcomes sent; the summary reads back from its JSON",
+    [FastCheck.array(outcome, { maxLength: 40 })],
+    ([outcomes]) => {
+      const summary = outcomes.reduce(BulkUpdate.addOutcome, BulkUpdate.emptySummary)
+      const kind = (tag: BulkUpdate.Outcome["_tag"]) => outcomes.filter((outcome) => outcome._tag === tag).length
+      const wasSent = outcomes.flatMap((outcome) => outcome._tag === "Invalid" ? [] : [outcome])
+      expect(summary).toStrictEqual({
+        total: outcomes.length,
+        updated: kind("Updated"),
+        verifiedByReadBack: outcomes.filter((outcome) => outcome._tag === "Updated" && outcome.verifiedByReadBack)
+          .length,
+        refused: kind("Refused"),
+        failed: kind("Failed"),
+        unknown: kind("Unknown"),
+        invalid: kind("Invalid"),
+        retries: wasSent.reduce((sum, outcome) => sum + outcome.retries, 0),
+        throttled: wasSent.filter((outcome) => outcome.throttled).length,
+        elapsedMillis: 0
+      })
+      expect(decode(JSON.parse(JSON.stringify(summary)))).toStrictEqual(Either.right(summary))
+    }
+  )
+
+  it("a figure that is no count, or missing, is refused", () => {
+    expect(Either.isRight(decode(BulkUpdate.emptySummary))).toBe(true)
+    for (const figure of Object.keys(BulkUpdate.Summary.fields)) {
+      for (const value of [-1, 0.5, "1", undefined]) {
+        expect(Either.isLeft(decode({ ...BulkUpdate.emptySummary, [figure]: value })), `${figure}: ${value}`).toBe(true)
+      }
+    }
   })
 })

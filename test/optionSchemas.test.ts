@@ -1,6 +1,17 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Either, ParseResult, Schema } from "effect"
-import { checking, durationIn, durationReason } from "../src/internal/bounds.js"
+import {
+  bounds,
+  checking,
+  CollectMax,
+  durationIn,
+  durationReason,
+  RowsOptionsSchema,
+  TuningSchema,
+  UpdateRowsOptionsSchema,
+  validateEither
+} from "../src/internal/bounds.js"
+import type { InvalidInput } from "../src/MicroappError.js"
 
 interface Public {
   readonly a?: number | undefined
@@ -35,4 +46,37 @@ describe("each option Schema takes exactly its public type", () => {
       ])
     }
   })
+})
+
+describe("bounds.ts holds the option Schemas, each refusing past its bound with the option's name", () => {
+  const rows = validateEither(RowsOptionsSchema, undefined)
+  const tuning = validateEither(TuningSchema, undefined)
+  const collect = validateEither(CollectMax, undefined)
+  const updates = validateEither(UpdateRowsOptionsSchema, undefined)
+  const cases: ReadonlyArray<{
+    readonly check: (input: unknown) => Either.Either<unknown, InvalidInput>
+    readonly base: object
+    readonly input: string
+    readonly bound: number
+  }> = [
+    { check: rows, base: { microAppID: "app" }, input: "pageSize", bound: bounds.pageSize },
+    { check: rows, base: { microAppID: "app" }, input: "maxConcurrency", bound: bounds.concurrency },
+    { check: rows, base: { microAppID: "app" }, input: "prefetch", bound: bounds.prefetch },
+    { check: tuning, base: {}, input: "pageSize", bound: bounds.pageSize },
+    { check: tuning, base: {}, input: "maxResponseBytes", bound: bounds.maxResponseBytes },
+    { check: collect, base: {}, input: "max", bound: bounds.collectMax },
+    { check: updates, base: {}, input: "concurrency", bound: bounds.concurrency },
+    { check: updates, base: {}, input: "maxSends", bound: bounds.maxSends }
+  ]
+  for (const { base, bound, check, input } of cases) {
+    it(`${input}: at most ${bound}`, () => {
+      expect(Either.isRight(check({ ...base, [input]: bound }))).toBe(true)
+      const refused = check({ ...base, [input]: bound + 1 })
+      expect(Either.isLeft(refused) && refused.left).toMatchObject({
+        _tag: "InvalidInput",
+        input,
+        reason: expect.stringContaining(bound.toLocaleString("en-US"))
+      })
+    })
+  }
 })

@@ -1,54 +1,18 @@
 /**
- * The bounds of every number a caller passes, in one place: the validation Schemas read them, and
- * docs/configuration.md's table lists them with their reasons. No accepted value makes the client start an
- * unbounded number of requests or hold an unbounded amount of memory.
+ * The Schemas that check what a caller passes against its bounds (`limits.ts`): one for each
+ * option type, written against the public type (`checking`), so that the two cannot drift, and
+ * `validate`, which turns a refusal into `InvalidInput` naming the option.
  */
+import type * as HttpClient from "@effect/platform/HttpClient"
 import { Duration, Effect, Either, Option, ParseResult, Schedule, Schema } from "effect"
-import type { RetryOptions } from "../MicroappClient.js"
+import type * as BulkUpdate from "../BulkUpdate.js"
+import type { MicroappClient, RetryOptions } from "../MicroappClient.js"
 import { InvalidInput, type MicroappError } from "../MicroappError.js"
+import * as Query from "../Query.js"
+import { bounds, wholeNumberIn } from "./limits.js"
 
-export const bounds = {
-  /** Rows per request (`pageSize`, `query`'s `limit`): the service's own default is 1,000. */
-  pageSize: 10_000,
-  /** Windows of one scan in flight (`concurrency`, `maxConcurrency`), updates under way at once. */
-  concurrency: 32,
-  /** Pages buffered ahead of the consumer. */
-  prefetch: 16,
-  /** Rows re-read before each window. */
-  overlap: 1_000,
-  /** Rows `collect` may hold. */
-  collectMax: 10_000_000,
-  /** Sends of one update by `updateRows`. */
-  maxSends: 20,
-  /** Attempts of one request, the first included. */
-  maxAttempts: 20,
-  /** Requests in flight for one client (`rateLimit.maxInFlight`). */
-  maxInFlight: 1_024,
-  requestsPerSecond: 10_000,
-  /** The body of one answer (`maxResponseBytes`), from 1 KiB. */
-  minResponseBytes: 1_024,
-  maxResponseBytes: 256 * 1024 * 1024,
-  /** Per request (`timeout`), from 1 ms. */
-  timeout: Duration.hours(1),
-  initialDelay: Duration.minutes(1),
-  maxDelay: Duration.minutes(10),
-  maxElapsed: Duration.hours(1),
-  maxPause: Duration.hours(1),
-  /** Levels of nesting of a row (read) or of an update's \`rowData\` (sent), the object itself the first. */
-  valueDepth: 256,
-  /** Characters of a checkpoint's text: a scan of about 16 million rows under \`dedupe: "exact"\` (16 a row). */
-  checkpointChars: 2 ** 28,
-  /** Levels of nesting of a checkpoint's text; its format has four. */
-  checkpointDepth: 16
-} as const
-
-/** A whole number in `[min, max]`. */
-export const wholeNumberIn = (min: number, max: number) =>
-  Schema.Number.pipe(
-    Schema.filter((n) => Number.isSafeInteger(n) && n >= min && n <= max, {
-      message: () => `must be a whole number from ${min} to ${max.toLocaleString("en-US")}`
-    })
-  )
+// where the transport and the scan have always read them
+export { bounds, wholeNumberIn } from "./limits.js"
 
 /** What a duration in `[min, max]` must be, said the same way wherever one is refused. */
 export const durationReason = (min: Duration.Duration, max: Duration.Duration): string =>
@@ -145,3 +109,54 @@ export const validate = <A, I>(
   const check = validateEither(schema, endpoint, name)
   return (input: unknown): Effect.Effect<A, InvalidInput> => Effect.suspend(() => check(input))
 }
+
+// --- the option Schemas -------------------------------------------------------------------------
+
+const PageSize = wholeNumberIn(1, bounds.pageSize)
+const Concurrency = wholeNumberIn(1, bounds.concurrency)
+
+/** The client's own options, checked against their bounds (the schedule, a function, is not). */
+export const TuningSchema = checking<MicroappClient.Tuning>()(Schema.Struct({
+  timeout: Schema.optional(RequestTimeout),
+  pageSize: Schema.optional(PageSize),
+  maxResponseBytes: Schema.optional(wholeNumberIn(bounds.minResponseBytes, bounds.maxResponseBytes)),
+  retry: Schema.optional(Retry),
+  // a step of the caller's own: its type is all there is to check
+  transformClient: Schema.optional(
+    Schema.declare((input): input is (client: HttpClient.HttpClient) => HttpClient.HttpClient =>
+      typeof input === "function"
+    )
+  ),
+  rateLimit: Schema.optional(
+    checking<MicroappClient.RateLimitOptions>()(Schema.Struct({
+      requestsPerSecond: Schema.optional(wholeNumberIn(1, bounds.requestsPerSecond)),
+      maxInFlight: Schema.optional(wholeNumberIn(1, bounds.maxInFlight)),
+      maxPause: Schema.optional(durationIn(Duration.zero, bounds.maxPause))
+    }))
+  )
+}))
+
+/** The options of a scan but those checked where they are used: `resume` and `checkpointEvery`, `timeout` and `retry`. */
+export const RowsOptionsSchema = checking<
+  Omit<MicroappClient.RowsOptions, "resume" | "checkpointEvery" | keyof MicroappClient.CallOptions>
+>()(Schema.Struct({
+  ...Query.Selection.fields,
+  pageSize: Schema.optional(PageSize),
+  concurrency: Schema.optional(Schema.Union(Concurrency, Schema.Literal("auto"))),
+  maxConcurrency: Schema.optional(Concurrency),
+  dedupe: Schema.optional(Schema.Literal("exact", "recent")),
+  prefetch: Schema.optional(wholeNumberIn(1, bounds.prefetch)),
+  overlap: Schema.optional(wholeNumberIn(0, bounds.overlap)),
+  onInconsistent: Schema.optional(Schema.Literal("fail", "continue"))
+}))
+
+/** What `collect` takes besides a scan's options. */
+export const CollectMax = Schema.Struct({ max: wholeNumberIn(0, bounds.collectMax) })
+
+/** The options of `updateRows`; `stop`, an Effect, is the caller's own: its type is all there is to check. */
+export const UpdateRowsOptionsSchema = checking<Omit<BulkUpdate.Options, "stop">>()(Schema.Struct({
+  concurrency: Schema.optional(Concurrency),
+  stopOnFailure: Schema.optional(Schema.Boolean),
+  readBack: Schema.optional(Schema.Boolean),
+  maxSends: Schema.optional(wholeNumberIn(1, bounds.maxSends))
+}))

@@ -1,12 +1,24 @@
 /**
- * The engine behind `updateRows`: bounded concurrency, one outcome per update in input order,
- * updates of one row applied in input order, and ambiguous failures resolved by reading back.
+ * What `BulkUpdate` declares: the engine behind `updateRows` (bounded concurrency, one outcome per
+ * update in input order, updates of one row applied in input order, and ambiguous failures
+ * resolved by reading back), and the outcomes, defaults and summary it hands out.
  */
-import { Deferred, Effect, FiberRef, Predicate, Schema, Stream } from "effect"
-import { defaults, type Options, Outcome } from "../BulkUpdate.js"
+import {
+  Clock,
+  Data,
+  Deferred,
+  Effect,
+  FiberRef,
+  Predicate,
+  Record as EffectRecord,
+  Schema,
+  Sink,
+  Stream
+} from "effect"
+import type * as BulkUpdate from "../BulkUpdate.js"
 import type { MicroappClient } from "../MicroappClient.js"
 import type { GetRowError, InvalidInput, UpdateRowError } from "../MicroappError.js"
-import { bounds, checking, validate, wholeNumberIn } from "./bounds.js"
+import { UpdateRowsOptionsSchema, validate } from "./bounds.js"
 import type { Endpoint } from "./http/endpoints.js"
 import { isRetryable } from "./http/errors.js"
 import { currentTally, type Tally } from "./http/retry.js"
@@ -32,15 +44,9 @@ export interface Calls {
   ) => Effect.Effect<{ readonly [key: string]: unknown }, GetRowError>
 }
 
-type Settings = { readonly [K in Exclude<keyof Options, "stop">]-?: NonNullable<Options[K]> }
+type Options = BulkUpdate.Options
 
-// `stop`, an Effect, is the caller's own: its type is all there is to check
-const OptionsSchema = checking<Omit<Options, "stop">>()(Schema.Struct({
-  concurrency: Schema.optional(wholeNumberIn(1, bounds.concurrency)),
-  stopOnFailure: Schema.optional(Schema.Boolean),
-  readBack: Schema.optional(Schema.Boolean),
-  maxSends: Schema.optional(wholeNumberIn(1, bounds.maxSends))
-}))
+type Settings = { readonly [K in Exclude<keyof Options, "stop">]-?: NonNullable<Options[K]> }
 
 /** Deep equality of JSON values; object keys in any order. */
 const jsonEqual = (a: unknown, b: unknown): boolean => {
@@ -92,7 +98,7 @@ const rowIDOf = (input: { readonly rowID: unknown }): string | undefined =>
  * `prepare` (the typed API encodes values there), whose `InvalidInput` is an `Invalid` outcome.
  */
 export const makeUpdateRows = (calls: Calls) => {
-  const validateOptions = validate(OptionsSchema, calls.endpoint)
+  const validateOptions = validate(UpdateRowsOptionsSchema, calls.endpoint)
   const asRead: Endpoint = { ...calls.endpoint, write: false }
   // what a read would retry but a write may not: the server may have acted on it
   const mayHaveActed = (error: UpdateRowError | GetRowError): boolean =>
@@ -252,3 +258,74 @@ export const makeUpdateRows = (calls: Calls) => {
       )
     })).pipe(Stream.withSpan("MicroappClient.updateRows"))
 }
+
+// --- the outcomes, the defaults and the summary: values of the public module --------------------
+
+export type Outcome = BulkUpdate.Outcome
+
+export const Outcome = Data.taggedEnum<Outcome>()
+
+export const defaults = {
+  concurrency: 4,
+  stopOnFailure: false,
+  readBack: true,
+  maxSends: 5
+} as const satisfies Settings
+
+const Count = Schema.NonNegativeInt
+
+export const Summary = Schema.Struct({
+  total: Count,
+  updated: Count,
+  verifiedByReadBack: Count,
+  refused: Count,
+  failed: Count,
+  unknown: Count,
+  invalid: Count,
+  retries: Count,
+  throttled: Count,
+  elapsedMillis: Count
+})
+
+type Summary = typeof Summary.Type
+
+type Figure = keyof Summary
+
+export const emptySummary: Summary = EffectRecord.map(Summary.fields, () => 0)
+
+/** The figure that counts each kind of outcome. */
+const kindFigure = {
+  Updated: "updated",
+  Refused: "refused",
+  Failed: "failed",
+  Unknown: "unknown",
+  Invalid: "invalid"
+} as const satisfies Record<Outcome["_tag"], Figure>
+
+/** What one outcome adds to each figure of a summary (a figure left out: nothing). */
+const figuresOf = (outcome: Outcome): Partial<Record<Figure, number>> =>
+  outcome._tag === "Invalid"
+    // nothing was sent: no retry, no pause
+    ? { total: 1, invalid: 1 }
+    : {
+      total: 1,
+      [kindFigure[outcome._tag]]: 1,
+      verifiedByReadBack: outcome._tag === "Updated" && outcome.verifiedByReadBack ? 1 : 0,
+      retries: outcome.retries,
+      throttled: outcome.throttled ? 1 : 0
+    }
+
+/** The summary with one more outcome counted: each of its figures plus what the outcome adds to it. */
+export const addOutcome = (counted: Summary, outcome: Outcome): Summary => {
+  const added = figuresOf(outcome)
+  return EffectRecord.map(Summary.fields, (_, figure) => counted[figure] + (added[figure] ?? 0))
+}
+
+/** The outcomes folded into their summary, with the time from the sink's start to the stream's end. */
+export const summarize: Sink.Sink<Summary, Outcome> = Sink.unwrap(
+  Effect.map(Clock.currentTimeMillis, (start) =>
+    Sink.mapEffect(
+      Sink.foldLeft(emptySummary, addOutcome),
+      (summary) => Effect.map(Clock.currentTimeMillis, (end) => ({ ...summary, elapsedMillis: end - start }))
+    ))
+)

@@ -29,13 +29,13 @@ import {
 import * as Query from "../Query.js"
 import { type InvalidRow, Row, RowMetadata } from "../Row.js"
 import * as RowStream from "../RowStream.js"
-import { bounds, checking, durationIn, RequestTimeout, Retry, wholeNumberIn } from "./bounds.js"
-import { validate } from "./bounds.js"
+import { CollectMax, RowsOptionsSchema, TuningSchema, validate } from "./bounds.js"
 import { makeUpdateRows } from "./bulkUpdate.js"
-import * as Changes from "./changes.js"
+import { makePass } from "./changes/index.js"
 import { type Contract, contractOf, decodeEnvelope, pageDecoder, type RowDecoder, schemaStep } from "./http/decode.js"
 import { type Endpoint, endpoints } from "./http/endpoints.js"
 import { where } from "./http/errors.js"
+import { identified as identifiedBy } from "./http/identify.js"
 import * as InFlight from "./http/inFlight.js"
 import { Sendable } from "./http/plainData.js"
 import { defaultMaxPause, makeRateGate } from "./http/retry.js"
@@ -59,7 +59,7 @@ import * as IdSet from "./scan/IdSet.js"
  * request's path, and userinfo would be dropped: each is refused. The URL itself is never quoted
  * in the error, as it may hold a credential.
  */
-export const normaliseBaseUrl = (baseUrl: string): Either.Either<string, InvalidInput> => {
+const normaliseBaseUrl = (baseUrl: string): Either.Either<string, InvalidInput> => {
   const trimmed = baseUrl.trim().replace(/\/+$/, "")
   const refuse = (reason: string) => Either.left(new InvalidInput({ input: "baseUrl", reason }))
   let url: URL
@@ -81,7 +81,7 @@ export const normaliseBaseUrl = (baseUrl: string): Either.Either<string, Invalid
  * A credential read from config, refused when no header can carry it: naming its option, never its
  * value (a ConfigError of a redacted config has no path to name).
  */
-export const headerSafeConfig = <A>(
+const headerSafeConfig = <A>(
   config: Config.Config<A>,
   name: "authToken" | "userId",
   text: (value: A) => string
@@ -98,49 +98,7 @@ const tuningDefaults = {
   maxInFlight: 64
 }
 
-const zero = Duration.zero
-
-/** The client's own options, checked against their bounds (the schedule, a function, is not). */
-const TuningSchema = checking<MicroappClient.Tuning>()(Schema.Struct({
-  timeout: Schema.optional(RequestTimeout),
-  pageSize: Schema.optional(wholeNumberIn(1, bounds.pageSize)),
-  maxResponseBytes: Schema.optional(wholeNumberIn(bounds.minResponseBytes, bounds.maxResponseBytes)),
-  retry: Schema.optional(Retry),
-  // a step of the caller's own: its type is all there is to check
-  transformClient: Schema.optional(
-    Schema.declare((input): input is (client: HttpClient.HttpClient) => HttpClient.HttpClient =>
-      typeof input === "function"
-    )
-  ),
-  rateLimit: Schema.optional(
-    checking<MicroappClient.RateLimitOptions>()(Schema.Struct({
-      requestsPerSecond: Schema.optional(wholeNumberIn(1, bounds.requestsPerSecond)),
-      maxInFlight: Schema.optional(wholeNumberIn(1, bounds.maxInFlight)),
-      maxPause: Schema.optional(durationIn(zero, bounds.maxPause))
-    }))
-  )
-}))
-
 const validateTuning = validate(TuningSchema, undefined, "tuning")
-
-const PageSize = wholeNumberIn(1, bounds.pageSize)
-const Concurrency = wholeNumberIn(1, bounds.concurrency)
-
-/** The options of a scan but those checked where they are used: `resume` and `checkpointEvery`, `timeout` and `retry`. */
-export const RowsOptionsSchema = checking<
-  Omit<MicroappClient.RowsOptions, "resume" | "checkpointEvery" | keyof MicroappClient.CallOptions>
->()(Schema.Struct({
-  ...Query.Selection.fields,
-  pageSize: Schema.optional(PageSize),
-  concurrency: Schema.optional(Schema.Union(Concurrency, Schema.Literal("auto"))),
-  maxConcurrency: Schema.optional(Concurrency),
-  dedupe: Schema.optional(Schema.Literal("exact", "recent")),
-  prefetch: Schema.optional(wholeNumberIn(1, bounds.prefetch)),
-  overlap: Schema.optional(wholeNumberIn(0, bounds.overlap)),
-  onInconsistent: Schema.optional(Schema.Literal("fail", "continue"))
-}))
-
-const CollectMax = Schema.Struct({ max: wholeNumberIn(0, bounds.collectMax) })
 
 type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
 
@@ -396,8 +354,8 @@ const makeWith = Effect.fnUntraced(function*<E>(
       return row
     })
 
-    const identified = Changes.identified(schemaStep(schema, false), contract)
-    const changes = Changes.makePass(
+    const identified = identifiedBy(schemaStep(schema, false), contract)
+    const changes = makePass(
       scanWith(identified),
       Effect.fn("MicroappClient.changes.read")(function*(rowID, options) {
         // set aside as its policy says, as the scan would set it aside
@@ -500,3 +458,28 @@ export const login = (
     Effect.flatMap(makeSender(options), ({ checked, requester }) =>
       Either.isLeft(checked) ? Effect.fail(checked.left) : logIn(requester, options))
   )
+
+/** The client configured by `Config` values: the credentials read (and refused as `ConfigError`s), then `make`. */
+export const makeConfig = (
+  options: MicroappClient.ConfigOptions
+): Effect.Effect<MicroappClient.Service, ConfigError.ConfigError, HttpClient.HttpClient | Scope.Scope> => {
+  const { authToken, baseUrl, userId, ...tuning } = options
+  return Effect.flatMap(
+    Config.all({
+      // a base URL that would garble every request fails here, naming its variable
+      baseUrl: Config.mapOrFail(
+        baseUrl ?? Config.string("MICROAPP_BASE_URL"),
+        (url) => Either.mapLeft(normaliseBaseUrl(url), (error) => ConfigError.InvalidData([], error.reason))
+      ),
+      // as is every credential no header can carry
+      authToken: headerSafeConfig(
+        // Config.redacted would redact its own "missing" message too; a string config never shows its value
+        authToken ?? Config.map(Config.string("MICROAPP_AUTH_TOKEN"), Redacted.make),
+        "authToken",
+        Redacted.value
+      ),
+      userId: headerSafeConfig(userId ?? Config.string("MICROAPP_USER_ID"), "userId", String)
+    }),
+    (credentials) => make({ ...tuning, ...credentials })
+  )
+}

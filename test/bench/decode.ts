@@ -6,9 +6,9 @@
  */
 import { Either, Schema } from "effect"
 import { isDeepStrictEqual } from "node:util"
-import { identified } from "../../src/internal/changes.js"
 import { fingerprint } from "../../src/internal/fingerprint.js"
 import { makeRowDecoder, schemaStep } from "../../src/internal/http/decode.js"
+import { identified } from "../../src/internal/http/identify.js"
 import { readExact } from "../../src/internal/http/plainData.js"
 import { Row } from "../../src/Row.js"
 import { makeProjectRows } from "../../src/testing/DemoData.js"

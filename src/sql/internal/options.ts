@@ -4,7 +4,7 @@
  */
 import { Schema, Struct } from "effect"
 import { checking } from "../../internal/bounds.js"
-import { RowsOptionsSchema } from "../../internal/client.js"
+import { RowsOptionsSchema } from "../../internal/bounds.js"
 import { CheckpointEvery } from "../../internal/scan/driver.js"
 import type * as SqlMirror from "../SqlMirror.js"
 
