@@ -27,7 +27,7 @@ import { MicroappClient } from "../../MicroappClient.js"
 import { describe, InvalidInput } from "../../MicroappError.js"
 import { NotAllUpdated, UsageError } from "../exitCodes.js"
 import { unknownLabels } from "../labels.js"
-import { progressiveFile } from "../output.js"
+import { progressiveFile } from "../fileSafety.js"
 import { type EarlyStop, updateProgressLine, updateSummaryLine, withProgress } from "../progress.js"
 import { type Destination, signalListener, stderrLine, Stdio } from "../stdio.js"
 
