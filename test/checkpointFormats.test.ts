@@ -332,7 +332,10 @@ describe("the codec's envelope", () => {
         JSON.parse(Changes.toJson(pass)).scan,
         fs.readFileSync(path.join(dir, "ckpt"), "utf8")
       ]
-      yield* Checkpointed.save(path.join(dir, "ckpt"), Option.getOrThrow(yield* Checkpointed.load(path.join(dir, "ckpt"))))
+      yield* Checkpointed.save(
+        path.join(dir, "ckpt"),
+        Option.getOrThrow(yield* Checkpointed.load(path.join(dir, "ckpt")))
+      )
       written.push(fs.readFileSync(path.join(dir, "ckpt"), "utf8"))
       for (const text of written) {
         const { checksum, ...body } = typeof text === "string" ? JSON.parse(text) : text

@@ -297,7 +297,8 @@ export const writeCheckpointed = (
       // the spool holds rows, and is no one else's business; FILE is made as any file is
       ...(format === "csv" ? { mode: 0o600 } : {}),
       pages: scan.pages,
-      render: (page, length) => Effect.succeed({ text: render(format, page.rows, length > 0), record: page.checkpoint }),
+      render: (page, length) =>
+        Effect.succeed({ text: render(format, page.rows, length > 0), record: page.checkpoint }),
       commit: (checkpoint, committed) =>
         Effect.zipRight(saveAt(false, checkpoint, committed), Effect.sync(() => (last = checkpoint))),
       ...(format === "json" ? { end: (length: number) => length > 0 ? "\n]\n" : "[]\n" } : {})

@@ -34,7 +34,6 @@ export const failedOn = (what: string) => (error: PlatformError | { readonly mes
     }`
   })
 
-
 /**
  * A file's size, when it is a regular file of at most `maxBytes`: none when it does not exist; a
  * usage error, saying it is not `what` (and `remedy`, what to do then), when it is something else

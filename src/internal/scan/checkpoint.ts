@@ -43,7 +43,11 @@ const readers = { reader: "this library", upgrade: "a newer effect-microapp" } a
 export const versions: Codec.Versions = { current: 1, ...readers }
 
 /** What a scan's checkpoint reads: version 1 too, checked by the checksum it was written with. */
-const scanVersions: Codec.Versions = { current: version, oldest: { version: 1, before: "was never written" }, ...readers }
+const scanVersions: Codec.Versions = {
+  current: version,
+  oldest: { version: 1, before: "was never written" },
+  ...readers
+}
 
 /** The bounds of the client's formats' texts: a change pass's checkpoint holds a scan's. */
 export const textBounds: Codec.Bounds = { chars: bounds.checkpointChars, depth: bounds.checkpointDepth }
