@@ -72,7 +72,7 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
         // JSON.stringify writes the same object
         expect(JSON.parse(JSON.stringify(checkpoint))).toEqual(JSON.parse(text))
         expect(Object.keys(JSON.parse(text))).toEqual(["version", "query", "state", "counters", "seen", "checksum"])
-        expect(text.startsWith(`{"version":1,"query":{"microAppID":"${numbers}"`)).toBe(true)
+        expect(text.startsWith(`{"version":2,"query":{"microAppID":"${numbers}"`)).toBe(true)
       }))
 
     it.effect("composes as a Schema: from its JSON object inside another object, and from text", () =>
@@ -132,17 +132,17 @@ layer(withEmulator({ tables: [numbersTable(numbers, size)] }), { excludeTestServ
           ["an object without a version", "{\"position\": 3}", "checkpoint", "not a checkpoint", "is not a checkpoint"],
           [
             "a future version",
-            edited(checkpoint, [["version"], set(2)]),
+            edited(checkpoint, [["version"], set(3)]),
             "checkpoint.version",
             "version",
-            "version 2 is newer than this library reads (1)"
+            "version 3 is newer than this library reads (2)"
           ],
           [
             "an unknown version",
             edited(checkpoint, [["version"], set(0)]),
             "checkpoint.version",
             "version",
-            "unknown version 0"
+            "version 0 was never written"
           ],
           [
             "a field missing",

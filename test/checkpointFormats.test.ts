@@ -1,7 +1,9 @@
 /**
- * The four checkpoint formats side by side: the texts each writes read back and are written again
- * byte for byte (fixtures written by each format as it stood), and each refuses a text whose
- * checksum, version, size, depth or JSON is wrong, with the same kind of answer.
+ * The four checkpoint formats side by side: the texts each writes now read back and are written
+ * again byte for byte, under the one checksum of every format; the texts written before it
+ * (fixtures written by each format as it stood) still read, are checked by the checksum they were
+ * written with, and are written again as now; each refuses a text whose checksum, version, size,
+ * depth or JSON is wrong, with the same kind of answer.
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
@@ -20,12 +22,17 @@ const fixture = (name: string): ReadonlyArray<string> =>
   JSON.parse(fs.readFileSync(path.join(import.meta.dirname, "fixtures", name), "utf8"))
 
 /** CKPT files written by `microapp rows --checkpoint`: each format, finished or not, a version 2 one, unicode in the scan's query. */
-const ckptTexts = fixture("cli-checkpoints-v3.json")
+const ckptBefore = fixture("cli-checkpoints-v3.json")
+
+/** The same CKPTs as written now (version 4, each a version 2 scan's checkpoint), in the same order. */
+const ckptTexts = fixture("cli-checkpoints-v4.json")
 
 /** STATE files written by `microapp changes --state`: with and without a pass, filters of each type, unicode in ids and paths. */
 const stateTexts = fixture("cli-change-states-v1.json")
 
-const scanTexts = fixture("checkpoints-v1.json")
+/** A scan's checkpoints as version 1 wrote them (FNV-1a), and as written now (version 2), in the same order. */
+const scanBefore = fixture("checkpoints-v1.json")
+const scanTexts = fixture("checkpoints-v2.json")
 const changesTexts = fixture("changes-checkpoints-v1.json")
 
 const files = Layer.merge(NodeFileSystem.layer, NodePath.layer)
@@ -38,10 +45,10 @@ const sealed = (text: string, checksum: string) => `${text.slice(0, -1)},"checks
 /** CKPT's text with `fields` under a checksum made anew: what only a forger writes. */
 const forgedCkpt = (fields: Record<string, unknown>) => {
   const text = JSON.stringify(fields, ["kind", "version", "format", "length", "finished", "scan"])
-  return `${sealed(text, sha256(text))}\n`
+  return `${sealed(text, Codec.checksum(fields))}\n`
 }
 
-/** STATE's text with `header` and baseline `lines` under a checksum made anew. */
+/** STATE's text (the earlier version's, under SHA-256) with `header` and baseline `lines` under a checksum made anew. */
 const forgedState = (header: string, lines: ReadonlyArray<string> = []) => {
   const rest = lines.map((line) => `${line}\n`).join("")
   return `${sealed(header, sha256(`${header}\n${rest}`))}\n${rest}`
@@ -90,6 +97,26 @@ describe("CKPT of microapp rows", () => {
       )
     }).pipe(Effect.provide(files)))
 
+  it.scoped("each CKPT of version 3 (SHA-256) reads, checked by its checksum, and is written again as version 4 writes it", () =>
+    Effect.gen(function*() {
+      const dir = yield* temporaryDirectory
+      expect(ckptBefore.length).toBe(ckptTexts.length)
+      for (const [i, text] of ckptBefore.entries()) {
+        const file = path.join(dir, `before-${i}`)
+        fs.writeFileSync(file, text)
+        const body = Option.getOrThrow(yield* Checkpointed.load(file))
+        expect(body.version).toBe(JSON.parse(text).version)
+        const scan = Checkpoint.toJson(yield* Checkpoint.fromJson(body.scan))
+        yield* Checkpointed.save(path.join(dir, `now-${i}`), { ...body, version: 4, scan })
+        expect(fs.readFileSync(path.join(dir, `now-${i}`), "utf8")).toBe(ckptTexts[i])
+        // what a resumed run trusts is under the checksum it was written with
+        fs.writeFileSync(file, text.replace(/"length":(\d+)/, (_, length) => `"length":${Number(length) + 1}`))
+        expect(yield* Effect.flip(Checkpointed.load(file))).toMatchObject({
+          message: expect.stringContaining("its checksum does not match its content")
+        })
+      }
+    }).pipe(Effect.provide(files)))
+
   it.scoped("refuses a wrong checksum, version, size, depth or JSON, naming the file and what is wrong", () =>
     Effect.gen(function*() {
       const dir = yield* temporaryDirectory
@@ -101,8 +128,8 @@ describe("CKPT of microapp rows", () => {
         `${ckpt}: changed or damaged since it was written (its checksum does not match its content): ` +
           "restore it, or remove it to start again"
       )
-      expect(yield* refusal(forgedCkpt({ ...fields, version: 4 }))).toBe(
-        `${ckpt} is not a checkpoint of microapp rows: version: version 4 is newer than this microapp reads (3): ` +
+      expect(yield* refusal(forgedCkpt({ ...fields, version: 5 }))).toBe(
+        `${ckpt} is not a checkpoint of microapp rows: version: version 5 is newer than this microapp reads (4): ` +
           "read it with a newer microapp; restore it, or remove it to start again"
       )
       expect(yield* refusal(forgedCkpt({ ...fields, version: 1 }))).toBe(
@@ -125,20 +152,26 @@ describe("CKPT of microapp rows", () => {
 })
 
 describe("STATE of microapp changes", () => {
-  it.scoped("each fixture reads back, its pass's checkpoint too, and is written again byte for byte", () =>
+  it.scoped("each fixture reads back, its baseline and its pass's checkpoint too", () =>
     Effect.gen(function*() {
       expect(stateTexts.length).toBe(5)
-      yield* writtenAgain(
-        stateTexts,
-        ChangeFiles.load,
-        (file, { baseline, header }) => ChangeFiles.save(file, header, baseline),
-        ({ header }) => {
-          const saved = header.pass?.checkpoint ?? null
-          return saved === null
-            ? Effect.void
-            : Effect.map(Changes.fromJson(saved), (pass) => expect(Changes.toJson(pass)).toBe(saved))
+      const dir = yield* temporaryDirectory
+      for (const [i, text] of stateTexts.entries()) {
+        const file = path.join(dir, `state-${i}`)
+        fs.writeFileSync(file, text)
+        const { baseline, header } = Option.getOrThrow(yield* ChangeFiles.load(file))
+        const { checksum: _, ...written } = headerOf(text)
+        expect(header).toMatchObject(written)
+        expect(Array.from(baseline)).toEqual(text.trimEnd().split("\n").slice(1).map((line) => JSON.parse(line)))
+        const saved = header.pass?.checkpoint ?? null
+        if (saved !== null) {
+          // written again as now: its scan's checkpoint at version 2, read back the same
+          const pass = yield* Changes.fromJson(saved)
+          const again = yield* Changes.fromJson(Changes.toJson(pass))
+          expect(Changes.toJson(again)).toBe(Changes.toJson(pass))
+          expect(again.summary).toEqual(pass.summary)
         }
-      )
+      }
     }).pipe(Effect.provide(files)))
 
   it.scoped("refuses a wrong checksum, version, size, depth or JSON, naming the file and what is wrong", () =>
@@ -183,22 +216,42 @@ const refusedBy =
 describe("a scan's checkpoint", () => {
   const refused = refusedBy(Checkpoint.fromJson)
   const text = scanTexts[0] ?? ""
+  const checksumRefused = {
+    problem: "checksum",
+    input: "checkpoint.checksum",
+    reason: "does not match the content: the checkpoint was changed or damaged"
+  }
+  it.effect("each of version 1 (FNV-1a) reads, checked by its checksum, and is written again as version 2 writes it", () =>
+    Effect.gen(function*() {
+      expect(scanBefore.length).toBe(scanTexts.length)
+      for (const [i, before] of scanBefore.entries()) {
+        expect(Checkpoint.toJson(yield* Checkpoint.fromJson(before))).toBe(scanTexts[i])
+        expect(Checkpoint.toJson(yield* Checkpoint.fromJson(scanTexts[i] ?? ""))).toBe(scanTexts[i])
+      }
+      expect(yield* refused((scanBefore[0] ?? "").replace("\"position\":88", "\"position\":87"))).toEqual(
+        checksumRefused
+      )
+      // a text of version 2 under version 1's checksum is refused, as is one of version 1 under version 2's
+      const now = (scanTexts[0] ?? "").replace(/"checksum":"[0-9a-f]+"/, "")
+      expect(yield* refused(`${now.slice(0, -2)},"checksum":"${Codec.fnv1a(now.slice(0, -2) + "}")}"}`)).toEqual(
+        checksumRefused
+      )
+      const { checksum: _, ...body } = JSON.parse(scanBefore[0] ?? "") as Record<string, unknown>
+      expect(yield* refused(JSON.stringify({ ...body, checksum: Codec.checksum(body) }))).toEqual(checksumRefused)
+    }))
+
   it.effect("refuses a wrong checksum, version, depth or JSON with its problem", () =>
     Effect.gen(function*() {
-      expect(yield* refused(text.replace("\"position\":88", "\"position\":87"))).toEqual({
-        problem: "checksum",
-        input: "checkpoint.checksum",
-        reason: "does not match the content: the checkpoint was changed or damaged"
-      })
-      expect(yield* refused(text.replace("{\"version\":1,", "{\"version\":2,"))).toEqual({
+      expect(yield* refused(text.replace("\"position\":88", "\"position\":87"))).toEqual(checksumRefused)
+      expect(yield* refused(text.replace("{\"version\":2,", "{\"version\":3,"))).toEqual({
         problem: "version",
         input: "checkpoint.version",
-        reason: "version 2 is newer than this library reads (1): read it with a newer effect-microapp"
+        reason: "version 3 is newer than this library reads (2): read it with a newer effect-microapp"
       })
-      expect(yield* refused(text.replace("{\"version\":1,", "{\"version\":0,"))).toEqual({
+      expect(yield* refused(text.replace("{\"version\":2,", "{\"version\":0,"))).toEqual({
         problem: "version",
         input: "checkpoint.version",
-        reason: "unknown version 0: this library reads version 1"
+        reason: "version 0 was never written"
       })
       expect(yield* refused(`{"version":1,"query":${"[".repeat(17)}${"]".repeat(17)}}`)).toEqual({
         problem: "too deep",
@@ -257,14 +310,39 @@ describe("the codec's envelope", () => {
     expect(Codec.unseal(sealedText)).toEqual({ text, checksum })
   })
 
-  it.prop("the canonical text is one whatever the order of the keys", [FC.jsonValue()], ([value]) => {
+  it.prop("a format's text and its checksum are one whatever the order of the keys", [FC.jsonValue()], ([value]) => {
     const Body = Schema.Struct({ b: Schema.Unknown, a: Schema.Struct({ d: Schema.Unknown, c: Schema.Unknown }) })
     const keys = Codec.keyOrder(Body)
     expect(keys).toEqual(["b", "a", "d", "c"])
     const inOrder = { b: value, a: { d: 1, c: value } }
     const reversed = { a: { c: value, d: 1 }, b: value }
-    expect(Codec.canonical(reversed, keys)).toBe(Codec.canonical(inOrder, keys))
+    expect(Codec.textOf(reversed, keys)).toBe(Codec.textOf(inOrder, keys))
+    expect(Codec.checksum(reversed)).toBe(Codec.checksum(inOrder))
+    expect(Codec.checksum({ ...inOrder, a: { d: 2, c: value } })).not.toBe(Codec.checksum(inOrder))
   })
+
+  it.scoped("every format written now carries the one checksum: the fingerprint of its value but the checksum", () =>
+    Effect.gen(function*() {
+      const dir = yield* temporaryDirectory
+      const pass = yield* Changes.fromJson(changesTexts[0] ?? "")
+      fs.writeFileSync(path.join(dir, "ckpt"), ckptTexts[0] ?? "")
+      const written = [
+        Checkpoint.toJson(yield* Checkpoint.fromJson(scanTexts[0] ?? "")),
+        Changes.toJson(pass),
+        JSON.parse(Changes.toJson(pass)).scan,
+        fs.readFileSync(path.join(dir, "ckpt"), "utf8")
+      ]
+      yield* Checkpointed.save(
+        path.join(dir, "ckpt"),
+        Option.getOrThrow(yield* Checkpointed.load(path.join(dir, "ckpt")))
+      )
+      written.push(fs.readFileSync(path.join(dir, "ckpt"), "utf8"))
+      for (const text of written) {
+        const { checksum, ...body } = typeof text === "string" ? JSON.parse(text) : text
+        expect(checksum).toBe(Changes.fingerprint(body))
+        expect(checksum).toMatch(/^[0-9a-f]{16}$/)
+      }
+    }).pipe(Effect.provide(files)))
 
   it("a version: read from the oldest to the current, else newer, older or unknown", () => {
     const decode = Schema.decodeUnknownEither(

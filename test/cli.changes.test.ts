@@ -3,15 +3,13 @@
  * changes between two passes as events, each once; resumed after SIGKILL under faults and drift
  * (the built bin); and what it refuses, before anything is written or sent.
  */
-import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { describe, expect, layer } from "@effect/vitest"
 import { createClient } from "@libsql/client"
-import { Duration, Effect, Fiber, Layer, Schema } from "effect"
+import { Duration, Effect, Fiber, Schema } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
-import * as ChangeFiles from "../src/cli/changeFiles.js"
 import { SqlDrivers } from "../src/cli/commands/mirror.js"
 import { Changes } from "../src/index.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
@@ -483,19 +481,15 @@ describe("microapp changes", () => {
   })
 
   layer(MicroappServer.layer({ demoRows: 230 }), { excludeTestServices: true })("earlier STATEs and mistakes", (it) => {
-    /** STATE as the earlier version wrote it after a pass over the table as it is now: fingerprints only. */
-    const legacyState = (state: string, pass: ChangeFiles.Pass | null = null) =>
+    /** STATE as the earlier version wrote it after a pass over this table as the layer makes it: fingerprints only. */
+    const legacyState = (state: string) =>
       Effect.gen(function*() {
+        const written = path.join(import.meta.dirname, "fixtures", "cli-change-state-v1-projects.state")
+        const baseline = fs.readFileSync(written, "utf8").trimEnd().split("\n").slice(1).map((line) => JSON.parse(line))
+        // the fixture is of the table as it was before any test changed it
         const table = yield* rowsById
-        const baseline = new Map(Array.from(table, ([id, row]) => [id, Changes.fingerprint(row)]))
-        yield* ChangeFiles.save(state, {
-          kind: "microapp changes --state",
-          version: 1,
-          microAppID: projectsMicroAppID,
-          filters: [],
-          rows: baseline.size,
-          pass
-        }, baseline).pipe(Effect.provide(Layer.merge(NodeFileSystem.layer, NodePath.layer)))
+        expect(baseline).toEqual(Array.from(table, ([id, row]) => [id, Changes.fingerprint(row)]))
+        fs.copyFileSync(written, state)
       })
 
     it.scoped("a STATE of the earlier version reads: its next pass says which events lack a whole before; the pass after has them", () =>
@@ -531,11 +525,15 @@ describe("microapp changes", () => {
         const dir = yield* temporaryDirectory
         const state = path.join(dir, "state")
         const output = path.join(dir, "out.ndjson")
-        yield* legacyState(state, { output, length: 0, snapshot: true, key: false, checkpoint: null })
+        // a STATE the earlier version wrote while its pass was under way
+        const inProgress = JSON.parse(
+          fs.readFileSync(path.join(import.meta.dirname, "fixtures", "cli-change-states-v1.json"), "utf8")
+        )[1]
+        fs.writeFileSync(state, inProgress)
         yield* refused(
           changesArgs(server, state, output),
           output,
-          /holds a pass in progress written by an earlier microapp.*or remove .*state and .*out\.ndjson to start again/
+          /holds a pass in progress written by an earlier microapp.*or remove .*state and .*events\.ndjson to start again/
         )
       }))
 

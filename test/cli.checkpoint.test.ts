@@ -4,11 +4,10 @@
  */
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, FastCheck as FC } from "effect"
-import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { csvRecord, firstFields } from "../src/cli/output.js"
-import { fnv1a } from "../src/internal/checkpointCodec.js"
+import { csvRecord, firstFields } from "../src/cli/rowFormats.js"
+import { checksum } from "../src/internal/checkpointCodec.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import {
   cli,
@@ -30,14 +29,14 @@ const formats = ["ndjson", "json", "csv"] as const
 const signed = (fields: Record<string, unknown>) => {
   const { checksum: _, ...body } = fields
   const text = JSON.stringify(body, ["kind", "version", "format", "length", "finished", "scan"])
-  return `${text.slice(0, -1)},"checksum":"${createHash("sha256").update(text).digest("hex")}"}\n`
+  return `${text.slice(0, -1)},"checksum":"${checksum(body)}"}\n`
 }
 
 /** A scan checkpoint's text with `fields` and a checksum made anew, as `Checkpoint.toJson` writes it. */
 const signedScan = (fields: Record<string, unknown>) => {
   const { checksum: _, ...body } = fields
   const text = JSON.stringify(body)
-  return `${text.slice(0, -1)},"checksum":"${fnv1a(text)}"}`
+  return `${text.slice(0, -1)},"checksum":"${checksum(body)}"}`
 }
 
 /** FILE in `format` with its first `count` rows only, as this command writes such a FILE. */
@@ -307,7 +306,7 @@ describe("microapp rows --checkpoint (in process)", () => {
         const cases: ReadonlyArray<readonly [string, RegExp]> = [
           ["not json at all", /is not a checkpoint of microapp rows/],
           [saved.slice(0, saved.length >> 1), /is not a checkpoint of microapp rows/],
-          [JSON.stringify({ ...state, version: 4 }), /is not a checkpoint of microapp rows: .*version 4 is newer/],
+          [JSON.stringify({ ...state, version: 5 }), /is not a checkpoint of microapp rows: .*version 5 is newer/],
           [JSON.stringify({ ...state, length: -1 }), /is not a checkpoint of microapp rows/],
           [JSON.stringify({ ...state, scan: "{}" }), /out\.ckpt: changed or damaged .*checksum does not match/],
           // signed anew, as by a forger: the checks behind the checksum still hold

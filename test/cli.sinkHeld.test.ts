@@ -1,13 +1,14 @@
 /**
  * `microapp rows --output FILE --checkpoint CKPT` with the sink-held checkpoint: CKPT leaves the
  * ids to FILE, which a resumed run reads them back from and checks; a CKPT of version 2, which
- * holds them, still resumes.
+ * holds them, and one of version 3, under SHA-256, still resume.
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import { Checkpoint } from "../src/index.js"
+import { checksum, fnv1a } from "../src/internal/checkpointCodec.js"
 import { MicroappServer } from "../src/testing/index.js"
 import { cli, halfDone, idsOf, referenceRows, refused } from "./cliSupport.js"
 
@@ -15,9 +16,15 @@ import { cli, halfDone, idsOf, referenceRows, refused } from "./cliSupport.js"
 const committed = (rows: string, state: Record<string, unknown>) =>
   Buffer.from(rows).subarray(0, Number(state["length"])).toString("utf8")
 
-/** CKPT's text with `fields` and its checksum, as CKPT is written. */
-const signed = (fields: Record<string, unknown>) => {
+/**
+ * CKPT's text with `fields` and its checksum as a CKPT of version 2 or 3 was written (SHA-256 of
+ * its text), its scan's checkpoint as version 1 wrote it (FNV-1a of its text).
+ */
+const signedBefore = (fields: Record<string, unknown>) => {
   const { checksum: _, ...body } = fields
+  const { checksum: __, ...scan } = JSON.parse(String(body["scan"])) as Record<string, unknown>
+  const scanText = JSON.stringify({ ...scan, version: 1 })
+  body["scan"] = `${scanText.slice(0, -1)},"checksum":"${fnv1a(scanText)}"}`
   const text = JSON.stringify(body, ["kind", "version", "format", "length", "finished", "scan"])
   return `${text.slice(0, -1)},"checksum":"${createHash("sha256").update(text).digest("hex")}"}\n`
 }
@@ -28,7 +35,9 @@ describe("microapp rows --checkpoint, the ids held by FILE", () => {
       Effect.gen(function*() {
         const { args, dir, file, rows, saved } = yield* halfDone
         const state = JSON.parse(saved) as Record<string, unknown>
-        expect(state["version"]).toBe(3)
+        expect(state["version"]).toBe(4)
+        const { checksum: written, ...body } = state
+        expect(written).toBe(checksum(body))
         const scan = JSON.parse(String(state["scan"])) as { seen: Record<string, unknown> }
         expect(scan.seen).toEqual({
           held: idsOf(committed(rows, state)).length,
@@ -69,10 +78,25 @@ describe("microapp rows --checkpoint, the ids held by FILE", () => {
         const state = JSON.parse(saved) as Record<string, unknown>
         const held = yield* Checkpoint.fromJson(String(state["scan"]))
         const whole = yield* Checkpoint.withIds(held, idsOf(committed(rows, state)))
-        fs.writeFileSync(ckpt, signed({ ...state, version: 2, scan: Checkpoint.toJson(whole) }))
+        fs.writeFileSync(ckpt, signedBefore({ ...state, version: 2, scan: Checkpoint.toJson(whole) }))
         const resumed = yield* cli(args)
         expect(resumed.code, resumed.stderr).toBe(0)
         expect(fs.readFileSync(file, "utf8")).toBe(yield* referenceRows(dir))
+      }))
+
+    it.scoped("a CKPT of version 3, as written before the checksum of every format, resumes, and FILE is the same", () =>
+      Effect.gen(function*() {
+        const { args, ckpt, dir, file, saved } = yield* halfDone
+        const earlier = signedBefore({ ...JSON.parse(saved), version: 3 })
+        fs.writeFileSync(ckpt, earlier)
+        // what a resumed run trusts is checked as it was: one byte changed is refused
+        fs.writeFileSync(ckpt, earlier.replace("\"finished\":false", "\"finished\":true"))
+        yield* refused(args, file, /changed or damaged since it was written/)
+        fs.writeFileSync(ckpt, earlier)
+        const resumed = yield* cli(args)
+        expect(resumed.code, resumed.stderr).toBe(0)
+        expect(fs.readFileSync(file, "utf8")).toBe(yield* referenceRows(dir))
+        expect(JSON.parse(fs.readFileSync(ckpt, "utf8"))).toMatchObject({ version: 4, finished: true })
       }))
   })
 })

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as FC } from "effect"
-import { fingerprint } from "../src/internal/fingerprint.js"
+import { fingerprint, Hash64 } from "../src/internal/fingerprint.js"
 
 /** The same value with every object's keys in another order, at every depth. */
 const shuffled = (value: unknown, seed: number): unknown => {
@@ -21,6 +21,22 @@ describe("fingerprint", () => {
   it.prop("does not depend on the order of keys, at any depth", [FC.jsonValue(), FC.nat()], ([value, seed]) => {
     expect(fingerprint(shuffled(value, seed))).toBe(fingerprint(value))
     expect(fingerprint(value)).toMatch(/^[0-9a-f]{16}$/)
+  })
+
+  it.prop("of a text is the hash of its JSON, long or short, with or without anything to escape", [
+    FC.array(FC.oneof(FC.integer({ min: 0x20, max: 0x7e }), FC.integer({ min: 0, max: 0xffff })), { maxLength: 700 }),
+    FC.integer({ min: 0, max: 2000 })
+  ], ([codes, plain]) => {
+    const hashOf = (text: string) => {
+      const hash = new Hash64()
+      hash.text(JSON.stringify(text))
+      return hash.digest()
+    }
+    // units of every kind (lone surrogates too), and a long run of base64, as a checkpoint's packed ids are
+    for (const text of [String.fromCharCode(...codes), "Ab+/9z=".repeat(plain), `${"x".repeat(plain)}"`]) {
+      expect(fingerprint(text)).toBe(hashOf(text))
+      expect(fingerprint({ packed: text })).toBe(fingerprint(JSON.parse(JSON.stringify({ packed: text }))))
+    }
   })
 
   it.prop("tells different contents apart (distinct canonical JSON, distinct fingerprints)", [

@@ -12,7 +12,7 @@ import type * as Changes from "../Changes.js"
 import * as Debezium from "../debezium/Debezium.js"
 import type { Row } from "../Row.js"
 import type { CommandFailed } from "./exitCodes.js"
-import { failedOn } from "./output.js"
+import { failedOn } from "./fileSafety.js"
 
 /**
  * What the events of a page share.

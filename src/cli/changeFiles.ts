@@ -3,12 +3,13 @@
  * as NDJSON page by page, as Debezium's events (`effect-microapp/debezium`); after each page is on
  * disk, STATE moves on in one transaction (`changeState.ts`: the baseline's rows, the pass's
  * checkpoint, FILE's length). A run that finds a pass in STATE cuts FILE back to that length and
- * goes on from the checkpoint, so FILE ends with every event once. `STATE.lock` and `FILE.lock`
- * keep a second run away from both while one runs.
+ * goes on from the checkpoint, so FILE ends with every event once: FILE grows, and STATE moves on,
+ * as `committedFile.ts` has every resumable output do.
  *
  * STATE written by the earlier version (a text: a header line, then one `["id","fingerprint"]`
- * line a row; `load` reads it) is made an SQLite STATE by the next run, with the fingerprints and
- * no whole rows: the updates and deletes of its next pass carry only their key as `before`.
+ * line a row, under SHA-256; `load` reads it) is made an SQLite STATE by the next run, with the
+ * fingerprints and no whole rows: the updates and deletes of its next pass carry only their key as
+ * `before`.
  *
  * @since 0.2.0
  */
@@ -16,22 +17,22 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either, Layer, Option, Redacted, Schema, Stream } from "effect"
-import { createHash } from "node:crypto"
 import { pathToFileURL } from "node:url"
 import * as Changes from "../Changes.js"
 import * as Debezium from "../debezium/Debezium.js"
 import * as Codec from "../internal/checkpointCodec.js"
 import { MicroappClient } from "../MicroappClient.js"
-import { isInvalidCheckpoint, type MicroappError } from "../MicroappError.js"
+import type { MicroappError } from "../MicroappError.js"
 import { Filter } from "../Query.js"
 import type { ScanSummary } from "../RowStream.js"
 import { eventLines, markLast } from "./changeEvents.js"
 import * as State from "./changeState.js"
 import { databaseFailed, databaseLayer } from "./commands/mirror.js"
+import { anotherQuery, appendPages, earlierChecksum, holdLocks } from "./committedFile.js"
 import { type CommandFailed, UsageError } from "./exitCodes.js"
-import { holdLock } from "./lockFile.js"
-import { atomicFile, checkCommitted, failedOn, refusedFile, regularFileSize } from "./output.js"
+import { checkCommitted, failedOn, regularFileSize } from "./fileSafety.js"
 import { packageVersion } from "./packageVersion.js"
+import { refusedFile } from "./refusals.js"
 import type { Stdio, WriteError } from "./stdio.js"
 
 const kind = "microapp changes --state"
@@ -51,13 +52,6 @@ const PassSchema = Schema.Struct({
   /** `Changes.toJson` of the last page committed; null before the first. */
   checkpoint: Schema.NullOr(Schema.String)
 })
-/**
- * A pass in progress, as the earlier STATE records it.
- *
- * @since 0.2.0
- * @category models
- */
-export type Pass = typeof PassSchema.Type
 
 /** STATE's first line, but its checksum. */
 const Header = Schema.Struct({
@@ -73,8 +67,6 @@ type Header = typeof Header.Type
 
 // a key STATE does not have is an edit too
 const decodeHeader = Codec.decoder(Header, { onExcessProperty: "error" })
-
-const keys = Codec.keyOrder(Header)
 
 const fingerprintText = /^[0-9a-f]{16}$/
 
@@ -118,7 +110,7 @@ export const load = (
     const size = yield* regularFileSize(state, stateFileLimit, what, remedy)
     if (Option.isNone(size)) return Option.none()
     const notState = (reason: string) => new UsageError({ message: `${state} is not ${what}: ${reason}; ${remedy}` })
-    const hash = createHash("sha256")
+    const hash = earlierChecksum()
     const baseline = new Map<string, string>()
     let headerLine: { readonly text: string; readonly checksum: string } | undefined
     yield* fs.stream(state, { bytesToRead: FileSystem.Size(size.value) }).pipe(
@@ -153,30 +145,6 @@ export const load = (
     }
     return Option.some({ header, baseline })
   })
-
-/** Writes STATE as the earlier version did (a temporary file beside it, synced, renamed over it, private): what `load` reads. */
-export const save = (state: string, header: Header, baseline: ReadonlyMap<string, string>) =>
-  atomicFile(state, (destination) =>
-    Effect.gen(function*() {
-      const text = Codec.canonical(header, keys)
-      const hash = createHash("sha256").update(`${text}\n`)
-      // in pieces: a baseline of millions of rows is more than one string should hold
-      const pieces: Array<string> = []
-      let piece = ""
-      for (const entry of baseline) {
-        piece += `${JSON.stringify(entry)}\n`
-        if (piece.length >= 1 << 16) {
-          pieces.push(piece)
-          piece = ""
-        }
-      }
-      pieces.push(piece)
-      for (const each of pieces) hash.update(each)
-      yield* destination.write(`${Codec.seal(text, hash.digest("hex"))}\n`)
-      for (const each of pieces) yield* destination.write(each)
-    }), { mode: 0o600 })
-
-const encoder = new TextEncoder()
 
 /** Pages in a row that changed nothing, committed at once: a commit syncs STATE, which costs more than the page. */
 const quietPagesACommit = 16
@@ -313,9 +281,7 @@ export const writeChanges = (
     if (target === path.resolve(state)) {
       return yield* new UsageError({ message: `--state and --output are the same file: ${output}` })
     }
-    // held until the run ends, from before STATE is read; taking them shows an unwritable directory before any request
-    yield* holdLock(state, `cannot create ${state}`)
-    yield* holdLock(output, `cannot write ${output}`)
+    yield* holdLocks(state, output)
     const stateExisted = Option.isSome(yield* regularFileSize(state, Number.MAX_SAFE_INTEGER, "a state file"))
     const outputExisted = Option.isSome(yield* Effect.option(fs.stat(output)))
     if (stateExisted && !(yield* isSqlite(state))) {
@@ -414,17 +380,11 @@ export const writeChanges = (
         const client = yield* MicroappClient
         const release = yield* packageVersion
         const pass = yield* client.changes({ ...options, baseline: State.baseline(sql), resume }).pipe(
-          Effect.mapError((error) =>
-            isInvalidCheckpoint(error) && error.problem === "another query"
-              ? new UsageError({
-                message: `${state} belongs to another query: ${error.reason}; go on with the flags of the pass in ` +
-                  `progress, or ${startAgain(state, output)}`
-              })
-              : error
+          Effect.mapError(
+            anotherQuery(state, `go on with the flags of the pass in progress, or ${startAgain(state, output)}`)
           )
         )
         const snapshot = inProgress?.snapshot ?? current.passes === 0
-        let length = inProgress?.length ?? 0
         let lacking = inProgress?.lacking ?? 0
         let fields = Debezium.widen(current.fields, [], writing.fields)
         if (inProgress === undefined) {
@@ -434,9 +394,6 @@ export const writeChanges = (
             failedOn(`cannot write ${output}`)
           )
           yield* sql.withTransaction(State.openPass(sql, { output: target, snapshot, format }))
-        } else {
-          // a page half-written when the process died goes
-          yield* Effect.mapError(fs.truncate(output, length), failedOn(`cannot write ${output}`))
         }
         const source: Debezium.Source = {
           name: writing.name,
@@ -446,9 +403,11 @@ export const writeChanges = (
           version: release
         }
         const unsaved: Array<ReadonlyArray<string>> = []
-        yield* withProgress(pass.summary)(Effect.scoped(Effect.gen(function*() {
-          const file = yield* Effect.mapError(fs.open(output, { flag: "a" }), failedOn(`cannot write ${output}`))
-          yield* Stream.runForEach(pass.pages, (page) =>
+        const length = yield* withProgress(pass.summary)(appendPages({
+          file: output,
+          committed: Option.some(inProgress?.length ?? 0),
+          pages: pass.pages,
+          render: (page, length) =>
             Effect.gen(function*() {
               const seenAt = yield* Clock.currentTimeMillis
               const changed = page.changes.flatMap((change) => change._tag === "Inserted" ? [] : [change.id])
@@ -473,31 +432,33 @@ export const writeChanges = (
                 tombstones: format.tombstones,
                 before
               })
-              const bytes = encoder.encode(lines.text)
-              if (bytes.length > 0) {
-                yield* Effect.mapError(file.writeAll(bytes), failedOn(`cannot write ${output}`))
-                yield* Effect.mapError(file.sync, failedOn(`cannot write ${output}`))
-                length += bytes.length
-              }
               lacking += lines.lacking
-              const quiet = page.changes.length + page.found.length + page.unconfirmed.length === 0 &&
-                page.checkpoint.phase === "scan"
-              // a page that changed nothing moves no row and writes no event: its ids wait for a later commit,
-              // and a run stopped before it reads the page again, with nothing written twice
-              if (quiet && unsaved.length < quietPagesACommit) {
-                unsaved.push(page.seen)
-                return
-              }
-              yield* State.commitPage(sql, { ...page, seen: [...unsaved.flat(), ...page.seen] }, {
+              // the commit records what this page leaves: the next page is rendered while it commits
+              return { text: lines.text, record: { page, fields, lacking } }
+            }),
+          commit: ({ fields, lacking, page }, length) => {
+            const quiet = page.changes.length + page.found.length + page.unconfirmed.length === 0 &&
+              page.checkpoint.phase === "scan"
+            // a page that changed nothing moves no row and writes no event: its ids wait for a later commit,
+            // and a run stopped before it reads the page again, with nothing written twice
+            if (quiet && unsaved.length < quietPagesACommit) {
+              unsaved.push(page.seen)
+              return Effect.void
+            }
+            return Effect.zipRight(
+              State.commitPage(sql, { ...page, seen: [...unsaved.flat(), ...page.seen] }, {
                 wholeRows: format.before === "row",
                 length,
                 fields,
                 lacking
+              }),
+              Effect.sync(() => {
+                unsaved.length = 0
+                committed = true
               })
-              unsaved.length = 0
-              committed = true
-            }))
-        })))
+            )
+          }
+        }))
         if (snapshot) yield* markLast(output, length)
         // the last page's checkpoint is "done": a run killed before this commit resumes from it, and has only this left
         yield* State.closePass(sql)

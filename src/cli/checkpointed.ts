@@ -11,9 +11,10 @@
  *
  * CKPT holds the scan's checkpoint in its sink-held form (`Checkpoint.withoutIds`): FILE holds
  * the rows, so a resumed run reads their ids back from it, up to the committed length, and CKPT
- * stays O(page) whatever the table's size. A CKPT of version 2 (the ids in it) still resumes.
+ * stays O(page) whatever the table's size. A CKPT of version 2 (the ids in it) or 3 (SHA-256) still
+ * resumes. FILE grows, and CKPT moves on, as `committedFile.ts` has every resumable output do.
  *
- * Nothing a resumed run trusts goes unchecked: CKPT carries a SHA-256 checksum of all it records,
+ * Nothing a resumed run trusts goes unchecked: CKPT carries a checksum of all it records,
  * FILE must still end a row where CKPT says and hold exactly the ids CKPT counts (their count and
  * digest), finished or not, CKPT serves only the query it was written for (its scan's checkpoint
  * names the Microapp, filters, sort and page size; CKPT, the format), and `CKPT.lock` and
@@ -23,34 +24,33 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
-import { Effect, Either, Option, Schema, Scope, Stream } from "effect"
-import { createHash } from "node:crypto"
+import { Effect, Either, Option, Schema, Stream } from "effect"
 import * as Checkpoint from "../Checkpoint.js"
 import * as Codec from "../internal/checkpointCodec.js"
 import { idOf } from "../internal/rowId.js"
 import { MicroappClient } from "../MicroappClient.js"
-import { isInvalidCheckpoint, type MicroappError } from "../MicroappError.js"
+import type { MicroappError } from "../MicroappError.js"
 import type { ScanSummary } from "../RowStream.js"
+import { anotherQuery, appendPages, earlierChecksum, holdLocks } from "./committedFile.js"
 import { type CommandFailed, UsageError } from "./exitCodes.js"
-import { holdLock } from "./lockFile.js"
+import { atomicFile, checkCommitted, failedOn, readSmallFile } from "./fileSafety.js"
+import { refusedFile } from "./refusals.js"
 import {
-  atomicFile,
-  checkCommitted,
-  failedOn,
   firstFields,
   type Format,
   formats,
   type JsonRow,
   ndjsonLines,
-  readSmallFile,
-  refusedFile,
   spooledKeys,
   writeCsvFromSpool
-} from "./output.js"
+} from "./rowFormats.js"
 import type { Stdio, WriteError } from "./stdio.js"
 
-/** The version of CKPT this command writes: 3 leaves the ids to FILE, 2 held them, 1 had no checksum. */
-const version = 3
+/**
+ * The version of CKPT this command writes: 4 has the checksum of every format (`Codec.checksum`),
+ * 3 had SHA-256 and left the ids to FILE, 2 held them, 1 had no checksum.
+ */
+const version = 4
 
 /** The oldest version read is the first with a checksum. */
 const Version = Codec.Version({
@@ -87,14 +87,15 @@ export const checkpointFileLimit = 256 * 1024 * 1024
 
 // a key CKPT does not have is an edit too
 const decodeCheckpointFile = Codec.decoder(CheckpointFile, { onExcessProperty: "error" })
-const encoder = new TextEncoder()
 
 const keys = Codec.keyOrder(Body)
 
 // the format nests two deep: anything deeper would overflow the parser's stack, not be a checkpoint
 const bounds: Codec.Bounds = { chars: checkpointFileLimit, depth: 4 }
 
-const checksumOf = (text: string): string => createHash("sha256").update(text).digest("hex")
+/** The checksum of a body written at its version: SHA-256 of its text before version 4. */
+const checksumOf = (body: Body): string =>
+  body.version < 4 ? earlierChecksum().update(Codec.textOf(body, keys)).digest("hex") : Codec.checksum(body)
 
 /** How to start again when CKPT itself is refused. */
 const restoreOrRemove = "restore it, or remove it to start again"
@@ -112,16 +113,17 @@ export const load = (
       Either.flatMap(Codec.parse(text.value, bounds, ""), (json) => decodeCheckpointFile(json, "")),
       refused
     )
-    if (checksumOf(Codec.canonical(body, keys)) !== checksum) return yield* refused(Codec.checksumRefused(""))
+    if (checksumOf(body) !== checksum) return yield* refused(Codec.checksumRefused(""))
     return Option.some(body)
   })
 
 /** Replaces CKPT atomically (a temporary file beside it, synced, renamed over it); a new CKPT is private. */
 export const save = (ckpt: string, body: Body) =>
-  atomicFile(ckpt, (destination) => {
-    const text = Codec.canonical(body, keys)
-    return destination.write(`${Codec.seal(text, checksumOf(text))}\n`)
-  }, { mode: 0o600 })
+  atomicFile(
+    ckpt,
+    (destination) => destination.write(`${Codec.seal(Codec.textOf(body, keys), checksumOf(body))}\n`),
+    { mode: 0o600 }
+  )
 
 /** The `_id` of a line of the file that grows (an NDJSON line, or a row of the JSON array); null when it has none. */
 const idOfLine = (line: string): Either.Either<string | null, string> => {
@@ -266,30 +268,19 @@ export const writeCheckpointed = (
 > =>
   Effect.scoped(Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    // held until the run ends, from before CKPT is read; taking them shows an unwritable directory before any request
-    yield* holdLock(ckpt, `cannot create ${ckpt}`)
-    yield* holdLock(output, `cannot write ${output}`)
+    yield* holdLocks(ckpt, output)
     const stored = yield* load(ckpt)
     const growing = format === "csv" ? `${ckpt}.rows` : output
     const resume = Option.isSome(stored) ? yield* resumable(stored.value, format, output, ckpt) : undefined
     const client = yield* MicroappClient
     // finished or not, CKPT serves its own query only: the scan refuses another's before any request
     const scan = yield* client.scan({ ...options, ...(resume === undefined ? {} : { resume }) }).pipe(
-      Effect.mapError((error) =>
-        isInvalidCheckpoint(error) && error.problem === "another query"
-          ? new UsageError({
-            message: `${ckpt} belongs to another query: ${error.reason}; ${startAgain(ckpt, output)}`
-          })
-          : error
-      )
+      Effect.mapError(anotherQuery(ckpt, startAgain(ckpt, output)))
     )
     if (Option.isSome(stored) && stored.value.finished) {
       yield* Effect.ignore(fs.remove(`${ckpt}.rows`, { force: true }))
       return Option.none()
     }
-    let length = Option.match(stored, { onNone: () => 0, onSome: (state) => state.length })
-    // nothing of FILE changes before the checkpoint has been accepted; then a page half-written when the process died goes
-    if (Option.isSome(stored)) yield* Effect.mapError(fs.truncate(growing, length), failedOn(`cannot write ${growing}`))
     const saveAt = (finished: boolean, checkpoint: Checkpoint.Checkpoint, committed: number) =>
       save(ckpt, {
         kind: "microapp rows --checkpoint",
@@ -300,44 +291,18 @@ export const writeCheckpointed = (
         scan: Checkpoint.toJson(Checkpoint.withoutIds(checkpoint))
       })
     let last: Checkpoint.Checkpoint | undefined = resume
-    yield* withProgress(scan.summary)(Effect.scoped(Effect.gen(function*() {
-      // a new run makes (or empties) FILE with its first page: one that fails before leaves FILE as it was
-      const opened = yield* Effect.cached(
-        fs.open(
-          growing,
-          Option.isSome(stored)
-            ? { flag: "a" }
-            // the spool holds rows, and is no one else's business; FILE is made as any file is
-            : { flag: "w", ...(format === "csv" ? { mode: 0o600 } : {}) }
-        ).pipe(
-          // open until this block ends, not only while the stream that opens it runs
-          Scope.extend(yield* Effect.scope),
-          Effect.mapError(failedOn(`cannot write ${growing}`))
-        )
-      )
-      const append = (text: string) =>
-        Effect.gen(function*() {
-          const file = yield* opened
-          const bytes = encoder.encode(text)
-          if (bytes.length > 0) yield* Effect.mapError(file.writeAll(bytes), failedOn(`cannot write ${growing}`))
-          yield* Effect.mapError(file.sync, failedOn(`cannot write ${growing}`))
-          length += bytes.length
-        })
-      yield* scan.pages.pipe(
-        Stream.mapEffect((page) =>
-          Effect.map(
-            append(render(format, page.rows, length > 0)),
-            () => ({ checkpoint: page.checkpoint, committed: length })
-          )
-        ),
-        // the next page goes to FILE (and its fsync) while CKPT names the one before: CKPT only names synced bytes
-        Stream.buffer({ capacity: 1 }),
-        Stream.runForEach(({ checkpoint, committed }) =>
-          Effect.zipRight(saveAt(false, checkpoint, committed), Effect.sync(() => (last = checkpoint)))
-        )
-      )
-      if (format === "json") yield* append(length > 0 ? "\n]\n" : "[]\n")
-    })))
+    const length = yield* withProgress(scan.summary)(appendPages({
+      file: growing,
+      committed: Option.map(stored, (state) => state.length),
+      // the spool holds rows, and is no one else's business; FILE is made as any file is
+      ...(format === "csv" ? { mode: 0o600 } : {}),
+      pages: scan.pages,
+      render: (page, length) =>
+        Effect.succeed({ text: render(format, page.rows, length > 0), record: page.checkpoint }),
+      commit: (checkpoint, committed) =>
+        Effect.zipRight(saveAt(false, checkpoint, committed), Effect.sync(() => (last = checkpoint))),
+      ...(format === "json" ? { end: (length: number) => length > 0 ? "\n]\n" : "[]\n" } : {})
+    }))
     if (format === "csv") {
       const header = Array.from(yield* spooledKeys(growing))
       yield* atomicFile(output, (destination) => writeCsvFromSpool(growing, header, destination))

@@ -12,7 +12,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import { Effect, Either, Option, Random, type Scope } from "effect"
 import * as os from "node:os"
 import { type CommandFailed, UsageError } from "./exitCodes.js"
-import { failedOn, readSmallFile } from "./output.js"
+import { failedOn, readSmallFile } from "./fileSafety.js"
 
 /** `PID HOST TOKEN`: the token tells this run's lock from an earlier one of the same pid. */
 const holderLine = /^([1-9]\d*) (\S+) \S+\n$/

@@ -1,11 +1,13 @@
 /**
  * The envelope of every checkpoint format (a scan's, a change pass's, the CLI's CKPT and STATE):
  * the text's size and nesting bounded before it is parsed, a version checked with one wording, a
- * canonical text (keys in the order of the format's Schema) and a checksum written after it, last.
- * Every refusal is an `InvalidCheckpoint` naming its problem; each format picks its checksum.
+ * text (keys in the order of the format's Schema) and a checksum written after it, last. The
+ * checksum of every format written now is `checksum`; what older versions used is kept here only
+ * to read them. Every refusal is an `InvalidCheckpoint` naming its problem.
  */
 import { Either, Option, ParseResult, Predicate, Schema, SchemaAST } from "effect"
 import { type CheckpointProblem, InvalidCheckpoint } from "../MicroappError.js"
+import { fingerprint } from "./fingerprint.js"
 
 export const invalidCheckpoint = (problem: CheckpointProblem, input: string, reason: string) =>
   new InvalidCheckpoint({ input, reason, problem })
@@ -50,7 +52,7 @@ const keysOf = (ast: SchemaAST.AST): Array<string> => {
 
 /**
  * Every key of a format, in its Schema's order: `JSON.stringify` with this list writes any value
- * the same way, whatever the order of its keys, so that a checksum is of one text.
+ * the same way, whatever the order of its keys.
  */
 export const keyOrder = (schema: Schema.Schema.Any): Array<string> => [
   ...new Set(keysOf(SchemaAST.encodedAST(schema.ast)))
@@ -134,8 +136,18 @@ const plainEncoderOf = (ast: SchemaAST.AST): Encode => {
 export const plainEncoder = <A, I>(schema: Schema.Schema<A, I>): (value: A) => I =>
   plainEncoderOf(schema.ast) as (value: A) => I
 
-/** `body`'s canonical text: its keys in the format's order. */
-export const canonical = (body: object, keys: Array<string>): string => JSON.stringify(body, keys)
+/**
+ * The checksum of every format written now: the fingerprint of the format's value but its
+ * checksum (64 bits of its canonical JSON, every object's keys in code-unit order: fingerprint.ts),
+ * so one value has one checksum whatever the order of the keys of the text it was read from.
+ */
+export const checksum = (body: object): string => fingerprint(body)
+
+/**
+ * `body`'s text as a format writes it: its keys in the order of the format's Schema (`keyOrder`).
+ * Versions written before `checksum` hashed this text: it is how they are checked.
+ */
+export const textOf = (body: object, keys: Array<string>): string => JSON.stringify(body, keys)
 
 /** An object's text with its checksum added as the last key: what every format writes. */
 export const seal = (text: string, checksum: string): string => `${text.slice(0, -1)},"checksum":"${checksum}"}`
@@ -148,7 +160,7 @@ export const unseal = (line: string): { readonly text: string; readonly checksum
   return found === null ? undefined : { text: `${line.slice(0, found.index)}}`, checksum: found[1] ?? "" }
 }
 
-/** FNV-1a (32 bits) of the UTF-16 code units of `text`, as 8 hex digits. */
+/** FNV-1a (32 bits) of the UTF-16 code units of `text`, as 8 hex digits: a scan's checkpoint of version 1, read, no longer written. */
 export const fnv1a = (text: string): string => {
   let hash = 0x811c9dc5
   for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193)

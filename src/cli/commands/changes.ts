@@ -9,7 +9,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import { Effect, Option, ParseResult, Schema } from "effect"
 import { writeChanges } from "../changeFiles.js"
 import { UsageError } from "../exitCodes.js"
-import { failedOn } from "../output.js"
+import { failedOn } from "../fileSafety.js"
 import { changesSummaryLine, progressLine, withProgress } from "../progress.js"
 import { stderrLine, Stdio, untilSignal } from "../stdio.js"
 import {

@@ -1,6 +1,6 @@
 /**
  * Checkpoints: the scan's state after a page (`state.ts`) and the query it belongs to, as a value;
- * its JSON (version 1), checked field by field and by a checksum on the way in.
+ * its JSON (version 2; version 1 still read), checked field by field and by a checksum on the way in.
  */
 import { Effect, Either, ParseResult, Predicate, Schema, Stream } from "effect"
 import type { Checkpoint, Query as QueryObject, TypeId as CheckpointTypeId } from "../../Checkpoint.js"
@@ -17,8 +17,8 @@ import { summarise } from "./summary.js"
 
 export const TypeId: CheckpointTypeId = Symbol.for("effect-microapp/Checkpoint") as CheckpointTypeId
 
-/** The version of the JSON this library writes and reads. */
-export const version = 1
+/** The version of the JSON this library writes: 2 has the checksum of every format (`Codec.checksum`), 1 had FNV-1a of its text. */
+export const version = 2
 
 /** What a scan asked, in the terms that give its position a meaning. */
 const QueryFields = Schema.Struct({
@@ -36,15 +36,25 @@ export const QueryJson: Schema.Schema<QueryObject> = QueryFields
 
 export type QueryJson = QueryObject
 
-/** What the client's formats read: a change pass's checkpoint is at version 1 too. */
-export const versions: Codec.Versions = { current: version, reader: "this library", upgrade: "a newer effect-microapp" }
+/** Who reads the client's formats, and what reads a newer one. */
+const readers = { reader: "this library", upgrade: "a newer effect-microapp" } as const
+
+/** What a change pass's checkpoint reads: version 1, which has always had `Codec.checksum`. */
+export const versions: Codec.Versions = { current: 1, ...readers }
+
+/** What a scan's checkpoint reads: version 1 too, checked by the checksum it was written with. */
+const scanVersions: Codec.Versions = {
+  current: version,
+  oldest: { version: 1, before: "was never written" },
+  ...readers
+}
 
 /** The bounds of the client's formats' texts: a change pass's checkpoint holds a scan's. */
 export const textBounds: Codec.Bounds = { chars: bounds.checkpointChars, depth: bounds.checkpointDepth }
 
 /** The JSON object of a checkpoint: the scan's state beside its version and query, and the checksum of them all. */
 const Json = Schema.Struct({
-  version: Codec.Version(versions),
+  version: Codec.Version(scanVersions),
   query: QueryJson,
   ...ScanState.ScanState.fields,
   checksum: Schema.String
@@ -59,23 +69,23 @@ const encodeProgress = Codec.plainEncoder(ScanState.Progress)
 const queryBody = Codec.plainEncoder(QueryFields)
 
 /**
- * The JSON object of a checkpoint but its checksum, as it is written (fields at their defaults
- * left out): every object made in the format's key order, with no other key.
+ * The JSON object of a checkpoint but its checksum, as it is written at `at` (fields at their
+ * defaults left out): every object made in the format's key order, with no other key.
  */
-const bodyOf = (query: QueryJson, state: ScanState.ScanState) => {
+const bodyOf = (query: QueryJson, state: ScanState.ScanState, at: number = version) => {
   const { seen, ...progress } = state
-  return { version, query: queryBody(query), ...encodeProgress(progress), seen: ScanState.encodeSeen(seen) }
+  return { version: at, query: queryBody(query), ...encodeProgress(progress), seen: ScanState.encodeSeen(seen) }
 }
 
 const packedKey = `"packed":"`
 
 /**
- * `body`'s canonical text, the keys in the order `bodyOf` made them (JSON.stringify with a list of
- * keys looks each one up in every object). The packed ids, most of a large checkpoint's text, are
- * base64 (as written, and checked so before a text read is written again): nothing in them to
- * escape, they go into the text as they are, not through JSON.stringify.
+ * `body`'s text, `Codec.textOf(body, keyOrder)` made faster: the keys in the order `bodyOf` made
+ * them (JSON.stringify with a list of keys looks each one up in every object). The packed ids,
+ * most of a large checkpoint's text, are base64 (as written, and checked so before a text read is
+ * written again): nothing in them to escape, they go into the text as they are.
  */
-const canonical = (body: ReturnType<typeof bodyOf>): string => {
+const textOf = (body: ReturnType<typeof bodyOf>): string => {
   const { seen } = body
   if (!("packed" in seen)) return JSON.stringify(body)
   const text = JSON.stringify({ ...body, seen: { ...seen, packed: "" } })
@@ -98,13 +108,13 @@ export class CheckpointImpl implements Checkpoint {
   /** The checkpoint's JSON object, its checksum last: what `JSON.stringify` writes, not its inner workings. */
   toJSON(): unknown {
     const body = bodyOf(this.query, this.state)
-    return { ...body, checksum: Codec.fnv1a(canonical(body)) }
+    return { ...body, checksum: Codec.checksum(body) }
   }
 
-  /** The text of `toJSON`'s object in the format's order, its body made and written once. */
+  /** The text of `toJSON`'s object in the format's order, its body made once. */
   toJson(): string {
-    const text = canonical(bodyOf(this.query, this.state))
-    return Codec.seal(text, Codec.fnv1a(text))
+    const body = bodyOf(this.query, this.state)
+    return Codec.seal(textOf(body), Codec.checksum(body))
   }
 }
 
@@ -193,6 +203,10 @@ const problemOf = (query: QueryJson, { counters, seen, state }: ScanState.ScanSt
   return undefined
 }
 
+/** The checksum of a body written at version `at`: version 1's was of its text. */
+const checksumAt = (at: number, body: ReturnType<typeof bodyOf>): string =>
+  at === 1 ? Codec.fnv1a(textOf(body)) : Codec.checksum(body)
+
 const mustBe = "must be a Checkpoint: from a page of `pages`, or from `Checkpoint.fromJson`"
 
 const CheckpointSelf = Schema.declare(isCheckpoint, { identifier: "Checkpoint", message: () => mustBe })
@@ -210,13 +224,13 @@ export const CheckpointSchema: Schema.Schema<Checkpoint, unknown> = Schema.trans
   {
     strict: true,
     decode: (input, options, ast) =>
-      Either.flatMap(decodeJsonObject(input, options), ({ checksum, query, version: _, ...state }) => {
+      Either.flatMap(decodeJsonObject(input, options), ({ checksum, query, version: at, ...state }) => {
         const problem = problemOf(query, state)
         if (problem !== undefined) {
           const [path, message] = problem
           return ParseResult.fail(new ParseResult.Pointer(path, input, new ParseResult.Type(ast, input, message)))
         }
-        if (Codec.fnv1a(canonical(bodyOf(query, state))) !== checksum) {
+        if (checksumAt(at, bodyOf(query, state, at)) !== checksum) {
           const { reason } = Codec.checksumRefused("checksum")
           return ParseResult.fail(
             new ParseResult.Pointer(["checksum"], checksum, new ParseResult.Type(ast, checksum, reason))
