@@ -1,7 +1,7 @@
 /**
  * A change pass's checkpoint: the scan's checkpoint wrapped with the counts, the phase, the
  * deletes mode, the ids already reported deleted and the ids point reads kept; its JSON text
- * (the envelope is `../checkpointCodec.ts`'s, the checksum the rows' fingerprint), its checks,
+ * (the envelope is `../checkpointCodec.ts`'s, its checksum `Codec.checksum`), its checks,
  * its sink-held form, and the sets of ids a run restores from it.
  */
 import { Effect, Either, Schema } from "effect"
@@ -10,7 +10,6 @@ import * as ScanCheckpoint from "../../Checkpoint.js"
 import type { InvalidCheckpoint } from "../../MicroappError.js"
 import type * as RowStream from "../../RowStream.js"
 import * as Codec from "../checkpointCodec.js"
-import { fingerprint } from "../fingerprint.js"
 import { faultOf } from "../http/plainData.js"
 import {
   CheckpointImpl as ScanCheckpointImpl,
@@ -94,7 +93,7 @@ export class CheckpointImpl implements Changes.Checkpoint {
       kept: encodeSeen(this.kept),
       scan: encodeScan(this.scan)
     }
-    return { ...body, checksum: fingerprint(body) }
+    return { ...body, checksum: Codec.checksum(body) }
   }
 }
 
@@ -216,7 +215,7 @@ const decodeParsed = (json: unknown): Either.Either<CheckpointImpl, InvalidCheck
   const object = Codec.objectWith(json, "checksum", "a change pass checkpoint")
   if (Either.isLeft(object)) return Either.left(object.left)
   const { checksum, ...body } = object.right
-  if (fingerprint(body) !== checksum) return Either.left(Codec.checksumRefused("checkpoint.checksum"))
+  if (Codec.checksum(body) !== checksum) return Either.left(Codec.checksumRefused("checkpoint.checksum"))
   return Either.flatMap(decodeJson(json, "checkpoint"), (checkpoint) =>
     Either.flatMap(
       Either.all([idsOf(checkpoint.deleted, "deleted"), idsOf(checkpoint.kept, "kept")]),
