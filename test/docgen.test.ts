@@ -21,7 +21,7 @@ const packageJson = readJson("package.json") as {
 }
 const exportsOf = packageJson.exports
 
-/** A docgen exclude glob as a RegExp over paths like `src/testing/App.ts`. */
+/** A docgen exclude glob as a RegExp over paths like `src/testing/internal/app.ts`. */
 const globToRegExp = (glob: string) =>
   new RegExp(
     `^${
