@@ -1,7 +1,7 @@
 /**
  * The benchmark table: demo Projects rows, each pre-serialised once, so the server only joins strings.
  */
-import { makeProjectRows } from "../../src/testing/DemoData.js"
+import { makeProjectRows } from "../../src/testing/index.js"
 import { makeRowId } from "../../src/testing/internal/table.js"
 
 /** Distinct demo rows generated; bigger tables repeat them under fresh ids (generating 1M rows takes half a minute). */
