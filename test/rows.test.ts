@@ -1,15 +1,5 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import {
-  Chunk,
-  Effect,
-  Exit,
-  FastCheck as FC,
-  Fiber,
-  ManagedRuntime,
-  Schedule,
-  Stream,
-  TestClock
-} from "effect"
+import { Chunk, Effect, Exit, FastCheck as FC, Fiber, ManagedRuntime, Schedule, Stream, TestClock } from "effect"
 import { MicroappClient, type Row, type RowStream } from "../src/index.js"
 import { MicroappServer } from "../src/testing/index.js"
 import { awaitLog, bodiesTo, numbersTable, onTestClock, quiet, withEmulator } from "./support.js"
