@@ -3,9 +3,18 @@
  */
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { demoCredentials, MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
-import { decodeFlatSession, decodeSession, json, send, withServer } from "./emulatorSupport.js"
+import { json, send, withServer } from "./emulatorSupport.js"
+import { SessionAnswer } from "./support.js"
+
+const decodeSession = Schema.decodeUnknownSync(Schema.parseJson(SessionAnswer))
+
+const decodeFlatSession = Schema.decodeUnknownSync(Schema.parseJson(Schema.Struct({
+  status: Schema.Literal("success"),
+  authToken: Schema.String,
+  userId: Schema.String
+})))
 
 describe("authentication", () => {
   it.live("rejects a call without auth headers with 401 and the service's message", () =>

@@ -6,8 +6,14 @@ import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Either, Exit, Fiber, Option, Schema, Scope } from "effect"
 import type { FaultKind } from "../src/testing/index.js"
 import { demoCredentials, MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
-import { json, projects, requests, send, transportFailure, withServer } from "./emulatorSupport.js"
+import { json, type Reply, requests, send, withServer } from "./emulatorSupport.js"
 import { awaitLog, onTestClock } from "./support.js"
+
+const projects = { microAppID: projectsMicroAppID, searchFilter: [{ limit: 2 }] }
+
+const transportFailure = (exit: Either.Either<Reply, unknown>): boolean =>
+  Either.isLeft(exit) &&
+  typeof exit.left === "object" && exit.left !== null && "_tag" in exit.left && exit.left._tag === "RequestError"
 
 describe("faults", () => {
   it.live("http500, http408 and http503Html answer with their status and body type", () =>

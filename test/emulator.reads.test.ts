@@ -5,8 +5,22 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Schema } from "effect"
 import type { Row } from "../src/testing/index.js"
 import { demoTables, MicroappServer, peopleMicroAppID, projectsMicroAppID } from "../src/testing/index.js"
-import { ids, isCrossApp, isSortedBy, json, numbers, query, send, withServer } from "./emulatorSupport.js"
+import { ids, json, query, send, withServer } from "./emulatorSupport.js"
 import { AnswerRow } from "./support.js"
+
+const isCrossApp = Schema.is(Schema.Struct({
+  crossAppRowID: Schema.String,
+  value: Schema.Struct({ label: Schema.String, value: Schema.String })
+}))
+
+const numbers = (rows: ReadonlyArray<Row>, label: string): ReadonlyArray<number> =>
+  rows.map((row) => Number(row[label]))
+
+const isSortedBy = <A>(values: ReadonlyArray<A>, compare: (a: A, b: A) => number): boolean =>
+  values.every((value, index) => {
+    const previous = values[index - 1]
+    return previous === undefined || compare(previous, value) <= 0
+  })
 
 describe("microappdata", () => {
   it.live("returns every row in natural order when only microAppID is sent (under the default limit)", () =>

@@ -2,10 +2,18 @@
  * The emulator's request log and its hook: what is recorded, in flight, on which clock.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, TestClock } from "effect"
+import { Chunk, Effect, Fiber, TestClock, TestServices } from "effect"
 import { demoCredentials, MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
-import { awaitSleep, ids, query, requests, send, withServer } from "./emulatorSupport.js"
+import { ids, query, requests, send, withServer } from "./emulatorSupport.js"
 import { awaitLog, onTestClock } from "./support.js"
+
+const awaitSleep = Effect.gen(function*() {
+  for (let attempt = 0; attempt < 400; attempt++) {
+    if (Chunk.isNonEmpty(yield* TestClock.sleeps())) return
+    yield* TestServices.provideLive(Effect.sleep("5 millis"))
+  }
+  return yield* Effect.dieMessage("the server never started sleeping")
+})
 
 describe("request log", () => {
   it.live("records seq, method, path, parsed body, status and authorization; never tokens or passwords", () =>

@@ -2,11 +2,19 @@
  * The emulator's rows: one row, demo rows, updates by label, locks, inserts and removals, test controls.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { DateTime, Effect, FastCheck, Option } from "effect"
+import { DateTime, Effect, FastCheck, Option, Schema } from "effect"
 import { Row } from "../src/index.js"
 import { demoCredentials, makeProjectRows, MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import { clientSubmittedAt } from "../src/testing/internal/table.js"
-import { decodeCurrentRow, decodeInserted, json, query, send, withServer } from "./emulatorSupport.js"
+import { json, query, send, withServer } from "./emulatorSupport.js"
+import { CurrentRowAnswer } from "./support.js"
+
+const decodeCurrentRow = Schema.decodeUnknownSync(Schema.parseJson(CurrentRowAnswer))
+
+const decodeInserted = Schema.decodeUnknownSync(Schema.parseJson(Schema.Struct({
+  status: Schema.Literal("success"),
+  body: Schema.Struct({ rowID: Schema.String })
+})))
 
 describe("rows", () => {
   it.live("returns one row as currentRow, 404 for an unknown row, 400 without rowID", () =>
