@@ -113,7 +113,9 @@ export type {
    */
   FaultKind,
   /**
-   * A seeded fault plan: each matching request gets one of its kinds with probability `rate`.
+   * A seeded fault plan: each matching request gets one of its `kinds` with probability `rate`,
+   * drawn from `seed`; `paths` (default every path but `/api/login`), `retryAfterSeconds`
+   * (default 1) and `retryAfterAsDate` (`Retry-After` as an HTTP date).
    *
    * @since 0.1.0
    */
@@ -125,7 +127,8 @@ export type {
    */
   FaultPlans,
   /**
-   * How many requests, and to which path, a fault injected with `faults.inject` hits.
+   * Which requests a fault injected with `faults.inject` hits: `count` (default 1) and `path`
+   * (default any but `/api/login`); and its `retryAfterSeconds` and `retryAfterAsDate`.
    *
    * @since 0.1.0
    */
@@ -134,7 +137,7 @@ export type {
 
 export type {
   /**
-   * A field of a table: label, fieldID and kind.
+   * A field of a table: its `label`, `fieldID` and `kind` (default `"text"`).
    *
    * @since 0.1.0
    */
@@ -152,7 +155,9 @@ export type {
    */
   Row,
   /**
-   * A Microapp as the emulator holds it: its id, name, fields, sort fields and rows.
+   * A Microapp as the emulator holds it: `microAppID`, `name`, `fields`, `sortFields` (labels;
+   * the first is sort field 1) and `rows` in natural order, whose missing metadata keys the
+   * emulator fills in.
    *
    * @since 0.1.0
    */
