@@ -7,7 +7,7 @@ import { Chunk, DateTime, Deferred, Effect, Either, FastCheck, Predicate, Random
 import { BulkUpdate, InvalidInput, Microapp, MicroappClient, Timeout } from "../src/index.js"
 import { readsBack } from "../src/internal/bulkUpdate.js"
 import { type FaultKind, MicroappServer, Projects, type RequestRecord } from "../src/testing/index.js"
-import { applyUpdate } from "../src/testing/Table.js"
+import { applyUpdate } from "../src/testing/internal/table.js"
 import { onTestClock, taskFields, taskID, tasksMicroAppID, tasksTable, withEmulator } from "./support.js"
 
 const updatePath = "/api/updatemicroapprow"

@@ -9,7 +9,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { Changes, Checkpoint, InvalidCheckpoint, Microapp, MicroappClient, Row } from "../src/index.js"
 import { MicroappServer } from "../src/testing/index.js"
-import * as Prng from "../src/testing/Prng.js"
+import * as Prng from "../src/testing/internal/prng.js"
 import { numbersTable, withEmulator } from "./support.js"
 
 const numbers = "000000000000000000000c01"

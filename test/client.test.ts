@@ -3,7 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Config, ConfigError, ConfigProvider, DateTime, Effect, Either, Layer, Redacted, Schema } from "effect"
 import { MicroappClient, type MicroappError, Row } from "../src/index.js"
 import { demoCredentials, MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
-import { bodiesTo, loginLayer, onTestClock, withEmulator } from "./support.js"
+import { bodiesTo, loginLayer, onTestClock, refusedClient, withEmulator } from "./support.js"
 
 const projects = projectsMicroAppID
 const rowsPath = "/api/microappdata"
@@ -369,17 +369,7 @@ describe("errors from real responses", () => {
       const client = yield* MicroappClient
       const error = yield* Effect.flip(client.getRow("abc"))
       expect(error).toMatchObject({ _tag: "Transport", notSent: true })
-    }).pipe(
-      Effect.provide(
-        MicroappClient.layer({
-          baseUrl: "http://127.0.0.1:1",
-          authToken: Redacted.make("t"),
-          userId: "u",
-          retry: false
-        })
-          .pipe(Layer.provide(NodeHttpClient.layerUndici))
-      )
-    ))
+    }).pipe(Effect.provide(refusedClient())))
 })
 
 describe("the token stays secret", () => {

@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as FC } from "effect"
 import { Debezium } from "../src/debezium/index.js"
 import { Changes, Microapp } from "../src/index.js"
-import { Projects } from "../src/testing/DemoData.js"
+import { Projects } from "../src/testing/index.js"
 
 const source: Debezium.Source = {
   name: "microapp",

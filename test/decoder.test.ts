@@ -9,7 +9,7 @@ import { decodeEnvelope, makeRowDecoder } from "../src/internal/http/decode.js"
 import { faultOf } from "../src/internal/http/plainData.js"
 import { RowsBody } from "../src/internal/http/wire.js"
 import { Row } from "../src/Row.js"
-import { makeProjectRows } from "../src/testing/DemoData.js"
+import { makeProjectRows } from "../src/testing/index.js"
 
 const info = { endpoint: { path: "/api/microappdata", write: false }, attempt: 1, status: 200 }
 

@@ -3,7 +3,9 @@
  * documents every static of `MicroappClient`: docgen lists a class's static methods, not static
  * properties, so the layers must stay methods. It lands in `docs/api/`, apart from the written pages:
  * docgen writes its examples two folders below the root (it imports them from `../../src`), so
- * `npm run docs` has it write to a folder of the root and moves that.
+ * `npm run docs` has it write to a folder of the root and moves that. Its pages are the modules
+ * the package exports, which docgen.json's exclusions decide: an entry point's index, and the
+ * modules it re-exports from outside an `internal/` folder.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as fs from "node:fs"
@@ -13,7 +15,11 @@ import { MicroappClient } from "../src/index.js"
 const root = path.resolve(import.meta.dirname, "..")
 const readJson = (file: string): unknown => JSON.parse(fs.readFileSync(path.join(root, file), "utf8"))
 
-const docgen = readJson("docgen.json") as { readonly exclude: ReadonlyArray<string>; readonly outDir: string }
+const docgen = readJson("docgen.json") as {
+  readonly srcDir: string
+  readonly exclude: ReadonlyArray<string>
+  readonly outDir: string
+}
 const packageJson = readJson("package.json") as {
   readonly exports: Record<string, { readonly default: string }>
   readonly scripts: Record<string, string>
@@ -21,7 +27,7 @@ const packageJson = readJson("package.json") as {
 }
 const exportsOf = packageJson.exports
 
-/** A docgen exclude glob as a RegExp over paths like `src/testing/App.ts`. */
+/** A docgen exclude glob as a RegExp over paths like `src/testing/internal/app.ts`. */
 const globToRegExp = (glob: string) =>
   new RegExp(
     `^${
@@ -34,7 +40,31 @@ const globToRegExp = (glob: string) =>
 const excluded = docgen.exclude.map(globToRegExp)
 const documented = (file: string) => !excluded.some((pattern) => pattern.test(file))
 
+/** Every module under src/, as `src/sql/SqlMirror.ts`. */
+const sourceModules = fs.readdirSync(path.join(root, "src"), { recursive: true, encoding: "utf8" })
+  .filter((file) => file.endsWith(".ts")).map((file) => path.posix.join("src", file.split(path.sep).join("/")))
+
+/**
+ * The modules the package exports: each entry point's index, and the modules it re-exports from,
+ * but those of an `internal/` folder, whose names the index itself documents.
+ */
+const exportedModules = Object.values(exportsOf).flatMap(({ default: built }) => {
+  const index = built.replace(/^\.\/dist\//, "src/").replace(/\.js$/, ".ts")
+  const reexported = Array.from(
+    fs.readFileSync(path.join(root, index), "utf8").matchAll(/^export\b[^;]*?\bfrom "(\.[^"]+)\.js"/gms),
+    (match) => path.posix.join(path.posix.dirname(index), `${match[1]}.ts`)
+  )
+  return [index, ...reexported.filter((module) => !module.split("/").includes("internal"))]
+})
+
 describe("the API reference", () => {
+  it("documents exactly the modules the package exports: docs/api has a page for each and for no other", () => {
+    expect(docgen.srcDir).toBe("src")
+    expect(exportedModules).toContain("src/testing/index.ts")
+    expect(exportedModules).toContain("src/testing/MicroappState.ts")
+    expect(sourceModules.filter(documented).sort()).toEqual([...new Set(exportedModules)].sort())
+  })
+
   it.each(Object.keys(exportsOf))("entry point %s has documented modules", (entry) => {
     const dir = path.posix.join("src", path.posix.dirname(exportsOf[entry]?.default.replace(/^\.\/dist\//, "") ?? ""))
     const modules = fs.readdirSync(path.join(root, dir)).filter((file) => file.endsWith(".ts"))

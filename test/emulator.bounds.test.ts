@@ -2,40 +2,14 @@
  * The emulator bounds every input a request sends: past a bound the answer is 400 (413 for the
  * body), the emulator keeps serving, and its request log keeps the most recent requests only.
  */
-import { HttpClient, HttpClientRequest } from "@effect/platform"
-import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Layer, Schema, TestClock } from "effect"
+import { Duration, Effect, Schema, TestClock } from "effect"
 import { MicroappServer, projectsMicroAppID, type Row } from "../src/testing/index.js"
-import * as RequestLog from "../src/testing/RequestLog.js"
+import * as RequestLog from "../src/testing/internal/requestLog.js"
+import { send, withServer } from "./emulatorSupport.js"
 import { RowsAnswer, taskID, tasksMicroAppID, tasksTable } from "./support.js"
 
-const withServer = (options: MicroappServer.Options = {}) =>
-  Effect.provide(Layer.merge(
-    MicroappServer.layer({ demoRows: 300, ...options }),
-    NodeHttpClient.layerUndici
-  ))
-
-/** POSTs `body` (JSON, or JSON text as it is) as the demo user; the status and the text of the answer. */
-const post = (path: string, body: unknown) =>
-  Effect.gen(function*() {
-    const server = yield* MicroappServer
-    const client = yield* HttpClient.HttpClient
-    const request = HttpClientRequest.post(server.baseUrl + path).pipe(
-      typeof body === "string"
-        ? HttpClientRequest.bodyText(body, "application/json")
-        : HttpClientRequest.bodyUnsafeJson(body),
-      HttpClientRequest.setHeaders({
-        "X-Auth-Token": server.credentials.authToken,
-        "X-User-Id": server.credentials.userId
-      })
-    )
-    const response = yield* client.execute(request)
-    const text = yield* response.text
-    return { status: response.status, text }
-  }).pipe(Effect.scoped)
-
-const query = (body: Record<string, unknown>) => post("/api/microappdata", { microAppID: projectsMicroAppID, ...body })
+const query = (body: Record<string, unknown>) => send("/api/microappdata", { microAppID: projectsMicroAppID, ...body })
 
 /** A normal query still answers with rows. */
 const stillServing = Effect.gen(function*() {
@@ -85,9 +59,9 @@ describe("the emulator bounds each input of a request", () => {
         "text longer than 4096 characters"
       )
       expectRefused(yield* query({ microAppID: "6".repeat(257) }), "microAppID: id longer than 256 characters")
-      expectRefused(yield* post("/api/microappdata/row", { rowID: "6".repeat(257) }), "rowID: id longer than 256")
+      expectRefused(yield* send("/api/microappdata/row", { rowID: "6".repeat(257) }), "rowID: id longer than 256")
       expectRefused(
-        yield* post("/api/login", { email: "e".repeat(5000), password: "p" }),
+        yield* send("/api/login", { email: "e".repeat(5000), password: "p" }),
         "email: text longer than 4096 characters"
       )
       yield* stillServing
@@ -114,7 +88,7 @@ describe("the emulator bounds each input of a request", () => {
       for (const route of routes) {
         for (const depth of [2_000, 5_000]) {
           for (const body of [nested(depth), `{"rowID":${nested(depth)},"microAppID":${nested(depth)}}`]) {
-            const answer = yield* post(route, body)
+            const answer = yield* send(route, undefined, { rawBody: body })
             expectRefused(answer, "nested deeper than 32 levels")
             expect(answer.text.length, `${route} ${depth}`).toBeLessThan(400)
           }
@@ -128,23 +102,29 @@ describe("the emulator bounds each input of a request", () => {
       const server = yield* MicroappServer
       const manyKeys = Object.fromEntries(Array.from({ length: 257 }, (_, i) => [`k${i}`, i]))
       expectRefused(
-        yield* post("/api/updatemicroapprow", { rowID: taskID(0), rowData: manyKeys }),
+        yield* send("/api/updatemicroapprow", { rowID: taskID(0), rowData: manyKeys }),
         "rowData: more than 256 keys"
       )
       expect(
-        (yield* post("/api/updatemicroapprow", `{"rowID":"${taskID(0)}","rowData":{"Tags":${nested(31)}}}`)).status
+        (yield* send("/api/updatemicroapprow", undefined, {
+          rawBody: `{"rowID":"${taskID(0)}","rowData":{"Tags":${nested(31)}}}`
+        })).status
       )
         .toBe(200)
       // deep enough that serializing the row again would overflow the stack: every later read would fail
       expectRefused(
-        yield* post("/api/updatemicroapprow", `{"rowID":"${taskID(1)}","rowData":{"Tags":${nested(200_000)}}}`),
+        yield* send("/api/updatemicroapprow", undefined, {
+          rawBody: `{"rowID":"${taskID(1)}","rowData":{"Tags":${nested(200_000)}}}`
+        }),
         "rowData: a value nested deeper than 32 levels"
       )
       expectRefused(
-        yield* post("/api/insertmicroapprow", `{"microAppID":"${tasksMicroAppID}","rowData":{"Tags":${nested(33)}}}`),
+        yield* send("/api/insertmicroapprow", undefined, {
+          rawBody: `{"microAppID":"${tasksMicroAppID}","rowData":{"Tags":${nested(33)}}}`
+        }),
         "rowData: a value nested deeper than 32 levels"
       )
-      const read = yield* post("/api/microappdata", { microAppID: tasksMicroAppID })
+      const read = yield* send("/api/microappdata", { microAppID: tasksMicroAppID })
       expect(read.status).toBe(200)
       expect((yield* server.rows.table(tasksMicroAppID)).map((row) => row["Tags"] === undefined)).toEqual([
         false,

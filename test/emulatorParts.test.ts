@@ -1,15 +1,15 @@
 /**
  * The emulator's parts on their own: the row store, the sessions, the request log and the faults.
- * Over HTTP they are tested through the server in `emulator.test.ts`.
+ * Over HTTP they are tested through the server in the `emulator.*.test.ts` files.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Either, Exit, FastCheck as FC, Option } from "effect"
-import { makeFaults } from "../src/testing/Fault.js"
 import { demoCredentials, type FaultKind, MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
-import * as RequestLog from "../src/testing/RequestLog.js"
-import * as RowStore from "../src/testing/RowStore.js"
-import * as Sessions from "../src/testing/Sessions.js"
-import * as TableQuery from "../src/testing/TableQuery.js"
+import { makeFaults } from "../src/testing/internal/fault.js"
+import * as RequestLog from "../src/testing/internal/requestLog.js"
+import * as RowStore from "../src/testing/internal/rowStore.js"
+import * as Sessions from "../src/testing/internal/sessions.js"
+import * as TableQuery from "../src/testing/internal/tableQuery.js"
 import { numbersTable, recordingTracer, taskID, tasksMicroAppID, tasksTable } from "./support.js"
 
 const numbersID = "6e0000000000000000000001"

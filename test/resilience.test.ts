@@ -1,6 +1,5 @@
-import { NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Duration, Effect, Fiber, Layer, List, Logger, LogLevel, Redacted, Stream, TestClock } from "effect"
+import { Chunk, Duration, Effect, Fiber, List, Logger, LogLevel, Stream, TestClock } from "effect"
 import { MicroappClient } from "../src/index.js"
 import { makeRateGate } from "../src/internal/http/retry.js"
 import { demoCredentials, type FaultKind, MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
@@ -12,6 +11,8 @@ import {
   numbersTable,
   onTestClock,
   quiet,
+  refusedBaseUrl,
+  refusedClient,
   runAtOnTestClock,
   withEmulator
 } from "./support.js"
@@ -356,20 +357,11 @@ describe("writes are never done twice by accident", () => {
     Effect.gen(function*() {
       const client = yield* MicroappClient
       const error = yield* runAtOnTestClock(
-        nobodyAt("http://127.0.0.1:1"),
+        nobodyAt(refusedBaseUrl),
         Effect.flip(client.updateRow({ rowID: "a", rowData: { Name: "x" } }))
       )
       expect(error).toMatchObject({ _tag: "Transport", notSent: true, attempts: 3 })
-    }).pipe(
-      Effect.provide(
-        MicroappClient.layer({
-          baseUrl: "http://127.0.0.1:1",
-          authToken: Redacted.make("t"),
-          userId: "u",
-          retry: { maxAttempts: 3, initialDelay: "100 millis" }
-        }).pipe(Layer.provide(NodeHttpClient.layerUndici))
-      )
-    ))
+    }).pipe(Effect.provide(refusedClient({ retry: { maxAttempts: 3, initialDelay: "100 millis" } }))))
 })
 
 // every kind of fault a scan retries through

@@ -8,7 +8,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, FastCheck as FC } from "effect"
 import { CheckpointImpl, fromJson, toJson } from "../src/internal/scan/checkpoint.js"
 import * as Engine from "../src/internal/scan/engine.js"
-import * as Prng from "../src/testing/Prng.js"
+import * as Prng from "../src/testing/internal/prng.js"
 
 const idOf = (n: number) => n.toString(16).padStart(24, "0")
 

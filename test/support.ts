@@ -178,6 +178,15 @@ const emulatorPeer: Effect.Effect<Peer, never, MicroappServer> = Effect.map(Micr
 /** An address that answers nothing and holds nothing (a refused port). */
 export const nobodyAt = (baseUrl: string): Peer => ({ baseUrl, held: Effect.succeed(0) })
 
+/** An address where nothing listens: a connection to it is refused, so a request is known not sent. */
+export const refusedBaseUrl = "http://127.0.0.1:1"
+
+/** A client of `refusedBaseUrl` over a real socket: every call fails to connect. */
+export const refusedClient = (tuning: MicroappClient.Tuning = { retry: false }): Layer.Layer<MicroappClient> =>
+  MicroappClient.layer({ ...tuning, baseUrl: refusedBaseUrl, authToken: Redacted.make("t"), userId: "u" }).pipe(
+    Layer.provide(NodeHttpClient.layerUndici)
+  )
+
 /** Whether a file is being read or written in this thread: a program doing so waits on no clock. */
 const filesBusy = (): boolean => process.getActiveResourcesInfo().some((resource) => resource.startsWith("FSReq"))
 

@@ -10,7 +10,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Logger, LogLevel, Ref, TestClock, TestServices } from "effect"
 import { MicroappClient, type MicroappError } from "../src/index.js"
 import * as InFlight from "../src/internal/http/inFlight.js"
-import * as Prng from "../src/testing/Prng.js"
+import * as Prng from "../src/testing/internal/prng.js"
 import { clientOf, type HostileServer, hostileServer, plainRows, rowsAnswer } from "./hostile.js"
 import { advanceAtUntil, nobodyAt, type Peer, quietAt } from "./support.js"
 

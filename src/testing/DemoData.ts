@@ -6,9 +6,9 @@
  */
 import { Schema } from "effect"
 import * as Microapp from "../Microapp.js"
-import * as Prng from "./Prng.js"
-import type { FieldDefinition, Row, TableDefinition } from "./Table.js"
-import { formatClientSubmitted, makeRowId } from "./Table.js"
+import * as Prng from "./internal/prng.js"
+import type { FieldDefinition, Row, TableDefinition } from "./internal/table.js"
+import { clientSubmittedAt, makeRowId } from "./internal/table.js"
 
 /**
  * @since 0.1.0
@@ -267,7 +267,7 @@ const metadata = (prng: Prng.Prng, id: string, index: number): Record<string, un
     appVersion: withDevice ? prng.pick(appVersions) : null,
     hasConflict: index % 211 === 3,
     clientCounter: withDevice ? prng.int(1_000) : null,
-    clientSubmitted: formatClientSubmitted(submitted, prng.pick(offsets))
+    clientSubmitted: clientSubmittedAt(submitted, prng.pick(offsets))
   }
 }
 

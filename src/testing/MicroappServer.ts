@@ -12,8 +12,8 @@ import type { Scope } from "effect"
 import { Context, Effect, Layer, Redacted } from "effect"
 import * as Http from "node:http"
 import { MicroappClient } from "../MicroappClient.js"
-import { makeApp } from "./App.js"
-import { churn, type ChurnOptions } from "./Churn.js"
+import { makeApp } from "./internal/app.js"
+import { churn, type ChurnOptions } from "./internal/churn.js"
 import * as MicroappState from "./MicroappState.js"
 
 /**

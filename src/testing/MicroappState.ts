@@ -8,12 +8,12 @@
 import { Duration, Effect } from "effect"
 import type { Credentials } from "./DemoData.js"
 import { demoCredentials, demoTables } from "./DemoData.js"
-import type { FaultPlans, Faults } from "./Fault.js"
-import { makeFaults } from "./Fault.js"
-import * as RequestLog from "./RequestLog.js"
-import * as RowStore from "./RowStore.js"
-import * as Sessions from "./Sessions.js"
-import type { TableDefinition } from "./Table.js"
+import type { FaultPlans, Faults } from "./internal/fault.js"
+import { makeFaults } from "./internal/fault.js"
+import * as RequestLog from "./internal/requestLog.js"
+import * as RowStore from "./internal/rowStore.js"
+import * as Sessions from "./internal/sessions.js"
+import type { TableDefinition } from "./internal/table.js"
 
 /**
  * @since 0.1.0

@@ -12,7 +12,7 @@ import { Effect, Either, Stream } from "effect"
 import { CheckpointImpl, fromJson, toJson, withoutIds } from "../../src/internal/scan/checkpoint.js"
 import * as Engine from "../../src/internal/scan/engine.js"
 import { MicroappClient } from "../../src/MicroappClient.js"
-import { MicroappServer } from "../../src/testing/MicroappServer.js"
+import { MicroappServer } from "../../src/testing/index.js"
 import { failed, finish, formatInt, median, options, type Report, rotate } from "./common.js"
 import { rowId } from "./table.js"
 

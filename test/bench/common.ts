@@ -147,6 +147,15 @@ export const peakRssOf = (pid: number): number | undefined => {
   }
 }
 
+/** A contender run in a worker: which reader, at which concurrency, its key and its label in a table. */
+export interface Contender {
+  /** The contender and the form of the answers it reads, e.g. `A1@chunked`. */
+  readonly key: string
+  readonly label: string
+  readonly contender: WorkerSpec["contender"]
+  readonly concurrency: WorkerSpec["concurrency"]
+}
+
 /** A contender's process: `run` scans once; a worker that dies answers with how, and its last sampled peak RSS. */
 export interface Worker {
   readonly run: () => Promise<WorkerRun & { readonly crashed?: boolean }>

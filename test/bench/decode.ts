@@ -11,7 +11,7 @@ import { makeRowDecoder, schemaStep } from "../../src/internal/http/decode.js"
 import { identified } from "../../src/internal/http/identify.js"
 import { readExact } from "../../src/internal/http/plainData.js"
 import { Row } from "../../src/Row.js"
-import { makeProjectRows } from "../../src/testing/DemoData.js"
+import { makeProjectRows } from "../../src/testing/index.js"
 import { failed, finish, formatRatio, median, options, type Report, rotate } from "./common.js"
 
 interface Method {

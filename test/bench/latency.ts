@@ -5,6 +5,7 @@
  * here they do it in real time, on whatever machine runs this.
  */
 import {
+  type Contender,
   failed,
   finish,
   formatInt,
@@ -18,14 +19,6 @@ import {
   type Worker
 } from "./common.js"
 import { rowId } from "./table.js"
-import type { WorkerSpec } from "./worker.js"
-
-interface Contender {
-  readonly key: string
-  readonly label: string
-  readonly contender: WorkerSpec["contender"]
-  readonly concurrency: WorkerSpec["concurrency"]
-}
 
 const main = async (): Promise<Report> => {
   const opts = options()

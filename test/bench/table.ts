@@ -1,8 +1,8 @@
 /**
  * The benchmark table: demo Projects rows, each pre-serialised once, so the server only joins strings.
  */
-import { makeProjectRows } from "../../src/testing/DemoData.js"
-import { makeRowId } from "../../src/testing/Table.js"
+import { makeProjectRows } from "../../src/testing/index.js"
+import { makeRowId } from "../../src/testing/internal/table.js"
 
 /** Distinct demo rows generated; bigger tables repeat them under fresh ids (generating 1M rows takes half a minute). */
 const distinctRows = 10_000

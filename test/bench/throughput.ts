@@ -10,6 +10,7 @@ import {
   type Answers,
   answersOption,
   baseUrlOf,
+  type Contender,
   failed,
   finish,
   formatInt,
@@ -23,15 +24,6 @@ import {
   type Worker
 } from "./common.js"
 import { rowId } from "./table.js"
-import type { WorkerSpec } from "./worker.js"
-
-interface Contender {
-  /** The contender and the form of the answers it reads, e.g. `A1@chunked`. */
-  readonly key: string
-  readonly contender: WorkerSpec["contender"]
-  readonly concurrency: WorkerSpec["concurrency"]
-  readonly label: string
-}
 
 const all: ReadonlyArray<Contender> = [
   { key: "A", contender: "A", concurrency: "auto", label: "A `rows()`, default options, NodeHttpClient.layerUndici" },

@@ -5,7 +5,7 @@
  */
 import { Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { Effect, Either, Option, Schema } from "effect"
-import { type FaultKind, faultKinds } from "../../testing/Fault.js"
+import { type FaultKind, faultKinds } from "../../testing/internal/fault.js"
 import { described, wholeNumber } from "./options.js"
 
 const defaultPort = 8787

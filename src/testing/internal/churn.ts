@@ -1,18 +1,12 @@
 /**
  * A table that changes under its readers: inserts, updates and deletes at a steady rate, drawn
  * from a seeded generator and timed on Effect's clock, so that a test can replay them exactly.
- *
- * @since 0.2.0
  */
 import { Duration, Effect, Option } from "effect"
-import { projectsMicroAppID } from "./DemoData.js"
-import * as Prng from "./Prng.js"
-import type { RowStore } from "./RowStore.js"
+import { projectsMicroAppID } from "../DemoData.js"
+import * as Prng from "./prng.js"
+import type { RowStore } from "./rowStore.js"
 
-/**
- * @since 0.2.0
- * @category models
- */
 export interface ChurnOptions {
   /** The Microapp that changes; default the demo Projects. */
   readonly microAppID?: string | undefined
@@ -24,9 +18,6 @@ export interface ChurnOptions {
 
 /**
  * The most changes a second: one each 100 microseconds.
- *
- * @since 0.2.0
- * @category constants
  */
 export const maxChurnPerSecond = 10_000
 
@@ -44,9 +35,6 @@ const rowData = (prng: Prng.Prng, name: string) => ({
  * Changes the rows of `microAppID` `perSecond` times a second until interrupted: an insert at
  * the end, an update of a row anywhere, or a delete of a row anywhere (an update of a locked row
  * is refused, as the service refuses it).
- *
- * @since 0.2.0
- * @category constructors
  */
 export const churn = (rows: RowStore, options: ChurnOptions): Effect.Effect<never> =>
   Effect.suspend(() => {

@@ -2,18 +2,13 @@
  * The emulator's log of requests: the most recent requests as they arrived and how they ended
  * (a ring of a fixed capacity, with a count of those dropped from it), the number in flight, and
  * the hook a test sets to act between a request's arrival and its answer.
- *
- * @since 0.1.0
  */
 import { Clock, type Duration, Effect, Option, Schema } from "effect"
-import type { Fault, FaultKind } from "./Fault.js"
+import type { Fault, FaultKind } from "./fault.js"
 
 /**
  * One request as the emulator saw it. Header values and tokens are never recorded; a `password`
  * key of a body is replaced by "<redacted>".
- *
- * @since 0.1.0
- * @category models
  */
 export interface RequestRecord {
   /** 0-based arrival order since start or the last `clear` (dropped requests included). */
@@ -41,17 +36,11 @@ export interface RequestRecord {
 
 /**
  * Runs after a request is logged and authenticated, before it is answered.
- *
- * @since 0.1.0
- * @category models
  */
 export type RequestHook = (record: RequestRecord) => Effect.Effect<void>
 
 /**
  * What the log decided for an arriving request.
- *
- * @since 0.1.0
- * @category models
  */
 export interface Arrival {
   readonly record: RequestRecord
@@ -65,10 +54,6 @@ export interface Arrival {
   readonly end: Effect.Effect<void>
 }
 
-/**
- * @since 0.1.0
- * @category models
- */
 export interface Completion {
   readonly status?: number | undefined
   readonly outcome?: RequestRecord["outcome"] | undefined
@@ -78,9 +63,6 @@ export interface Completion {
 /**
  * An arriving request, and what it meets: the fault chosen for it given the requests in flight
  * (itself included), and the latency in force.
- *
- * @since 0.1.0
- * @category models
  */
 export interface Arriving {
   readonly method: string
@@ -92,18 +74,12 @@ export interface Arriving {
   readonly latency: Duration.Duration
 }
 
-/**
- * @since 0.1.0
- * @category models
- */
 export interface RequestLog {
   /** A snapshot of the most recent `capacity` requests, in arrival order. */
   readonly requests: Effect.Effect<ReadonlyArray<RequestRecord>>
   /**
    * Requests that arrived and are not yet answered, dropped or abandoned: held by a latency, a
    * hook or a hang (those no longer in the log, or cleared from it, included).
-   *
-   * @since 0.2.0
    */
   readonly unfinished: Effect.Effect<number>
   /** Requests dropped from the log to keep it within `capacity` since start or the last `clear`. */
@@ -122,18 +98,12 @@ export interface RequestLog {
 /**
  * Requests a log keeps by default: every request of any test, a bounded memory for a server
  * that runs for days.
- *
- * @since 0.2.0
- * @category constants
  */
 export const defaultCapacity = 10_000
 
 /**
  * Bodies longer than this are logged as their length only, so that the log's memory is bounded by
  * `capacity` times it.
- *
- * @since 0.2.0
- * @category constants
  */
 export const maxLoggedBodyLength = 16 * 1024
 
@@ -172,9 +142,6 @@ const snapshot = (record: MutableRecord): RequestRecord => {
 
 /**
  * An empty log that keeps the most recent `capacity` requests (at least 1).
- *
- * @since 0.2.0
- * @category constructors
  */
 export const makeWithCapacity = (capacity: number): Effect.Effect<RequestLog> =>
   Effect.sync(() => {
@@ -274,8 +241,5 @@ export const makeWithCapacity = (capacity: number): Effect.Effect<RequestLog> =>
 
 /**
  * An empty log of `defaultCapacity`.
- *
- * @since 0.1.0
- * @category constructors
  */
 export const make: Effect.Effect<RequestLog> = makeWithCapacity(defaultCapacity)

@@ -1,34 +1,20 @@
 /**
  * The emulator's Microapps and their rows: natural order, lookup by id, inserts, deletes, the
  * update semantics of `/api/updatemicroapprow`, queries, and a count of updates applied per row.
- *
- * @since 0.1.0
  */
 import { Clock, Effect, Either, Option } from "effect"
-import type { FieldDefinition, Row, TableDefinition, UpdateExtras } from "./Table.js"
-import { applyUpdate, buildRow, completeRow, makeRowId } from "./Table.js"
-import type { Limits, Query } from "./TableQuery.js"
-import { pageOf, selectionKey, selectRows } from "./TableQuery.js"
+import type { FieldDefinition, Row, TableDefinition, UpdateExtras } from "./table.js"
+import { applyUpdate, buildRow, completeRow, makeRowId } from "./table.js"
+import type { Limits, Query } from "./tableQuery.js"
+import { pageOf, selectionKey, selectRows } from "./tableQuery.js"
 
-/**
- * @since 0.1.0
- * @category models
- */
 export type UpdateOutcome = "updated" | "locked" | "notFound"
 
-/**
- * @since 0.1.0
- * @category models
- */
 export interface QueryFailure {
   readonly status: 400 | 404
   readonly message: string
 }
 
-/**
- * @since 0.1.0
- * @category models
- */
 export interface RowStore {
   /** Current rows in natural order; dies on an unknown Microapp. */
   readonly table: (microAppID: string) => Effect.Effect<ReadonlyArray<Row>>
@@ -77,9 +63,6 @@ const loadedSubmittedBase = Date.UTC(2024, 0, 1)
 /**
  * The store of `definitions`, rows owned by `owner` unless they say otherwise; dies on a
  * duplicate row id.
- *
- * @since 0.1.0
- * @category constructors
  */
 export const make = (definitions: ReadonlyArray<TableDefinition>, owner: string): Effect.Effect<RowStore> =>
   Effect.suspend(() => {

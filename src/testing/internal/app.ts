@@ -2,8 +2,6 @@
  * The emulator as an `HttpApp`: the endpoints of the Microapp Data Service over a
  * `MicroappState`, wrapped in request logging, authentication, the request hook, latency and
  * faults. Serve it with any Node HTTP server (see `MicroappServer`).
- *
- * @since 0.1.0
  */
 import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpRouter from "@effect/platform/HttpRouter"
@@ -14,13 +12,13 @@ import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequ
 import * as NodeStream from "@effect/platform-node/NodeStream"
 import { Clock, Context, Duration, Effect, Either, identity, Option, ParseResult, Schema } from "effect"
 import type * as Http from "node:http"
-import { declaredLength, decodeChunks, readUpTo } from "../internal/http/body.js"
-import type { Fault } from "./Fault.js"
-import type { Arrival, Lag, MicroappState } from "./MicroappState.js"
-import type { Row } from "./Table.js"
+import { declaredLength, decodeChunks, readUpTo } from "../../internal/http/body.js"
+import type { Arrival, Lag, MicroappState } from "../MicroappState.js"
+import type { Fault } from "./fault.js"
+import type { Row } from "./table.js"
 
 /** What the routes need to know about the request beyond the platform request. */
-class Call extends Context.Tag("effect-microapp/testing/App/Call")<Call, {
+class Call extends Context.Tag("effect-microapp/testing/internal/app/Call")<Call, {
   readonly text: string
   readonly userId: Option.Option<string>
 }>() {}
@@ -45,9 +43,6 @@ const forbidden = errorReply(403, "You do not have permission to change rows of 
  * Microapp has a few dozen fields at most); past one the answer is a 400 that names it, so that
  * no request makes the emulator work more than linearly in the table, or keep a value it cannot
  * serialize again. The body itself is bounded by `maxRequestBytes` (413).
- *
- * @since 0.2.0
- * @category constants
  */
 export const inputBounds = {
   /** Characters of an id: microAppID, rowID, resourceID, fieldID, embeddingRowID, userID. */
@@ -355,9 +350,6 @@ const destroySocket = Effect.flatMap(HttpServerRequest.HttpServerRequest, (reque
 
 /**
  * The most bytes of a request body read: no request of the service comes near it.
- *
- * @since 0.1.0
- * @category bounds
  */
 export const maxRequestBytes = 1024 * 1024
 
@@ -439,9 +431,6 @@ const pathOf = (url: string): string => {
 /**
  * The emulator app over a state. It needs a Node HTTP server underneath (dropped connections
  * destroy the Node socket).
- *
- * @since 0.1.0
- * @category constructors
  */
 export const makeApp = (state: MicroappState): HttpApp.Default => {
   const routes = makeRoutes(state)

@@ -1,32 +1,20 @@
 /**
  * Microapp definitions and rows as the emulator holds them, and the row rules of the service:
  * metadata, insert, and update by field label.
- *
- * @since 0.1.0
  */
 import { Schema } from "effect"
-import { formatLocal } from "../internal/clientSubmitted.js"
+import { formatLocal } from "../../internal/clientSubmitted.js"
 
 /**
  * A row: a plain JSON object with metadata keys and one key per field label.
- *
- * @since 0.1.0
- * @category models
  */
 export type Row = { readonly [key: string]: unknown }
 
 /**
  * What a field holds; only `crossApp` changes behaviour (an update to `null` clears it).
- *
- * @since 0.1.0
- * @category models
  */
 export type FieldKind = "text" | "number" | "integer" | "boolean" | "date" | "crossApp" | "location" | "list"
 
-/**
- * @since 0.1.0
- * @category models
- */
 export interface FieldDefinition {
   readonly label: string
   readonly fieldID: string
@@ -37,9 +25,6 @@ export interface FieldDefinition {
 /**
  * A Microapp: its fields, its configured sort fields (labels; index 0 is sort field "1") and its
  * rows in natural order. Rows may omit metadata keys: the emulator fills them in when loading.
- *
- * @since 0.1.0
- * @category models
  */
 export interface TableDefinition {
   readonly microAppID: string
@@ -51,9 +36,6 @@ export interface TableDefinition {
 
 /**
  * Row keys the service owns; an update or insert naming them is silently ignored.
- *
- * @since 0.1.0
- * @category constants
  */
 export const systemKeys: ReadonlySet<string> = new Set([
   "_id",
@@ -69,43 +51,24 @@ export const systemKeys: ReadonlySet<string> = new Set([
   "embeddingRowID"
 ])
 
-/**
- * @since 0.1.0
- * @category schemas
- */
 export const CrossAppValue = Schema.Struct({
   crossAppRowID: Schema.String,
   value: Schema.Struct({ label: Schema.String, value: Schema.Unknown })
 })
 
-/**
- * @since 0.1.0
- * @category schemas
- */
 export const LocationValue = Schema.Struct({
   address: Schema.Struct({ formattedAddress: Schema.String })
 })
 
-/**
- * @since 0.1.0
- * @category guards
- */
 export const isCrossAppValue = Schema.is(CrossAppValue)
 
-/**
- * @since 0.1.0
- * @category guards
- */
 export const isLocationValue = Schema.is(LocationValue)
 
 /**
- * Formats a submission time as the service does: `YYYY-MM-DD (HH:mm:ss) +hhmm`, in the client's
- * local time given by its UTC offset.
- *
- * @since 0.1.0
- * @category formatting
+ * The `clientSubmitted` text of the instant `submitted` (epoch milliseconds) at a UTC offset:
+ * `Row.formatClientSubmitted`'s text, from a number rather than a zoned DateTime.
  */
-export const formatClientSubmitted = (submitted: number, offsetMinutes: number): string => {
+export const clientSubmittedAt = (submitted: number, offsetMinutes: number): string => {
   // a plain Date read in UTC at the shifted instant: a zoned DateTime costs more than a demo row
   const local = new Date(submitted + offsetMinutes * 60_000)
   return formatLocal({
@@ -120,18 +83,11 @@ export const formatClientSubmitted = (submitted: number, offsetMinutes: number):
 
 /**
  * A 24-character lowercase hex id: `prefix` followed by `counter` in hex, zero-padded.
- *
- * @since 0.1.0
- * @category constructors
  */
 export const makeRowId = (prefix: string, counter: number): string =>
   // joined: one flat string, not a pair (an emulator may hold hundreds of thousands)
   [prefix, counter.toString(16).padStart(24 - prefix.length, "0")].join("")
 
-/**
- * @since 0.1.0
- * @category models
- */
 export interface Metadata {
   readonly _id: string
   readonly userID: string
@@ -141,9 +97,6 @@ export interface Metadata {
 
 /**
  * Metadata keys of a freshly submitted row, in the service's key order.
- *
- * @since 0.1.0
- * @category constructors
  */
 export const makeMetadata = (metadata: Metadata): Row => ({
   _id: metadata._id,
@@ -155,14 +108,11 @@ export const makeMetadata = (metadata: Metadata): Row => ({
   appVersion: null,
   hasConflict: false,
   clientCounter: null,
-  clientSubmitted: formatClientSubmitted(metadata.submitted, metadata.offsetMinutes ?? 0)
+  clientSubmitted: clientSubmittedAt(metadata.submitted, metadata.offsetMinutes ?? 0)
 })
 
 /**
  * Completes a row given without some metadata keys; keys already present win.
- *
- * @since 0.1.0
- * @category constructors
  */
 export const completeRow = (row: Row, defaults: Metadata): Row =>
   startsWithMetadata(row) ? row : { ...makeMetadata(defaults), ...row }
@@ -189,9 +139,6 @@ const isCrossAppField = (field: FieldDefinition, current: unknown): boolean =>
 /**
  * Field values of `rowData` whose keys are field labels (case sensitive); unknown labels and
  * system keys are dropped, as the service drops them without a word.
- *
- * @since 0.1.0
- * @category rules
  */
 export const knownFieldValues = (
   fields: ReadonlyArray<FieldDefinition>,
@@ -202,10 +149,6 @@ export const knownFieldValues = (
     return field === undefined ? [] : [[field, value] as const]
   })
 
-/**
- * @since 0.1.0
- * @category models
- */
 export interface UpdateExtras {
   readonly embeddingRowID?: string | undefined
   readonly userID?: string | undefined
@@ -214,9 +157,6 @@ export interface UpdateExtras {
 /**
  * The row after an update: known labels replace their values, a cross-application field set to
  * `null` loses its key, `embeddingRowID` and `userID` are set when given.
- *
- * @since 0.1.0
- * @category rules
  */
 export const applyUpdate = (
   fields: ReadonlyArray<FieldDefinition>,
@@ -240,9 +180,6 @@ export const applyUpdate = (
 /**
  * A new row from insert data: metadata first, then the known labels (a `null` cross-application
  * value is left out).
- *
- * @since 0.1.0
- * @category rules
  */
 export const buildRow = (fields: ReadonlyArray<FieldDefinition>, rowData: Row, metadata: Metadata): Row =>
   applyUpdate(fields, makeMetadata(metadata), rowData)

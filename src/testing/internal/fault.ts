@@ -1,11 +1,9 @@
 /**
  * Faults the emulator can inject: a seeded plan drawn per request, and a scripted queue that takes
  * precedence over it.
- *
- * @since 0.1.0
  */
 import { Effect } from "effect"
-import * as Prng from "./Prng.js"
+import * as Prng from "./prng.js"
 
 /**
  * - `http500`: 500 with a JSON error body
@@ -18,9 +16,6 @@ import * as Prng from "./Prng.js"
  * - `dropAfterApply`: the request is applied, then the socket is destroyed without an answer
  * - `hang`: no answer until the client goes away or the server closes
  * - `malformedJson`: the request is applied, then answered 200 with truncated JSON
- *
- * @since 0.1.0
- * @category models
  */
 export type FaultKind =
   | "http500"
@@ -34,10 +29,6 @@ export type FaultKind =
   | "hang"
   | "malformedJson"
 
-/**
- * @since 0.1.0
- * @category constants
- */
 export const faultKinds: ReadonlyArray<FaultKind> = [
   "http500",
   "http500AfterApply",
@@ -54,9 +45,6 @@ export const faultKinds: ReadonlyArray<FaultKind> = [
 /**
  * A seeded fault plan: every matching request draws from the generator; with probability `rate`
  * it gets one of `kinds`. Same seed and same request sequence give the same faults.
- *
- * @since 0.1.0
- * @category models
  */
 export interface FaultPlan {
   readonly seed: number
@@ -74,16 +62,9 @@ export interface FaultPlan {
 /**
  * One plan, or several that each draw on their own generator: the first listed that hits a
  * request gives its fault (e.g. 20% of updates on one plan, 10% of every request on another).
- *
- * @since 0.1.0
- * @category models
  */
 export type FaultPlans = FaultPlan | ReadonlyArray<FaultPlan>
 
-/**
- * @since 0.1.0
- * @category models
- */
 export interface InjectOptions {
   /** How many matching requests get the fault; default 1. */
   readonly count?: number | undefined
@@ -95,9 +76,6 @@ export interface InjectOptions {
 
 /**
  * The fault chosen for one request.
- *
- * @since 0.1.0
- * @category models
  */
 export interface Fault {
   readonly kind: FaultKind
@@ -119,9 +97,6 @@ interface Scripted {
 /**
  * The faults of one emulator: the seeded plans with their generators, and the faults queued by
  * `inject` ahead of them.
- *
- * @since 0.1.0
- * @category models
  */
 export interface Faults {
   /** The next `count` matching requests get this fault, ahead of the seeded plans. */
@@ -132,10 +107,6 @@ export interface Faults {
   readonly decide: (path: string) => Fault | undefined
 }
 
-/**
- * @since 0.1.0
- * @category constructors
- */
 export const makeFaults = (initial: FaultPlans | undefined): Faults => {
   const seeded = (plans: FaultPlans | undefined) =>
     (plans === undefined ? [] : "seed" in plans ? [plans] : plans).map((plan) => ({ plan, prng: Prng.make(plan.seed) }))

@@ -1,14 +1,9 @@
 /**
  * A small seeded pseudo-random generator, so demo data and fault plans repeat exactly.
- *
- * @since 0.1.0
  */
 
 /**
  * A stateful generator of floats in [0, 1) (mulberry32).
- *
- * @since 0.1.0
- * @category models
  */
 export interface Prng {
   /** The next float in [0, 1). */
@@ -19,10 +14,6 @@ export interface Prng {
   readonly pick: <A>(items: readonly [A, ...Array<A>]) => A
 }
 
-/**
- * @since 0.1.0
- * @category constructors
- */
 export const make = (seed: number): Prng => {
   let state = seed >>> 0
   const next = (): number => {

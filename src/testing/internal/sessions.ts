@@ -1,16 +1,10 @@
 /**
  * The emulator's users and tokens: which token-and-user pairs are current, who may write, logins
  * that issue fresh tokens, and expiry of them all.
- *
- * @since 0.1.0
  */
 import { Effect, Option } from "effect"
-import type { Credentials } from "./DemoData.js"
+import type { Credentials } from "../DemoData.js"
 
-/**
- * @since 0.1.0
- * @category models
- */
 export interface Sessions {
   /** The userId owning this token, if the pair is current. */
   readonly authenticate: (authToken: string, userId: string) => Effect.Effect<Option.Option<string>>
@@ -27,9 +21,6 @@ export interface Sessions {
 
 /**
  * Sessions of `users`, each user's `authToken` current from the start.
- *
- * @since 0.1.0
- * @category constructors
  */
 export const make = (users: ReadonlyArray<Credentials>): Effect.Effect<Sessions> =>
   Effect.sync(() => {

@@ -1,26 +1,16 @@
 /**
  * What `/api/microappdata` does with a table: filter, sort, skip, take.
- *
- * @since 0.1.0
  */
 import { Either } from "effect"
-import type { FieldDefinition, Row } from "./Table.js"
-import { isCrossAppValue, isLocationValue } from "./Table.js"
+import type { FieldDefinition, Row } from "./table.js"
+import { isCrossAppValue, isLocationValue } from "./table.js"
 
-/**
- * @since 0.1.0
- * @category models
- */
 export interface Filter {
   readonly resourceID?: string | undefined
   readonly fieldID: string
   readonly value: string | number | boolean
 }
 
-/**
- * @since 0.1.0
- * @category models
- */
 export interface SortPaging {
   readonly resourceID?: string | undefined
   /** Sort field number (1-based). */
@@ -30,20 +20,12 @@ export interface SortPaging {
   readonly limit?: number | undefined
 }
 
-/**
- * @since 0.1.0
- * @category models
- */
 export interface Query {
   readonly microAppID: string
   readonly filters: ReadonlyArray<Filter>
   readonly sortPaging: ReadonlyArray<SortPaging>
 }
 
-/**
- * @since 0.1.0
- * @category models
- */
 export interface Limits {
   /** Rows returned when the request sends no limit. */
   readonly defaultLimit: number
@@ -51,10 +33,6 @@ export interface Limits {
   readonly maxLimit: number | undefined
 }
 
-/**
- * @since 0.1.0
- * @category models
- */
 export interface QueryTable {
   readonly fields: ReadonlyArray<FieldDefinition>
   readonly sortFields: ReadonlyArray<string>
@@ -172,9 +150,6 @@ const sortRows = (rows: ReadonlyArray<Row>, sorts: ReadonlyArray<ResolvedSort>):
 /**
  * The rows a request selects, in its order, before paging: filter (AND), then sort by the
  * configured sort fields. The left side is the message of a 400 answer.
- *
- * @since 0.2.0
- * @category rules
  */
 export const selectRows = (
   table: QueryTable,
@@ -199,9 +174,6 @@ export const selectRows = (
 /**
  * What decides a request's selection (`selectRows`) of a table as it stands: its filters and
  * its sort fields, not its paging.
- *
- * @since 0.2.0
- * @category rules
  */
 export const selectionKey = (query: Query): string =>
   JSON.stringify([
@@ -212,9 +184,6 @@ export const selectionKey = (query: Query): string =>
 /**
  * One page of selected rows: skip, then take the requested limit, the default limit when none
  * was sent, never more than `maxLimit`.
- *
- * @since 0.2.0
- * @category rules
  */
 export const pageOf = (selected: ReadonlyArray<Row>, query: Query, limits: Limits): ReadonlyArray<Row> => {
   const skip = lastDefined(query.sortPaging.map((element) => element.skip)) ?? 0
