@@ -42,7 +42,7 @@ export interface ScanOptions {
   readonly onInconsistent?: "fail" | "continue" | undefined
   /**
    * How emitted ids are remembered to drop duplicates: `"exact"` (the default), every id of the
-   * scan, at most 24 bytes each; or `"recent"`, the last `2 x (pageSize + overlap + 1)` only, in
+   * scan, at most 24 bytes each; or `"recent"`, the last `max(2 x (pageSize + overlap + 1), 64)` only, in
    * bounded memory, for tables too large for the id set: a row that moves ahead of the scan by more
    * than that is emitted again.
    */

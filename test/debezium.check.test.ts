@@ -6,7 +6,7 @@
  * layer and `ExtractNewRecordState`), which must take every event and end with the service's table.
  */
 import { describe, expect, layer } from "@effect/vitest"
-import { Duration, Effect, Stream } from "effect"
+import { Effect, Stream } from "effect"
 import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -14,10 +14,9 @@ import { Debezium } from "../src/debezium/index.js"
 import { Changes, MicroappClient } from "../src/index.js"
 import type { Row } from "../src/Row.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
-import { changesArgs, cli, root, temporaryDirectory } from "./cliSupport.js"
+import { changesArgs, cli, holdFrom, root, temporaryDirectory, untilRequests } from "./cliSupport.js"
 import { bin, cleanEnv, outputOf } from "./processSupport.js"
 import { loginLayer } from "./support.js"
-import { eventually } from "./support/eventually.js"
 
 /** The checker: beside the repository (as CI clones it), or beside the folder of its worktrees. */
 const checker = ["../shared", "../../shared"].map((shared) => path.resolve(root, shared, "tools/debezium-check/check"))
@@ -72,25 +71,29 @@ const changeTable = Effect.gen(function*() {
   }
 })
 
-/** A pass of the built bin killed with SIGKILL once FILE holds some of it, then run to its end in process. */
+/**
+ * A pass of the built bin killed with SIGKILL while the emulator holds its seventh request (of
+ * 300 rows in pages of 25, about half are left whatever the machine's speed), then run to its end in process.
+ */
 const killedPass = (state: string, output: string, extra: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const server = yield* MicroappServer
-    yield* server.configure({ latency: Duration.millis(15) })
+    const seen = (yield* server.log.requests).length
+    const { release } = yield* holdFrom(server, 7)
     const child = spawn(process.execPath, [bin, ...changesArgs(server, state, output, ["--quiet", ...extra], 25)], {
       env: cleanEnv,
       stdio: "pipe"
     })
     const said = outputOf(child)
     child.stdin.end()
-    yield* eventually(Effect.sync(() => fs.existsSync(output) && fs.statSync(output).size > 2000), Boolean)
+    yield* untilRequests(server, seen + 7)
     child.kill("SIGKILL")
     yield* Effect.async<void>((resume) => {
       if (child.exitCode !== null || child.signalCode !== null) resume(Effect.void)
       else child.once("exit", () => resume(Effect.void))
     })
     expect(child.signalCode, said.stderr).toBe("SIGKILL")
-    yield* server.configure({ latency: Duration.zero })
+    yield* release
     const run = yield* cli(changesArgs(server, state, output, ["--quiet", ...extra], 25))
     expect(run.code, run.stderr).toBe(0)
   })

@@ -3,15 +3,7 @@
  * HTTP to the emulator, into SQLite: each tick is a run of its own, named by the tick's time, and
  * runs one pass of the mirror; the mirror equals the Microapp.
  */
-import {
-  ClusterWorkflowEngine,
-  MessageStorage,
-  RunnerHealth,
-  Runners,
-  RunnerStorage,
-  Sharding,
-  ShardingConfig
-} from "@effect/cluster"
+import { ClusterWorkflowEngine } from "@effect/cluster"
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Cron, DateTime, Effect, HashMap, Layer, Logger, LogLevel, Option } from "effect"
@@ -20,6 +12,7 @@ import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import { MicroappMirror, MirrorCron } from "../src/workflow/index.js"
 import { freshSqlite } from "./sqlDatabases.js"
 import { advanceUntil, withEmulator } from "./support.js"
+import { inMemoryCluster } from "./support/cluster.js"
 
 const table = "cron_rows"
 
@@ -34,14 +27,6 @@ const recording = Logger.replace(
   })
 )
 
-/** `TestRunner.layer`, but for its storage's poll (10 s by default): a tick's message is seen within 200 ms. */
-const inMemoryCluster = Sharding.layer.pipe(
-  Layer.provideMerge(Runners.layerNoop),
-  Layer.provideMerge(MessageStorage.layerMemory),
-  Layer.provide([RunnerStorage.layerMemory, RunnerHealth.layerNoop]),
-  Layer.provide(ShardingConfig.layer({ entityMessagePollInterval: "200 millis", ...MirrorCron.shardingConfig(true) }))
-)
-
 const cluster = MirrorCron.layer({
   // every two seconds: the seconds field first
   cron: Cron.unsafeParse("*/2 * * * * *"),
@@ -49,7 +34,7 @@ const cluster = MirrorCron.layer({
 }).pipe(
   Layer.provideMerge(MicroappMirror.layer),
   Layer.provideMerge(ClusterWorkflowEngine.layer),
-  Layer.provideMerge(inMemoryCluster)
+  Layer.provideMerge(inMemoryCluster(MirrorCron.shardingConfig(true)))
 )
 
 const mirrorDatabase = freshSqlite()

@@ -5,15 +5,7 @@
  * payload with an option out of its bounds is refused with `InvalidInput` before anything is sent;
  * the mirror database's failure keeps its `SqlError` as its cause, its password nowhere.
  */
-import {
-  ClusterWorkflowEngine,
-  MessageStorage,
-  RunnerHealth,
-  Runners,
-  RunnerStorage,
-  Sharding,
-  ShardingConfig
-} from "@effect/cluster"
+import { ClusterWorkflowEngine, MessageStorage } from "@effect/cluster"
 import { SqlClient, SqlError } from "@effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, FastCheck as FC, Layer, Schema } from "effect"
@@ -22,23 +14,16 @@ import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import { MicroappMirror } from "../src/workflow/index.js"
 import { freshSqlite } from "./sqlDatabases.js"
 import { onTestClock, withEmulator } from "./support.js"
+import { inMemoryCluster } from "./support/cluster.js"
 
 const table = "fleet_rows"
 const view = "fleet_projects"
-
-/** `TestRunner.layer`, but for its storage's poll (10 s by default): a message is seen within 200 ms. */
-const inMemoryCluster = Sharding.layer.pipe(
-  Layer.provideMerge(Runners.layerNoop),
-  Layer.provideMerge(MessageStorage.layerMemory),
-  Layer.provide([RunnerStorage.layerMemory, RunnerHealth.layerNoop]),
-  Layer.provide(ShardingConfig.layer({ entityMessagePollInterval: "200 millis" }))
-)
 
 const mirrorDatabase = freshSqlite()
 
 const all = MicroappMirror.layer.pipe(
   Layer.provideMerge(ClusterWorkflowEngine.layer),
-  Layer.provideMerge(inMemoryCluster),
+  Layer.provideMerge(inMemoryCluster()),
   Layer.provide(MicroappMirror.MirrorDatabase.layer(mirrorDatabase)),
   Layer.provideMerge(withEmulator({ demoRows: 120 }, { retry: false })),
   Layer.provideMerge(mirrorDatabase)
