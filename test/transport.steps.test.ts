@@ -192,11 +192,64 @@ describe("the timeout's two paths", () => {
       }
     }))
 
+  it.live("a success leaves the scope unclosed when it holds only a finished request's abort, a failure closes it", () =>
+    Effect.gen(function*() {
+      let closed = 0
+      const finalized = Effect.addFinalizer(() => Effect.sync(() => closed++))
+      const answered = Effect.zipRight(finalized, Effect.succeed(1))
+      const refused = Effect.zipRight(finalized, Effect.fail(new ServerError({ method: "POST", path: "/p" })))
+      expect(yield* withinTimer(answered, Duration.seconds(1), late, true)).toBe(1)
+      expect(closed).toBe(0)
+      expect(yield* withinTimer(answered, Duration.seconds(1), late)).toBe(1)
+      expect(closed).toBe(1)
+      yield* Effect.exit(withinTimer(refused, Duration.seconds(1), late, true))
+      expect(closed).toBe(2)
+      // a request still running when its time is up ends once its scope is closed
+      const ended = yield* Deferred.make<void>()
+      const hanging = Effect.zipRight(
+        Effect.addFinalizer(() => Effect.zipRight(Effect.sync(() => closed++), Deferred.succeed(ended, undefined))),
+        Effect.zipRight(Deferred.await(ended), Effect.fail(new ServerError({ method: "POST", path: "/p" })))
+      )
+      const exit = yield* Effect.exit(withinTimer(hanging, Duration.millis(5), late, true))
+      expect(exit).toMatchObject({ _tag: "Failure", cause: { error: { serverMessage: "late" } } })
+      expect(closed).toBe(3)
+    }))
+
   it.effect("an attempt that ends in time is its own result", () =>
     Effect.gen(function*() {
       expect(yield* withinRace(Effect.succeed(1), Duration.seconds(1), late)).toBe(1)
       expect(yield* withinTimer(Effect.succeed(2), Duration.seconds(1), late)).toBe(2)
     }))
+})
+
+describe("the abort of a request", () => {
+  /** Counts the aborts of every `AbortController` while the scope is open. */
+  const countingAborts = Effect.acquireRelease(
+    Effect.sync(() => {
+      const abort = AbortController.prototype.abort
+      const counted = { aborts: 0, abort }
+      AbortController.prototype.abort = function(this: AbortController, reason?: unknown) {
+        counted.aborts++
+        return abort.call(this, reason)
+      }
+      return counted
+    }),
+    (counted) => Effect.sync(() => (AbortController.prototype.abort = counted.abort))
+  )
+
+  it.live("a request read to its end is not aborted as its attempt ends, unless a caller's step may hold the scope", () =>
+    Effect.gen(function*() {
+      const server = yield* hostileServer(() => Effect.succeed(rowsAnswer([{ _id: "r1" }])))
+      const reads = Effect.flatMap(
+        MicroappClient,
+        (client) => Effect.repeatN(client.query({ microAppID: "66c000000000000000000001" }), 2)
+      )
+      const counted = yield* countingAborts
+      yield* Effect.provide(reads, clientOf(server.baseUrl, undici))
+      expect(counted.aborts).toBe(0)
+      yield* Effect.provide(reads, clientOf(server.baseUrl, undici, { transformClient: (client) => client }))
+      expect(counted.aborts).toBe(3)
+    }).pipe(Effect.scoped))
 })
 
 describe("the request span", () => {

@@ -2,7 +2,7 @@
  * The retry policy and the rate gate: what is retried, how long to wait, and holding back every
  * request of a client while the server has asked it to.
  */
-import { Clock, Duration, Effect, FiberRef, Ref, Schedule, ScheduleDecision } from "effect"
+import { Duration, Effect, FiberRef, Schedule, ScheduleDecision } from "effect"
 import type { RetryOptions } from "../../MicroappClient.js"
 import type { MicroappError } from "../../MicroappError.js"
 import * as Metrics from "../metrics.js"
@@ -109,44 +109,46 @@ export interface RateGate {
 }
 
 export const makeRateGate = (maxPause: Duration.Duration): Effect.Effect<RateGate> =>
-  Effect.map(Ref.make(0), (until) => {
+  Effect.sync(() => {
     const longest = Duration.toMillis(maxPause)
+    // a plain variable, read and moved in one synchronous step each: every call passes the gate, twice
+    let until = 0
     const pass = (deadline: number): Effect.Effect<void, number> =>
-      Effect.flatMap(
-        Effect.zip(Ref.get(until), Clock.currentTimeMillis),
+      Effect.clockWith((clock) => {
+        const openAt = until
+        const now = clock.unsafeCurrentTimeMillis()
         // the gate may move while we sleep (another 429), so look again after waking; whole
         // milliseconds, since a wait below the clock's nanosecond is no wait, and would have this spin
-        ([openAt, now]) =>
-          openAt <= now
-            ? Effect.void
-            : openAt > deadline
-            ? Effect.zipRight(tallyThrottled, Effect.fail(openAt - now))
-            : Effect.zipRight(
-              tallyThrottled,
-              Effect.zipRight(Effect.sleep(Duration.millis(Math.ceil(openAt - now))), pass(deadline))
-            )
-      )
+        return openAt <= now
+          ? Effect.void
+          : openAt > deadline
+          ? Effect.zipRight(tallyThrottled, Effect.fail(openAt - now))
+          : Effect.zipRight(
+            tallyThrottled,
+            Effect.zipRight(Effect.sleep(Duration.millis(Math.ceil(openAt - now))), pass(deadline))
+          )
+      })
     return {
       pass,
       holdFor: (millis, cause) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          Effect.flatMap(
-            Ref.modify(until, (openAt) => {
-              const next = Math.max(openAt, now + Math.min(millis, longest))
-              return [{ begun: openAt <= now && next > now, added: next - Math.max(openAt, now), next }, next]
-            }),
-            ({ added, begun, next }) =>
-              Effect.all([
-                Metrics.add(Metrics.throttleSeconds, added / 1000, { cause }),
-                begun
-                  ? Effect.zipRight(
-                    Metrics.add(Metrics.throttlePauses, 1, { cause }),
-                    Effect.logWarning("pausing every request of this client").pipe(
-                      Effect.annotateLogs({ cause, pauseMillis: next - now, askedMillis: millis })
-                    )
-                  )
-                  : Effect.void
-              ], { discard: true })
-          ))
+        Effect.clockWith((clock) => {
+          const now = clock.unsafeCurrentTimeMillis()
+          const openAt = until
+          const next = Math.max(openAt, now + Math.min(millis, longest))
+          until = next
+          const begun = openAt <= now && next > now
+          const added = next - Math.max(openAt, now)
+          return Effect.all([
+            Metrics.add(Metrics.throttleSeconds, added / 1000, { cause }),
+            begun
+              ? Effect.zipRight(
+                Metrics.add(Metrics.throttlePauses, 1, { cause }),
+                Effect.logWarning("pausing every request of this client").pipe(
+                  Effect.annotateLogs({ cause, pauseMillis: next - now, askedMillis: millis })
+                )
+              )
+              : Effect.void
+          ], { discard: true })
+        })
     }
   })

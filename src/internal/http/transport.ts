@@ -107,7 +107,15 @@ export const makeTransport = (http: HttpClient.HttpClient, options: TransportOpt
       const exchange = classify(execute(request), request.url, options.maxResponseBytes, info).pipe(
         holdOnRetryAfter(options.gate),
         // a request still running when its attempt ends, with a body not read to its end, is aborted
-        (exchange) => withinTimeout(exchange, timeout, () => Errors.timedOut(info, Duration.toMillis(timeout))),
+        // a caller's step may put finalizers of its own in the attempt's scope: then it is always closed
+        (exchange) =>
+          withinTimeout(
+            exchange,
+            timeout,
+            () => Errors.timedOut(info, Duration.toMillis(timeout)),
+            options.transformClient === undefined
+          ),
+        // the caller's transport or step may print the request (a log, a span): never its credentials
         Effect.locallyWith(Headers.currentRedactedNames, (names) => [...names, ...credentialHeaders]),
         recordDuration(serverAddress, endpoint)
       )
