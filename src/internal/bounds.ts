@@ -9,6 +9,7 @@ import type * as BulkUpdate from "../BulkUpdate.js"
 import type { MicroappClient, RetryOptions } from "../MicroappClient.js"
 import { InvalidInput, type MicroappError } from "../MicroappError.js"
 import * as Query from "../Query.js"
+import type * as RowStream from "../RowStream.js"
 import { bounds, wholeNumberIn } from "./limits.js"
 
 // where the transport and the scan have always read them
@@ -151,6 +152,14 @@ export const RowsOptionsSchema = checking<
 }))
 
 /** What `collect` takes besides a scan's options. */
+/** How often a scan hands out a checkpoint: a bounded number of pages or rows, one of them at least. */
+export const CheckpointEvery = checking<RowStream.CheckpointEvery>()(
+  Schema.Struct({
+    pages: Schema.optional(Query.Limit.pipe(Schema.lessThanOrEqualTo(bounds.checkpointEveryPages))),
+    rows: Schema.optional(Query.Limit.pipe(Schema.lessThanOrEqualTo(bounds.checkpointEveryRows)))
+  }).pipe(Schema.filter((every) => every.pages !== undefined || every.rows !== undefined || "must name pages or rows"))
+)
+
 export const CollectMax = Schema.Struct({ max: wholeNumberIn(0, bounds.collectMax) })
 
 /** The options of `updateRows`; `stop`, an Effect, is the caller's own: its type is all there is to check. */

@@ -39,7 +39,10 @@ export const bounds = {
   /** Characters of a checkpoint's text: a scan of about 16 million rows under \`dedupe: "exact"\` (16 a row). */
   checkpointChars: 2 ** 28,
   /** Levels of nesting of a checkpoint's text; its format has four. */
-  checkpointDepth: 16
+  checkpointDepth: 16,
+  /** Pages and rows between two checkpoints a scan hands out (`checkpointEvery`). */
+  checkpointEveryPages: 10_000,
+  checkpointEveryRows: 1_000_000
 } as const
 
 /** A whole number in `[min, max]`. */

@@ -5,9 +5,8 @@
  */
 import { Chunk, Clock, Effect, Either, Fiber, Metric, Queue, Ref, Schema, Stream, Take, type Tracer } from "effect"
 import { type InvalidInput, type ScanError, ScanInconsistent, type UnexpectedResponse } from "../../MicroappError.js"
-import * as Query from "../../Query.js"
 import * as RowStream from "../../RowStream.js"
-import { checking, validate } from "../bounds.js"
+import { CheckpointEvery, validate } from "../bounds.js"
 import { invalidCheckpoint } from "../checkpointCodec.js"
 import type { DecodedRows } from "../http/decode.js"
 import { endpoints } from "../http/endpoints.js"
@@ -74,13 +73,6 @@ export interface Checkpointing {
   readonly resume: CheckpointImpl | undefined
   readonly every: RowStream.CheckpointEvery
 }
-
-export const CheckpointEvery = checking<RowStream.CheckpointEvery>()(
-  Schema.Struct({
-    pages: Schema.optional(Query.Limit.pipe(Schema.lessThanOrEqualTo(10_000))),
-    rows: Schema.optional(Query.Limit.pipe(Schema.lessThanOrEqualTo(1_000_000)))
-  }).pipe(Schema.filter((every) => every.pages !== undefined || every.rows !== undefined || "must name pages or rows"))
-)
 
 const validateCheckpointEvery = validate(
   Schema.Struct({ checkpointEvery: Schema.optional(CheckpointEvery) }),

@@ -4,8 +4,7 @@
  */
 import { Schema, Struct } from "effect"
 import { checking } from "../../internal/bounds.js"
-import { RowsOptionsSchema } from "../../internal/bounds.js"
-import { CheckpointEvery } from "../../internal/scan/driver.js"
+import { CheckpointEvery, RowsOptionsSchema } from "../../internal/bounds.js"
 import type * as SqlMirror from "../SqlMirror.js"
 
 /**
