@@ -241,7 +241,7 @@ describe("the package", () => {
     const allowed = [
       "effect",
       ...["Checkpoint", "MicroappError", "Query", "RowStream"].map((module) => `../../${module}.js`),
-      ...["bounds", "checkpointCodec", "metrics", "rowId"].map((module) => `../${module}.js`),
+      ...["bounds", "checkpointCodec", "limits", "metrics", "rowId"].map((module) => `../${module}.js`),
       ...["endpoints", "decode", "wire"].map((module) => `../http/${module}.js`)
     ]
     expect([...outside].filter((specifier) => !allowed.includes(specifier))).toEqual([])

@@ -9,7 +9,9 @@ import type * as BulkUpdate from "../BulkUpdate.js"
 import type { MicroappClient, RetryOptions } from "../MicroappClient.js"
 import { InvalidInput, type MicroappError } from "../MicroappError.js"
 import * as Query from "../Query.js"
+import { RowMetadata } from "../Row.js"
 import type * as RowStream from "../RowStream.js"
+import { Sendable } from "./http/plainData.js"
 import { bounds, wholeNumberIn } from "./limits.js"
 
 // where the transport and the scan have always read them
@@ -169,3 +171,38 @@ export const UpdateRowsOptionsSchema = checking<Omit<BulkUpdate.Options, "stop">
   readBack: Schema.optional(Schema.Boolean),
   maxSends: Schema.optional(wholeNumberIn(1, bounds.maxSends))
 }))
+
+type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
+
+const Json: Schema.Schema<Json> = Schema.Union(
+  Schema.Null,
+  Schema.Boolean,
+  Schema.Number,
+  Schema.String,
+  Schema.Array(Schema.suspend(() => Json)),
+  Schema.Record({ key: Schema.String, value: Schema.suspend(() => Json) })
+)
+
+/** Row keys the server owns (the metadata): writing them is silently ignored, so it is refused here. */
+const systemKeys: ReadonlySet<string> = new Set(Object.keys(RowMetadata.fields))
+
+/**
+ * One update's options but those of every call (`timeout`, `retry`), its `rowData` plain data a
+ * request can carry. Not under `checking`: `rowData` is taken as any value (`Sendable` says what is
+ * wrong with it), so its encoded side is `unknown`, not the public `Record`.
+ */
+export const UpdateOptionsSchema = Schema.Struct({
+  rowID: Query.Identifier,
+  rowData: Sendable.pipe(
+    Schema.compose(Schema.Record({ key: Schema.String, value: Json }), { strict: false }),
+    Schema.filter((data) => Object.keys(data).length > 0 || "must name at least one field"),
+    Schema.filter((data) => {
+      const key = Object.keys(data).find((k) => systemKeys.has(k))
+      return key === undefined ||
+        `key "${key}" is a system key the server does not let an update change (use the option of that name where there is one)`
+    })
+  ),
+  embeddingRowID: Schema.optional(Query.Identifier),
+  userID: Schema.optional(Query.Identifier),
+  ignoreActionRules: Schema.optional(Schema.Boolean)
+})

@@ -11,7 +11,7 @@ import {
   Either,
   RateLimiter,
   Redacted,
-  Schema,
+  type Schema,
   Stream,
   SynchronizedRef
 } from "effect"
@@ -27,9 +27,9 @@ import {
   UnexpectedResponse
 } from "../MicroappError.js"
 import * as Query from "../Query.js"
-import { type InvalidRow, Row, RowMetadata } from "../Row.js"
+import { type InvalidRow, Row } from "../Row.js"
 import * as RowStream from "../RowStream.js"
-import { CollectMax, RowsOptionsSchema, TuningSchema, validate } from "./bounds.js"
+import { CollectMax, RowsOptionsSchema, TuningSchema, UpdateOptionsSchema, validate } from "./bounds.js"
 import { makeUpdateRows } from "./bulkUpdate.js"
 import { makePass } from "./changes/index.js"
 import { type Contract, contractOf, decodeEnvelope, pageDecoder, type RowDecoder, schemaStep } from "./http/decode.js"
@@ -37,7 +37,6 @@ import { type Endpoint, endpoints } from "./http/endpoints.js"
 import { where } from "./http/errors.js"
 import { identified as identifiedBy } from "./http/identify.js"
 import * as InFlight from "./http/inFlight.js"
-import { Sendable } from "./http/plainData.js"
 import { defaultMaxPause, makeRateGate } from "./http/retry.js"
 import { type Credentials, headerSafeReason, isHeaderSafe } from "./http/shape.js"
 import { makeTransport, type Transport } from "./http/transport.js"
@@ -99,36 +98,6 @@ const tuningDefaults = {
 }
 
 const validateTuning = validate(TuningSchema, undefined, "tuning")
-
-type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
-
-const Json: Schema.Schema<Json> = Schema.Union(
-  Schema.Null,
-  Schema.Boolean,
-  Schema.Number,
-  Schema.String,
-  Schema.Array(Schema.suspend(() => Json)),
-  Schema.Record({ key: Schema.String, value: Schema.suspend(() => Json) })
-)
-
-/** Row keys the server owns (the metadata): writing them is silently ignored, so it is refused here. */
-const systemKeys: ReadonlySet<string> = new Set(Object.keys(RowMetadata.fields))
-
-const UpdateOptionsSchema = Schema.Struct({
-  rowID: Query.Identifier,
-  rowData: Sendable.pipe(
-    Schema.compose(Schema.Record({ key: Schema.String, value: Json }), { strict: false }),
-    Schema.filter((data) => Object.keys(data).length > 0 || "must name at least one field"),
-    Schema.filter((data) => {
-      const key = Object.keys(data).find((k) => systemKeys.has(k))
-      return key === undefined ||
-        `key "${key}" is a system key the server does not let an update change (use the option of that name where there is one)`
-    })
-  ),
-  embeddingRowID: Schema.optional(Query.Identifier),
-  userID: Schema.optional(Query.Identifier),
-  ignoreActionRules: Schema.optional(Schema.Boolean)
-})
 
 const decodeRowsBody = decodeEnvelope(RowsBody)
 const decodeCurrentRow = decodeEnvelope(CurrentRowBody)

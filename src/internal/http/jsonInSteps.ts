@@ -7,7 +7,7 @@
  * accepted exactly when JSON.parse accepts it, and read as the same value.
  */
 import { Effect } from "effect"
-import { bounds } from "../bounds.js"
+import { bounds } from "../limits.js"
 import type { Direction } from "./numberText.js"
 import {
   closingQuote,

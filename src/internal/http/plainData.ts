@@ -8,8 +8,8 @@
  * Schema's parser recurse).
  */
 import { Either, Schema } from "effect"
-import { bounds } from "../bounds.js"
 import { feedScalar, Hash64, sortedKeys } from "../fingerprint.js"
+import { bounds } from "../limits.js"
 import { type Direction, numberFault } from "./numberText.js"
 
 /** Where in a value it cannot pass unchanged, and why. */
