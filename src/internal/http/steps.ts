@@ -3,12 +3,12 @@
  * requests per second, the duration metric, the retry policy and the call counter. Each takes the
  * effect it wraps and gives it back with its one concern added.
  */
-import { Cause, Clock, Effect, Exit, Metric, Option, type Schedule } from "effect"
+import { Cause, Clock, Effect, Exit, Option, type Schedule } from "effect"
 import type { RequestError } from "../../MicroappError.js"
 import * as Metrics from "../metrics.js"
 import type { Endpoint } from "./endpoints.js"
 import * as Errors from "./errors.js"
-import type { InFlight } from "./inFlight.js"
+import type { InFlight, Outcome } from "./inFlight.js"
 import type { RateGate } from "./retry.js"
 
 /**
@@ -44,17 +44,19 @@ export const withinInFlight = (
   inner: <A>(attempt: Effect.Effect<A, RequestError>) => Effect.Effect<A, RequestError>
 ) =>
 <A>(attempt: Effect.Effect<A, RequestError>): Effect.Effect<A, RequestError> =>
-  inFlight.admit((ticket) =>
-    Effect.tapBoth(inner(attempt), {
-      onFailure: (error) =>
-        error._tag === "RateLimited" && error.status !== undefined
-          ? inFlight.observe(ticket, error.retryAfterMillis === undefined ? "slowDown" : "refused")
-          : "status" in error && error.status !== undefined
-          ? inFlight.observe(ticket, "answered")
-          : Effect.void,
-      onSuccess: () => inFlight.observe(ticket, "answered")
-    })
-  )
+  inFlight.admit(() => inner(attempt), outcomeOf)
+
+/** What an attempt's end says of the server: a 429 refused it, any other status answered it. */
+const outcomeOf = (exit: Exit.Exit<unknown, RequestError>): Outcome | undefined => {
+  if (Exit.isSuccess(exit)) return "answered"
+  const error = Option.getOrUndefined(Cause.failureOption(exit.cause))
+  if (error === undefined) return undefined
+  return error._tag === "RateLimited" && error.status !== undefined
+    ? error.retryAfterMillis === undefined ? "slowDown" : "refused"
+    : "status" in error && error.status !== undefined
+    ? "answered"
+    : undefined
+}
 
 /** The caller's requests per second (`rateLimit.requestsPerSecond`), around each attempt, when there is one. */
 export type PerSecond = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
@@ -78,7 +80,7 @@ export const recordDuration =
           : Exit.isFailure(exit)
           ? Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect"
           : undefined
-        return Metric.update(
+        return Metrics.update(
           Metrics.requestDuration({
             "http.request.method": "POST",
             "server.address": serverAddress,
