@@ -63,7 +63,7 @@ const variants: ReadonlyArray<{ readonly name: string; readonly cuts: ReadonlyAr
     name: "no timeout (the attempt's scope alone)",
     cuts: [[
       transport,
-      "(exchange) => withinTimeout(exchange, timeout, () => Errors.timedOut(info, Duration.toMillis(timeout)))",
+      "(exchange) => withinTimeout(exchange, timeout, () => Errors.timedOut(info, Duration.toMillis(timeout)), options.transformClient === undefined)",
       "Effect.scoped"
     ]]
   },
@@ -80,7 +80,7 @@ const variants: ReadonlyArray<{ readonly name: string; readonly cuts: ReadonlyAr
     name: "no answer decode (the status envelope)",
     cuts: [[
       client,
-      "yield* decodeStatus(reply.json, 200, { endpoint: endpoints.update, attempt: reply.attempts });",
+      "yield* decodeStatus(reply.json, { endpoint: endpoints.update, attempt: reply.attempts, status: reply.status });",
       ""
     ]]
   },
