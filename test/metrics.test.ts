@@ -131,7 +131,9 @@ describe("metrics", () => {
             ["microapp_throttle_wait_seconds_total", { cause: "429" }]
           ]
         )
-        expect(grown).toEqual([1, 2])
+        // the seconds' counter is shared by every file of a worker, and may hold fractions already
+        expect(grown[0]).toBe(1)
+        expect(grown[1]).toBeCloseTo(2, 9)
         const pauses = lines.filter((line) => line.message === "pausing every request of this client")
         expect(pauses).toHaveLength(1)
         expect(pauses[0]?.level).toBe("WARN")

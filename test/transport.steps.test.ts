@@ -3,12 +3,13 @@
  * test/hostile.ts), and a step of the caller's own (`transformClient`) seeing every attempt.
  */
 import { NodeHttpClient } from "@effect/platform-node"
+import * as Headers from "@effect/platform/Headers"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Exit, Fiber, Metric, Redacted, Ref, Schedule, TestClock } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, FiberRef, Metric, Redacted, Ref, Schedule, TestClock } from "effect"
 import { MicroappClient } from "../src/index.js"
 import { classify } from "../src/internal/http/classify.js"
 import { endpoints } from "../src/internal/http/endpoints.js"
@@ -346,6 +347,19 @@ describe("metrics", () => {
       const before = (yield* Metric.value(Metrics.requestDuration(tags))).count
       yield* recordDuration("steps.test", endpoint)(Effect.succeed({ status: 200 }))
       expect((yield* Metric.value(Metrics.requestDuration(tags))).count).toBe(before + 1)
+    }))
+
+  it.effect("the credential headers are among the redacted names while the attempt runs, and only then", () =>
+    Effect.gen(function*() {
+      const redacted = FiberRef.get(Headers.currentRedactedNames)
+      const before = yield* redacted
+      const step = recordDuration("steps.test", endpoint, ["x-secret"])
+      const inside = yield* step(Effect.map(redacted, (names) => ({ status: 200, names })))
+      expect(inside.names).toEqual([...before, "x-secret"])
+      expect(yield* redacted).toEqual(before)
+      const failed = yield* Effect.exit(step(Effect.fail(new ServerError({ method: "POST", path: "/p" }))))
+      expect(Exit.isFailure(failed)).toBe(true)
+      expect(yield* redacted).toEqual(before)
     }))
 
   it.effect("each call adds one to its outcome", () =>

@@ -34,7 +34,7 @@ const variants: ReadonlyArray<{ readonly name: string; readonly cuts: ReadonlyAr
   {
     name: "no metrics (duration, call counter, outcome counter)",
     cuts: [
-      [transport, "recordDuration(serverAddress, endpoint));", "(x) => x);"],
+      [transport, "recordDuration(serverAddress, endpoint, credentialHeaders));", "(x) => x);"],
       [transport, "return countCall(endpoint)(", "return ("],
       [bulk, "return Metrics.increase(outcomeCounters[kind], n);", "return Effect.void;"]
     ]
@@ -63,7 +63,7 @@ const variants: ReadonlyArray<{ readonly name: string; readonly cuts: ReadonlyAr
     name: "no timeout (the attempt's scope alone)",
     cuts: [[
       transport,
-      "(exchange) => withinTimeout(exchange, timeout, () => Errors.timedOut(info, Duration.toMillis(timeout)))",
+      "(exchange) => withinTimeout(exchange, timeout, () => Errors.timedOut(info, Duration.toMillis(timeout)), options.transformClient === undefined)",
       "Effect.scoped"
     ]]
   },
@@ -71,8 +71,8 @@ const variants: ReadonlyArray<{ readonly name: string; readonly cuts: ReadonlyAr
     name: "no redaction of the credential headers (a fiber-local set per attempt)",
     cuts: [[
       transport,
-      "Effect.locallyWith(Headers.currentRedactedNames, (names) => [...names, ...credentialHeaders]),",
-      ""
+      "recordDuration(serverAddress, endpoint, credentialHeaders));",
+      "recordDuration(serverAddress, endpoint));"
     ]]
   },
   { name: "no input check (Schema, __proto__ walk)", cuts: [[client, "yield* validateUpdate(options);", "options;"]] },
@@ -80,7 +80,7 @@ const variants: ReadonlyArray<{ readonly name: string; readonly cuts: ReadonlyAr
     name: "no answer decode (the status envelope)",
     cuts: [[
       client,
-      "yield* decodeStatus(reply.json, 200, { endpoint: endpoints.update, attempt: reply.attempts });",
+      "yield* decodeStatus(reply.json, { endpoint: endpoints.update, attempt: reply.attempts, status: reply.status });",
       ""
     ]]
   },

@@ -121,6 +121,39 @@ export const nativeBodyOf = (response: object): Option.Option<NativeBody> => {
     : Option.none()
 }
 
+interface WholeRead {
+  arrayBuffer(): Promise<ArrayBuffer>
+}
+
+const hasWholeRead = (value: unknown): value is WholeRead => isObject(value) && typeof value.arrayBuffer === "function"
+
+/**
+ * The transport's own read of a whole body under a response of @effect/platform, not yet read:
+ * undici's body's `arrayBuffer()`, or the web `Response`'s. The platform's `arrayBuffer` calls the
+ * same, through an `Effect.cached` made and run on a fiber of its own for every response (some 40
+ * of the 500 effects a small call runs).
+ */
+export const wholeReadOf = (response: object): Option.Option<WholeRead> => {
+  const source = "source" in response ? response.source : undefined
+  const body = isObject(source) ? source.body : undefined
+  return isNodeReadable(body) && hasWholeRead(body)
+    ? Option.some(body)
+    : isWebStream(body) && hasWholeRead(source)
+    ? Option.some(source)
+    : Option.none()
+}
+
+/**
+ * Reads a body in one piece with the transport's own read (`wholeReadOf`), which stops at its
+ * declared length; a body read past `limit` all the same is refused.
+ */
+export const readWhole = <E>(
+  body: WholeRead,
+  limit: number,
+  onError: (cause: unknown) => E
+): Effect.Effect<Body, E> =>
+  Effect.map(Effect.tryPromise({ try: () => body.arrayBuffer(), catch: onError }), (bytes) => wholeBody(bytes, limit))
+
 /**
  * Reads a Node `Readable` up to `limit` bytes as its chunks arrive (one `Effect.async`, no stream):
  * past the limit it is destroyed and nothing of it kept. Fails with `onError` of the error that

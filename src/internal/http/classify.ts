@@ -7,7 +7,16 @@ import * as HttpClientError from "@effect/platform/HttpClientError"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { Clock, Effect, Option } from "effect"
 import type { RequestError } from "../../MicroappError.js"
-import { declaredLength, nativeBodyOf, pastLimit, readNative, readUpTo, wholeBody } from "./body.js"
+import {
+  declaredLength,
+  nativeBodyOf,
+  pastLimit,
+  readNative,
+  readUpTo,
+  readWhole,
+  wholeBody,
+  wholeReadOf
+} from "./body.js"
 import * as Errors from "./errors.js"
 
 /** A successful (2xx) answer: its body as text, its `Content-Encoding`, and how many attempts it took. */
@@ -23,9 +32,9 @@ const errorBodyBytes = 64 * 1024
 
 /**
  * Reads at most `limit` bytes of a body; a read that breaks is a `Transport` error. A body whose
- * declared length is past the limit is not read; one within it is read in one piece (every
- * transport stops at the declared length, and undici's own read of a whole body costs a page less
- * than any read of its chunks). A body without a declared length is read from what a transport of
+ * declared length is past the limit is not read; one within it is read in one piece by the
+ * transport's own read where it keeps one (every transport stops at the declared length, and
+ * undici's own read of a whole body costs a page less than any read of its chunks). A body without a declared length is read from what a transport of
  * @effect/platform keeps (`nativeBodyOf`), chunks counted as they come: an Effect stream of it
  * cost a small chunked answer more than the rest of its call. Any other is read as its stream.
  */
@@ -37,16 +46,17 @@ const readAtMost = (
 ) => {
   const declared = declaredLength(headers)
   if (declared !== undefined && declared > limit) return Effect.succeed(pastLimit)
-  const native = declared === undefined ? nativeBodyOf(response) : Option.none()
-  const read = Option.isSome(native)
-    ? readNative(
-      native.value,
-      limit,
-      (cause) => new HttpClientError.ResponseError({ request: response.request, response, reason: "Decode", cause })
-    )
-    : declared !== undefined
-    ? Effect.map(response.arrayBuffer, (bytes) => wholeBody(bytes, limit))
-    : readUpTo(response.stream, limit, undefined)
+  const onError = (cause: unknown) =>
+    new HttpClientError.ResponseError({ request: response.request, response, reason: "Decode", cause })
+  const read = declared === undefined
+    ? Option.match(nativeBodyOf(response), {
+      onSome: (native) => readNative(native, limit, onError),
+      onNone: () => readUpTo(response.stream, limit, undefined)
+    })
+    : Option.match(wholeReadOf(response), {
+      onSome: (whole) => readWhole(whole, limit, onError),
+      onNone: () => Effect.map(response.arrayBuffer, (bytes) => wholeBody(bytes, limit))
+    })
   return Effect.mapError(read, (error) => Errors.fromBodyError(error, info))
 }
 

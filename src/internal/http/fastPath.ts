@@ -53,20 +53,26 @@ export const withinTimer = <A, E>(
   onTimeout: () => E,
   abortOnly = false
 ): Effect.Effect<A, E> =>
-  Effect.acquireUseRelease(Scope.make(), (scope) => {
-    let timedOut = false
-    const timer = setTimeout(() => {
-      timedOut = true
-      Effect.runFork(Scope.close(scope, Exit.void))
-    }, Duration.toMillis(timeout))
-    return Effect.ensuring(
+  Effect.acquireUseRelease(
+    Effect.map(Scope.make(), (scope) => {
+      const timer = { timedOut: false }
+      const handle = setTimeout(() => {
+        timer.timedOut = true
+        Effect.runFork(Scope.close(scope, Exit.void))
+      }, Duration.toMillis(timeout))
+      return { scope, timer, handle }
+    }),
+    ({ scope, timer }) =>
       Effect.catchAllCause(
         Scope.extend(exchange, scope),
-        (cause) => timedOut ? Effect.fail(onTimeout()) : Effect.failCause(cause)
+        (cause) => timer.timedOut ? Effect.fail(onTimeout()) : Effect.failCause(cause)
       ),
-      Effect.sync(() => clearTimeout(timer))
-    )
-  }, (scope, exit) => abortOnly && Exit.isSuccess(exit) ? Effect.void : Scope.close(scope, exit))
+    // the timer is cleared as the scope is released, not by a step of its own around the exchange
+    ({ handle, scope }, exit) => {
+      clearTimeout(handle)
+      return abortOnly && Exit.isSuccess(exit) ? Effect.void : Scope.close(scope, exit)
+    }
+  )
 
 /**
  * How `client` sends a request in the attempt's scope: with the request span of @effect/platform,

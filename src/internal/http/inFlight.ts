@@ -9,7 +9,7 @@
  * requests at any level (a rate limiter, a share refused at random) would otherwise bring the limit
  * down to one. The decisions are pure functions of recorded inputs.
  */
-import { Effect } from "effect"
+import { Effect, type Exit } from "effect"
 
 /** The limit and what it learned. */
 export interface Limit {
@@ -114,39 +114,48 @@ const decide: Record<Outcome, (limit: Limit, ticket: Ticket) => Limit> = {
 
 /** The limit in force for one client. */
 export interface InFlight {
-  /** Runs `send` once a permit is free, holding it until `send` ends; `send` gets its ticket. */
-  readonly admit: <A, E, R>(send: (ticket: Ticket) => Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-  /** What the server did with the request of `ticket`. */
-  readonly observe: (ticket: Ticket, outcome: Outcome) => Effect.Effect<void>
+  /**
+   * Runs `send` once a permit is free, holding it until `send` ends; `send` gets its ticket. What
+   * `outcomeOf` reads in how `send` ended (nothing, for an end that says nothing of the server) is
+   * learned from, the permit still held.
+   */
+  readonly admit: <A, E, R>(
+    send: (ticket: Ticket) => Effect.Effect<A, E, R>,
+    outcomeOf: (exit: Exit.Exit<A, E>) => Outcome | undefined
+  ) => Effect.Effect<A, E, R>
 }
 
 export const make = (max: number): Effect.Effect<InFlight> =>
   Effect.map(Effect.makeSemaphore(max), (semaphore) => {
     let limit = initial(max)
     let inFlight = 0
+    const observe = (ticket: Ticket, outcome: Outcome): Effect.Effect<void> => {
+      const previous = limit
+      limit = decide[outcome](previous, ticket)
+      if (limit.allowed === previous.allowed) return Effect.void
+      const resize = semaphore.resize(limit.allowed)
+      return limit.epoch === previous.epoch ? resize : Effect.zipRight(
+        resize,
+        Effect.logDebug("the server refused load: fewer requests in flight").pipe(
+          Effect.annotateLogs({ allowed: limit.allowed, refusedAt: ticket.inFlight })
+        )
+      )
+    }
+    const release = semaphore.release(1)
     return {
-      admit: (send) =>
-        semaphore.withPermits(1)(Effect.suspend(() => {
-          inFlight++
-          return Effect.ensuring(
-            send({ epoch: limit.epoch, inFlight }),
-            Effect.sync(() => {
+      // the permit, the count in flight and what the answer says, in one step at the end of `send`:
+      // a small call runs some 500 effects, and each wrapper around it adds a dozen
+      admit: (send, outcomeOf) =>
+        Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(restore(semaphore.take(1)), () => {
+            inFlight++
+            const ticket: Ticket = { epoch: limit.epoch, inFlight }
+            return Effect.onExit(restore(send(ticket)), (exit) => {
               inFlight--
+              const outcome = outcomeOf(exit)
+              return outcome === undefined ? release : Effect.zipRight(observe(ticket, outcome), release)
             })
-          )
-        })),
-      observe: (ticket, outcome) =>
-        Effect.suspend(() => {
-          const previous = limit
-          limit = decide[outcome](previous, ticket)
-          if (limit.allowed === previous.allowed) return Effect.void
-          const resize = semaphore.resize(limit.allowed)
-          return limit.epoch === previous.epoch ? resize : Effect.zipRight(
-            resize,
-            Effect.logDebug("the server refused load: fewer requests in flight").pipe(
-              Effect.annotateLogs({ allowed: limit.allowed, refusedAt: ticket.inFlight })
-            )
-          )
-        })
+          })
+        )
     }
   })

@@ -3,12 +3,13 @@
  * requests per second, the duration metric, the retry policy and the call counter. Each takes the
  * effect it wraps and gives it back with its one concern added.
  */
-import { Cause, Clock, Effect, Exit, Metric, Option, type Schedule } from "effect"
+import * as Headers from "@effect/platform/Headers"
+import { Cause, Clock, Context, Effect, Exit, FiberRef, Option, type Schedule } from "effect"
 import type { RequestError } from "../../MicroappError.js"
 import * as Metrics from "../metrics.js"
 import type { Endpoint } from "./endpoints.js"
 import * as Errors from "./errors.js"
-import type { InFlight } from "./inFlight.js"
+import type { InFlight, Outcome } from "./inFlight.js"
 import type { RateGate } from "./retry.js"
 
 /**
@@ -44,17 +45,19 @@ export const withinInFlight = (
   inner: <A>(attempt: Effect.Effect<A, RequestError>) => Effect.Effect<A, RequestError>
 ) =>
 <A>(attempt: Effect.Effect<A, RequestError>): Effect.Effect<A, RequestError> =>
-  inFlight.admit((ticket) =>
-    Effect.tapBoth(inner(attempt), {
-      onFailure: (error) =>
-        error._tag === "RateLimited" && error.status !== undefined
-          ? inFlight.observe(ticket, error.retryAfterMillis === undefined ? "slowDown" : "refused")
-          : "status" in error && error.status !== undefined
-          ? inFlight.observe(ticket, "answered")
-          : Effect.void,
-      onSuccess: () => inFlight.observe(ticket, "answered")
-    })
-  )
+  inFlight.admit(() => inner(attempt), outcomeOf)
+
+/** What an attempt's end says of the server: a 429 refused it, any other status answered it. */
+const outcomeOf = (exit: Exit.Exit<unknown, RequestError>): Outcome | undefined => {
+  if (Exit.isSuccess(exit)) return "answered"
+  const error = Option.getOrUndefined(Cause.failureOption(exit.cause))
+  if (error === undefined) return undefined
+  return error._tag === "RateLimited" && error.status !== undefined
+    ? error.retryAfterMillis === undefined ? "slowDown" : "refused"
+    : "status" in error && error.status !== undefined
+    ? "answered"
+    : undefined
+}
 
 /** The caller's requests per second (`rateLimit.requestsPerSecond`), around each attempt, when there is one. */
 export type PerSecond = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
@@ -62,34 +65,48 @@ export type PerSecond = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effe
 /**
  * The duration metric: `http.client.request.duration` of one attempt, under OpenTelemetry's
  * attribute names; an attempt abandoned (a scan that ended with a window in flight) is no success.
+ * And, while the attempt runs, `redacted` among the header names @effect/platform redacts wherever
+ * it prints a request (a caller's transport or step may log it, or trace it): what
+ * `Effect.locallyWith` does, in the step that reads the clock and ends with the metric, since
+ * `Effect.locallyWith` alone ran 26 of Effect's operations an attempt.
  */
 export const recordDuration =
-  (serverAddress: string, endpoint: Endpoint) =>
+  (serverAddress: string, endpoint: Endpoint, redacted: ReadonlyArray<string> = []) =>
   <A extends { readonly status: number }>(attempt: Effect.Effect<A, RequestError>): Effect.Effect<A, RequestError> =>
-    Effect.clockWith((clock) => {
-      const start = clock.unsafeCurrentTimeMillis()
-      return Effect.onExit(attempt, (exit) => {
-        const error = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
-        const status = Exit.isSuccess(exit) ? exit.value.status : error !== undefined && "status" in error
-          ? error.status
-          : undefined
-        const errorType = error !== undefined
-          ? error._tag
-          : Exit.isFailure(exit)
-          ? Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect"
-          : undefined
-        return Metric.update(
-          Metrics.requestDuration({
-            "http.request.method": "POST",
-            "server.address": serverAddress,
-            "microapp.endpoint": endpoint.path,
-            ...(status === undefined ? {} : { "http.response.status_code": String(status) }),
-            ...(errorType === undefined ? {} : { "error.type": errorType })
-          }),
-          (clock.unsafeCurrentTimeMillis() - start) / 1000
-        )
+    Effect.uninterruptibleMask((restore) =>
+      Effect.withFiberRuntime((fiber) => {
+        const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
+        const names = fiber.getFiberRef(Headers.currentRedactedNames)
+        const start = clock.unsafeCurrentTimeMillis()
+        const measured = Effect.onExit(restore(attempt), (exit) => {
+          const error = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+          const status = Exit.isSuccess(exit) ? exit.value.status : error !== undefined && "status" in error
+            ? error.status
+            : undefined
+          const errorType = error !== undefined
+            ? error._tag
+            : Exit.isFailure(exit)
+            ? Cause.isInterruptedOnly(exit.cause) ? "interrupted" : "defect"
+            : undefined
+          const recorded = Metrics.update(
+            Metrics.requestDuration({
+              "http.request.method": "POST",
+              "server.address": serverAddress,
+              "microapp.endpoint": endpoint.path,
+              ...(status === undefined ? {} : { "http.response.status_code": String(status) }),
+              ...(errorType === undefined ? {} : { "error.type": errorType })
+            }),
+            (clock.unsafeCurrentTimeMillis() - start) / 1000
+          )
+          return redacted.length === 0
+            ? recorded
+            : Effect.zipRight(FiberRef.set(Headers.currentRedactedNames, names), recorded)
+        })
+        return redacted.length === 0
+          ? measured
+          : Effect.zipRight(FiberRef.set(Headers.currentRedactedNames, [...names, ...redacted]), measured)
       })
-    })
+    )
 
 /**
  * The retry policy: `attempt(n)` run as `schedule` allows, numbered from 1, all before `deadline`

@@ -16,7 +16,6 @@
  * caller's client, sent the request shaped and authenticated. Around the attempts: the retry
  * policy, then the call counter.
  */
-import * as Headers from "@effect/platform/Headers"
 import type * as HttpClient from "@effect/platform/HttpClient"
 import { Clock, Duration, Effect, Either, Redacted } from "effect"
 import type { RetryOptions } from "../../MicroappClient.js"
@@ -116,8 +115,7 @@ export const makeTransport = (http: HttpClient.HttpClient, options: TransportOpt
             options.transformClient === undefined
           ),
         // the caller's transport or step may print the request (a log, a span): never its credentials
-        Effect.locallyWith(Headers.currentRedactedNames, (names) => [...names, ...credentialHeaders]),
-        recordDuration(serverAddress, endpoint)
+        recordDuration(serverAddress, endpoint, credentialHeaders)
       )
       const gated = throughGate(options.gate, deadline, info)
       return gated(withinInFlight(options.inFlight, (sent) => gated(around(sent)))(exchange))

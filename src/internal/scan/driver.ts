@@ -3,7 +3,7 @@
  * scan's span and interruption around the state machine of `engine.ts`, which decides
  * everything else.
  */
-import { Chunk, Clock, Effect, Either, Fiber, Metric, Queue, Ref, Schema, Stream, Take, type Tracer } from "effect"
+import { Chunk, Clock, Effect, Either, Fiber, Queue, Ref, Schema, Stream, Take, type Tracer } from "effect"
 import { type InvalidInput, type ScanError, ScanInconsistent, type UnexpectedResponse } from "../../MicroappError.js"
 import * as RowStream from "../../RowStream.js"
 import { CheckpointEvery, validate } from "../bounds.js"
@@ -340,7 +340,7 @@ const act = <A>(
     const moved = (["pages", "duplicatesDropped", "appearedBehind", "vanishedBehind", "inconsistencies"] as const)
       .filter((counter) => after[counter] !== before[counter])
       .map((counter) => Metrics.increase(metric[counter], after[counter] - before[counter]))
-    const counted = Effect.all([...moved, Metric.set(metric.windowsInFlight, d.inflight.length)], { discard: true })
+    const counted = Effect.all([...moved, Metrics.update(metric.windowsInFlight, d.inflight.length)], { discard: true })
     Concurrency.observe(d.controller, {
       now,
       rows: page.rows.length,
