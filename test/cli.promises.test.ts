@@ -12,7 +12,7 @@ import { shellQuote } from "../src/cli/shell.js"
 import { MicroappServer, projectsMicroAppID } from "../src/testing/index.js"
 import { cli, envOf, expectFailure, flags, idsOf, outcomesOf, root, updateRequests } from "./cliSupport.js"
 import { bin, cliWords, shell } from "./processSupport.js"
-import { taskID, tasksTable } from "./support.js"
+import { refusedBaseUrl, taskID, tasksTable } from "./support.js"
 
 const updatesSent = Effect.flatMap(MicroappServer, updateRequests)
 
@@ -146,7 +146,7 @@ describe("microapp keeps its promises", () => {
       expect(idsOf(before.stdout)).toEqual(table)
       const mixed = yield* cli([
         String(baseUrl),
-        "http://127.0.0.1:9",
+        refusedBaseUrl,
         "--retries",
         "0",
         "rows",
@@ -156,12 +156,12 @@ describe("microapp keeps its promises", () => {
         String(url),
         String(token),
         String(tokenValue)
-      ], { env: { MICROAPP_USER_ID: String(id), MICROAPP_BASE_URL: "http://127.0.0.1:9" } })
+      ], { env: { MICROAPP_USER_ID: String(id), MICROAPP_BASE_URL: refusedBaseUrl } })
       expect(mixed.stderr).toBe("")
       expect(idsOf(mixed.stdout)).toEqual(table)
       // a flag before the command wins over the environment
       const overEnv = yield* cli([String(baseUrl), String(url), "row", String(table[0])], {
-        env: { ...envOf(server), MICROAPP_BASE_URL: "http://127.0.0.1:9" }
+        env: { ...envOf(server), MICROAPP_BASE_URL: refusedBaseUrl }
       })
       expect(overEnv.code, overEnv.stderr).toBe(0)
       const missing = yield* cli([String(userId), String(id), "rows", projectsMicroAppID])

@@ -26,7 +26,7 @@ import {
   startCli,
   temporaryDirectory
 } from "./cliSupport.js"
-import { advanceUntil, onTestClock } from "./support.js"
+import { advanceUntil, onTestClock, refusedBaseUrl } from "./support.js"
 import { eventually } from "./support/eventually.js"
 
 /** A strict RFC 4180 parser: CRLF between records, quotes only around whole fields. */
@@ -294,7 +294,7 @@ describe("microapp (in process)", () => {
 
   it.effect("a flag's bad value is named with its flag: --page-size abc, --sort=1.5", () =>
     Effect.gen(function*() {
-      const credentials = ["--base-url", "http://127.0.0.1:9", "--token", "t", "--user-id", "u"]
+      const credentials = ["--base-url", refusedBaseUrl, "--token", "t", "--user-id", "u"]
       const words = yield* cli(["rows", projectsMicroAppID, "--page-size", "abc", ...credentials])
       expect(words.code).toBe(2)
       expect(words.stderr).toBe("error: --page-size: 'abc' is not an integer\n")

@@ -3,6 +3,7 @@ import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { refusedBaseUrl } from "./support.js"
 
 const root = path.resolve(import.meta.dirname, "..")
 const packageJson = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"))
@@ -167,7 +168,7 @@ describe("the package", () => {
         path.join(alone, packageJson.bin.microapp),
         "describe",
         "64b7c0f1a2d3e4f5a6b7c8d9",
-        ...["--base-url", "http://127.0.0.1:9", "--token", "not-a-token", "--user-id", "someone", "--retries", "0"]
+        ...["--base-url", refusedBaseUrl, "--token", "not-a-token", "--user-id", "someone", "--retries", "0"]
       ], { cwd: alone, encoding: "utf8" })
       expect([talking.status, talking.stderr]).toEqual([5, expect.stringMatching(/^error: network failure: connect /)])
     } finally {
