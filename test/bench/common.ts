@@ -2,8 +2,9 @@
  * What every benchmark program shares: options, the server process, statistics and the report
  * sent to `run.ts`.
  */
-import { fork } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { execFile, fork } from "node:child_process"
+import { readFileSync, rmSync } from "node:fs"
+import * as path from "node:path"
 import { PerformanceObserver } from "node:perf_hooks"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
@@ -225,4 +226,59 @@ export const startWorker = (spec: WorkerSpec, flags: ReadonlyArray<string> = [],
       pending = undefined
       reject(new Error(`a ${spec.contender} worker ${death} before it was ready`))
     })
+  })
+
+/** This build's `microapp`, compiled by `tsconfig.bench.json`. */
+export const microappBin = fileURLToPath(new URL("../../src/cli/bin.js", import.meta.url))
+
+const cpuReport = new URL("./cpuReport.js", import.meta.url).href
+
+/** What one `microapp` process took: wall time, its own CPU time, and what it wrote to storage. */
+export interface MicroappRun {
+  readonly millis: number
+  readonly cpuMillis: number
+  /** Bytes the process wrote to storage (Linux); NaN where unknown. */
+  readonly written: number
+}
+
+/**
+ * One `microapp` process with `args` and the connection flags of the stand-in server at
+ * `baseUrl`, its CPU reported through a file in `dir`; `program` another build's bin.
+ */
+export const microapp = (
+  baseUrl: string,
+  dir: string,
+  args: ReadonlyArray<string>,
+  { nodeFlags = [], program = microappBin }: {
+    readonly nodeFlags?: ReadonlyArray<string>
+    readonly program?: string | undefined
+  } = {}
+) =>
+  new Promise<MicroappRun>((resolve, reject) => {
+    const cpuFile = path.join(dir, "cpu.json")
+    rmSync(cpuFile, { force: true })
+    const start = performance.now()
+    execFile(
+      process.execPath,
+      [
+        ...nodeFlags,
+        `--import=${cpuReport}`,
+        program,
+        ...args,
+        "--quiet",
+        "--base-url",
+        baseUrl,
+        "--token",
+        "bench",
+        "--user-id",
+        "bench"
+      ],
+      { maxBuffer: 1 << 20, env: { ...process.env, MICROAPP_BENCH_CPU: cpuFile } },
+      (error, _stdout, stderr) => {
+        const millis = performance.now() - start
+        if (error !== null) return reject(new Error(`microapp ${args[0]} failed: ${stderr}`))
+        const cpu = JSON.parse(readFileSync(cpuFile, "utf8")) as { user: number; system: number; written?: number }
+        resolve({ millis, cpuMillis: (cpu.user + cpu.system) / 1000, written: cpu.written ?? NaN })
+      }
+    )
   })

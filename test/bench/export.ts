@@ -4,47 +4,37 @@
  * its own against the stand-in server. CKPT holds the sink-held checkpoint (O(page)), so the cost
  * of checkpointing no longer grows with the rows already written.
  */
-import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
-import { failed, finish, formatInt, formatRatio, median, options, type Report, rotate, startServer } from "./common.js"
+import {
+  failed,
+  finish,
+  formatInt,
+  formatRatio,
+  median,
+  microapp,
+  options,
+  type Report,
+  rotate,
+  startServer
+} from "./common.js"
 
-const bin = fileURLToPath(new URL("../../src/cli/bin.js", import.meta.url))
-
-/** Milliseconds one `microapp rows` process takes to export the table to a fresh FILE, and FILE's and CKPT's sizes. */
-const exportOnce = (baseUrl: string, dir: string, checkpoint: boolean) =>
-  new Promise<{ readonly millis: number; readonly bytes: number; readonly ckptBytes: number }>((resolve, reject) => {
-    const file = path.join(dir, `out-${checkpoint}.ndjson`)
-    const ckpt = path.join(dir, "out.ckpt")
-    fs.rmSync(file, { force: true })
-    fs.rmSync(ckpt, { force: true })
-    const args = [
-      bin,
-      "rows",
-      "64d000000000000000000001",
-      "--output",
-      file,
-      ...(checkpoint ? ["--checkpoint", ckpt] : []),
-      "--quiet",
-      "--base-url",
-      baseUrl,
-      "--token",
-      "bench",
-      "--user-id",
-      "bench"
-    ]
-    const start = performance.now()
-    execFile(process.execPath, args, { maxBuffer: 1 << 20 }, (error, _stdout, stderr) => {
-      if (error !== null) return reject(new Error(`microapp rows failed: ${stderr}`))
-      resolve({
-        millis: performance.now() - start,
-        bytes: fs.statSync(file).size,
-        ckptBytes: checkpoint ? fs.statSync(ckpt).size : 0
-      })
-    })
-  })
+/** One `microapp rows` process exporting the table to a fresh FILE: its time, and FILE's and CKPT's sizes. */
+const exportOnce = async (baseUrl: string, dir: string, checkpoint: boolean) => {
+  const file = path.join(dir, `out-${checkpoint}.ndjson`)
+  const ckpt = path.join(dir, "out.ckpt")
+  fs.rmSync(file, { force: true })
+  fs.rmSync(ckpt, { force: true })
+  const { millis } = await microapp(baseUrl, dir, [
+    "rows",
+    "64d000000000000000000001",
+    "--output",
+    file,
+    ...(checkpoint ? ["--checkpoint", ckpt] : [])
+  ])
+  return { millis, bytes: fs.statSync(file).size, ckptBytes: checkpoint ? fs.statSync(ckpt).size : 0 }
+}
 
 const main = async (): Promise<Report> => {
   const opts = options()

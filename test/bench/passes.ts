@@ -8,11 +8,9 @@
  * an unchanged SQLite mirror pass by another build's `microapp` (its compiled `src/cli/bin.js`), to
  * measure a change side by side with the build before it.
  */
-import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import { startPostgres } from "../postgres.js"
 import {
   failed,
@@ -21,63 +19,15 @@ import {
   formatRatio,
   mb,
   median,
+  microapp,
+  type MicroappRun,
   options,
   type Report,
   rotate,
   startServer
 } from "./common.js"
 
-const bin = fileURLToPath(new URL("../../src/cli/bin.js", import.meta.url))
-const cpuReport = new URL("./cpuReport.js", import.meta.url).href
 const microAppID = "64d000000000000000000001"
-
-interface Run {
-  readonly millis: number
-  readonly cpuMillis: number
-  /** Bytes the process wrote to storage (Linux); NaN where unknown. */
-  readonly written: number
-}
-
-/** One `microapp` process with `args`: its wall time and its own CPU time. */
-const microapp = (
-  baseUrl: string,
-  dir: string,
-  args: ReadonlyArray<string>,
-  nodeFlags: ReadonlyArray<string>,
-  program = bin
-) =>
-  new Promise<Run>((resolve, reject) => {
-    const cpuFile = path.join(dir, "cpu.json")
-    fs.rmSync(cpuFile, { force: true })
-    const start = performance.now()
-    execFile(
-      process.execPath,
-      [
-        ...nodeFlags,
-        `--import=${cpuReport}`,
-        program,
-        ...args,
-        "--quiet",
-        "--base-url",
-        baseUrl,
-        "--token",
-        "bench",
-        "--user-id",
-        "bench"
-      ],
-      { maxBuffer: 1 << 20, env: { ...process.env, MICROAPP_BENCH_CPU: cpuFile } },
-      (error, _stdout, stderr) => {
-        const millis = performance.now() - start
-        if (error !== null) return reject(new Error(`microapp ${args[0]} failed: ${stderr}`))
-        const cpu = JSON.parse(fs.readFileSync(cpuFile, "utf8")) as {
-          user: number
-          system: number
-          written?: number
-        }
-        resolve({ millis, cpuMillis: (cpu.user + cpu.system) / 1000, written: cpu.written ?? NaN })
-      }
-    )
-  })
 
 interface Contender {
   readonly name: string
@@ -146,16 +96,16 @@ const main = async (): Promise<Report> => {
     }
   ]
   const contenders = all.filter((contender) => contender.name === "export" || only?.includes(contender.name) !== false)
-  const runs = new Map<string, Array<Run>>(contenders.map((contender) => [contender.name, []]))
+  const runs = new Map<string, Array<MicroappRun>>(contenders.map((contender) => [contender.name, []]))
   const loads: Array<number> = []
   try {
     for (const contender of contenders) {
-      if (contender.prepare) await microapp(server.baseUrl, dir, contender.args(), [], contender.bin)
+      if (contender.prepare) await microapp(server.baseUrl, dir, contender.args(), { program: contender.bin })
     }
     for (let round = 0; round < rounds; round++) {
       loads.push(os.loadavg()[0] ?? NaN)
       for (const contender of rotate(contenders, round)) {
-        const run = await microapp(server.baseUrl, dir, contender.args(), nodeFlags, contender.bin)
+        const run = await microapp(server.baseUrl, dir, contender.args(), { nodeFlags, program: contender.bin })
         runs.get(contender.name)?.push(run)
         process.stderr.write(
           `passes: round ${round + 1} ${contender.name} ${Math.round(run.millis)} ms, CPU ${
