@@ -160,7 +160,8 @@ export const makeUpdateRows = (calls: Calls) => {
         maxSends: valid.maxSends ?? defaults.maxSends
       }
       let stopped = false
-      const figures = { Updated: 0, Refused: 0, Failed: 0, Unknown: 0, Invalid: 0, retries: 0, throttled: 0 }
+      // what was done so far, as the summary counts it: the span's figures at the end
+      let counted = emptySummary
       const span = yield* Effect.option(Effect.currentSpan)
       const halted = yield* Deferred.make<void>()
       const halt = () => {
@@ -234,25 +235,22 @@ export const makeUpdateRows = (calls: Calls) => {
 
       /** Counts the outcomes as they are emitted: one metric update per kind, not per outcome. */
       const count = (outcomes: ReadonlyArray<Outcome>) => {
-        const kinds = { Updated: 0, Refused: 0, Failed: 0, Unknown: 0, Invalid: 0 }
-        for (const outcome of outcomes) {
-          kinds[outcome._tag]++
-          if (outcome._tag !== "Invalid") {
-            figures.retries += outcome.retries
-            if (outcome.throttled) figures.throttled++
-          }
-        }
-        return Effect.forEach(Object.entries(kinds) as Array<[Outcome["_tag"], number]>, ([kind, n]) => {
-          figures[kind] += n
-          return Metrics.increase(outcomeCounters[kind], n)
-        }, { discard: true })
+        const before = counted
+        for (const outcome of outcomes) counted = addOutcome(counted, outcome)
+        return Effect.forEach(
+          outcomeKinds,
+          (kind) => Metrics.increase(outcomeCounters[kind], counted[kindFigure[kind]] - before[kindFigure[kind]]),
+          { discard: true }
+        )
       }
 
       return mapInOrder(updates, settings.concurrency, start, { stop: Deferred.await(halted), onEmit: count }).pipe(
         // the span ends with the figures of what was done, however the stream ended
         Stream.ensuring(Effect.sync(() => {
           if (span._tag === "None") return
-          for (const [figure, count] of Object.entries(figures)) span.value.attribute(figure, count)
+          for (const kind of outcomeKinds) span.value.attribute(kind, counted[kindFigure[kind]])
+          span.value.attribute("retries", counted.retries)
+          span.value.attribute("throttled", counted.throttled)
           span.value.attribute("stopped", stopped)
         }))
       )
@@ -301,6 +299,8 @@ const kindFigure = {
   Unknown: "unknown",
   Invalid: "invalid"
 } as const satisfies Record<Outcome["_tag"], Figure>
+
+const outcomeKinds = Object.keys(kindFigure) as ReadonlyArray<Outcome["_tag"]>
 
 /** What one outcome adds to each figure of a summary (a figure left out: nothing). */
 const figuresOf = (outcome: Outcome): Partial<Record<Figure, number>> =>
