@@ -1,7 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Either, ParseResult, Schema } from "effect"
 import {
-  bounds,
   checking,
   CollectMax,
   durationIn,
@@ -11,6 +10,7 @@ import {
   UpdateRowsOptionsSchema,
   validateEither
 } from "../src/internal/bounds.js"
+import { bounds } from "../src/internal/limits.js"
 import type { InvalidInput } from "../src/MicroappError.js"
 
 interface Public {

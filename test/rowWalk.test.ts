@@ -7,9 +7,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as FC } from "effect"
-import { bounds } from "../src/internal/bounds.js"
 import { fingerprint, Hash64 } from "../src/internal/fingerprint.js"
 import { faultOf, locateFault, parseExact, Verdict, walk } from "../src/internal/http/plainData.js"
+import { bounds } from "../src/internal/limits.js"
 
 // --- the checks as they were ------------------------------------------------------------------
 

@@ -14,9 +14,6 @@ import type * as RowStream from "../RowStream.js"
 import { Sendable } from "./http/plainData.js"
 import { bounds, wholeNumberIn } from "./limits.js"
 
-// where the transport and the scan have always read them
-export { bounds, wholeNumberIn } from "./limits.js"
-
 /** What a duration in `[min, max]` must be, said the same way wherever one is refused. */
 export const durationReason = (min: Duration.Duration, max: Duration.Duration): string =>
   `must be a duration from ${Duration.format(min)} to ${Duration.format(max)} ("10 seconds", or milliseconds)`

@@ -6,6 +6,7 @@ import { type Duration, Either, type Schedule, Schema } from "effect"
 import type { RetryOptions } from "../../MicroappClient.js"
 import { InvalidInput, type RequestError } from "../../MicroappError.js"
 import * as Bounds from "../bounds.js"
+import { bounds } from "../limits.js"
 import type { Endpoint } from "./endpoints.js"
 import { retrySchedule } from "./retry.js"
 
@@ -64,7 +65,7 @@ export const makePolicies = (client: {
           method: "POST",
           path: endpoint.path,
           input: "timeout",
-          reason: Bounds.durationReason(Bounds.minTimeout, Bounds.bounds.timeout)
+          reason: Bounds.durationReason(Bounds.minTimeout, bounds.timeout)
         })
     )
 

@@ -3,8 +3,7 @@
  * fleet's payload carries (`effect-microapp/workflow`), checked before anything is sent.
  */
 import { Schema, Struct } from "effect"
-import { checking } from "../../internal/bounds.js"
-import { CheckpointEvery, RowsOptionsSchema } from "../../internal/bounds.js"
+import { checking, CheckpointEvery, RowsOptionsSchema } from "../../internal/bounds.js"
 import type * as SqlMirror from "../SqlMirror.js"
 
 /**
