@@ -7,8 +7,8 @@
  * (wire.ts, decode.ts, fastDecode.ts, plainData.ts, body.ts, endpoints.ts).
  *
  * It may import `effect`, `@effect/platform`, the public modules (src/*.ts) and src/internal's
- * shared leaves (bounds.ts, metrics.ts); never the scan subsystem (scan/) nor client.ts. The only
- * place that touches `HttpClient`.
+ * shared pieces (limits.ts, bounds.ts, metrics.ts, fingerprint.ts, rowId.ts); never the scan
+ * subsystem (scan/) nor client.ts. The only place that touches `HttpClient`.
  *
  * One attempt, outermost first: rate gate, in-flight limit, rate gate again, requests per second,
  * duration metric, timeout, `Retry-After` pause, classification (with the body bound), then the
