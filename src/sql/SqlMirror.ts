@@ -109,8 +109,8 @@ export const deletesTableOf: (table: string) => string = internal.deletesTableOf
 export const keptTableOf: (table: string) => string = internal.keptTableOf
 
 /**
- * The table of the ids each row of `table` was last seen by, unchanged or found by a point read:
- * a pass marks there the rows it does not write.
+ * The table of the pass that last saw each row of `table` without writing it (unchanged in its
+ * scan, or found by a point read); a row a pass writes holds the pass in `table`'s own `pass`.
  *
  * @since 0.2.0
  * @category constants
