@@ -99,8 +99,8 @@ const grouped = <A, E>(items: ReadonlyArray<A>, f: (group: ReadonlyArray<A>) => 
   )
 
 /**
- * `ids` as a table of one column, `value`, from one JSON parameter: binding one parameter a value
- * cost a page's statements more than their work.
+ * `ids` as a table of one column, `value`, from one JSON parameter: a parameter an id cost more to
+ * bind than the statement's own work.
  */
 const idTable = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string>) => {
   const json = JSON.stringify(ids)
@@ -118,9 +118,12 @@ const rowIdIn = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string>) =>
  * The rows of the target's table that pass `pass` has seen: those it wrote, and those it marked in
  * the seen table. A pass an earlier version began marked them all in the table itself.
  */
-const seenBy = ({ microAppID, sql, tables }: Target, pass: number) =>
-  sql`(${sql(tables.rows)}.pass = ${pass} OR EXISTS (SELECT 1 FROM ${sql(tables.seen)} AS seen
-    WHERE seen.microapp_id = ${microAppID} AND seen.row_id = ${sql(tables.rows)}.row_id AND seen.pass = ${pass}))`
+const seenBy = ({ microAppID, sql, tables }: Target, pass: number) => {
+  // each column by its table's own name: an alias could be the name of the mirror's table
+  const [rows, seen] = [sql(tables.rows), sql(tables.seen)]
+  return sql`(${rows}.pass = ${pass} OR EXISTS (SELECT 1 FROM ${seen}
+    WHERE ${seen}.microapp_id = ${microAppID} AND ${seen}.row_id = ${rows}.row_id AND ${seen}.pass = ${pass}))`
+}
 
 /** The target's ids recorded in `ids` (its deletes, or its kept candidates). */
 const recorded = ({ microAppID, sql }: Target, ids: string) =>
