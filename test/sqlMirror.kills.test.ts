@@ -22,19 +22,26 @@ import { withEmulator } from "./support.js"
 const microAppID = projectsMicroAppID
 const table = "killed_rows"
 
-/** A row of the mirror's table: its data parsed, and the pass that last saw it. */
+/** A row of the mirror's table: its data parsed, the pass that last wrote it, and the pass that last saw it. */
 interface Mirrored {
   readonly data: unknown
-  readonly pass: number
+  readonly wrote: number
+  readonly seen: number
 }
 
-/** The mirror's table by id. */
+/** The mirror's table by id: a row was last seen by the pass that wrote it or by its mark in the seen table, the later. */
 const mirrored = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   Effect.map(
-    sql<{ row_id: string; data: unknown; pass: number }>`SELECT row_id, data, pass FROM ${sql(table)}
-      WHERE microapp_id = ${microAppID}`,
+    sql<{ row_id: string; data: unknown; wrote: number; marked: number | null }>`
+      SELECT t.row_id, t.data, t.pass AS wrote, s.pass AS marked FROM ${sql(table)} AS t
+      LEFT JOIN ${sql(SqlMirror.seenTableOf(table))} AS s ON s.microapp_id = t.microapp_id AND s.row_id = t.row_id
+      WHERE t.microapp_id = ${microAppID}`,
     (rows) =>
-      new Map(rows.map((row): [string, Mirrored] => [row.row_id, { data: storedData(row.data), pass: row.pass }]))
+      new Map(rows.map((row): [string, Mirrored] => [row.row_id, {
+        data: storedData(row.data),
+        wrote: row.wrote,
+        seen: Math.max(row.wrote, row.marked ?? 0)
+      }]))
   ))
 
 /** The passes table's row for the table: the pass and the commit count; none before the first run made it. */
@@ -67,9 +74,9 @@ const closingOf = (stderr: string): Closing => {
   return { inserted, updated, deleted, unchanged, exhaustive: stderr.endsWith(", exhaustive\n") }
 }
 
-type Did = "inserted" | "updated" | "deleted" | "unchanged" | "unseen" | "absent"
+type Did = "inserted" | "updated" | "deleted" | "unchanged" | "rewritten" | "unseen" | "absent"
 
-/** What pass `pass` did with a row, from the table before it and after it. */
+/** What pass `pass` did with a row, from the table before it and after it: an unchanged row seen, not written. */
 const didOf = (before: Mirrored | undefined, after: Mirrored | undefined, pass: number): Did =>
   before === undefined
     ? after === undefined ? "absent" : "inserted"
@@ -77,9 +84,11 @@ const didOf = (before: Mirrored | undefined, after: Mirrored | undefined, pass: 
     ? "deleted"
     : !isDeepStrictEqual(before.data, after.data)
     ? "updated"
-    : after.pass === pass
+    : after.seen !== pass
+    ? "unseen"
+    : after.wrote === before.wrote
     ? "unchanged"
-    : "unseen"
+    : "rewritten"
 
 /** What a pass must do with a row that stands still through it, from the table before it and the row in the Microapp. */
 const dueOf = (before: Mirrored | undefined, row: unknown): Did =>
@@ -166,7 +175,7 @@ for (const database of databases) {
             const context1 = JSON.stringify({ pass: pass1, closing: first.closing, rows: t1.size })
             for (const [id, row] of m1) {
               if (!first.touched.has(id)) {
-                expect(t1.get(id), `${id} stood still in pass 1`).toEqual({ data: row, pass: pass1 })
+                expect(t1.get(id), `${id} stood still in pass 1`).toEqual({ data: row, wrote: pass1, seen: pass1 })
               }
             }
             const unexplained1 = [
@@ -214,7 +223,8 @@ for (const database of databases) {
             for (const id of stoodStill) {
               const row = mEnd.get(id)
               if (row !== undefined) {
-                expect(t2.get(id), `${id} stood still in pass 2`).toEqual({ data: row, pass: pass2 })
+                const wrote = did.get(id) === "unchanged" ? t1.get(id)?.wrote : pass2
+                expect(t2.get(id), `${id} stood still in pass 2`).toEqual({ data: row, wrote, seen: pass2 })
               }
             }
 

@@ -108,6 +108,30 @@ const stoppedAt = <A, E, R>(
     expect(Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause), String(exit)).toBe(true)
   })
 
+/**
+ * Where each row of the mirror's table stands: the pass that wrote it (its `pass`), and the pass
+ * its mark in the seen table names, if any.
+ */
+const marksOf = (table: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ row_id: string; pass: number }>`
+      SELECT row_id, pass FROM ${sql(table)} WHERE microapp_id = ${numbers}`
+    const seen = yield* sql<{ row_id: string; pass: number }>`
+      SELECT row_id, pass FROM ${sql(SqlMirror.seenTableOf(table))} WHERE microapp_id = ${numbers}`
+    return {
+      wrote: new Map(rows.map((row) => [row.row_id, row.pass])),
+      seen: new Map(seen.map((row) => [row.row_id, row.pass]))
+    }
+  })
+
+/** The mirror's table whole, row by row as the database holds it. */
+const stored = (table: string) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql`SELECT microapp_id, row_id, data, fingerprint, pass FROM ${sql(table)} ORDER BY microapp_id, row_id`
+  )
+
 const expectEqualToMicroapp = (table: string, microAppID = numbers) =>
   Effect.gen(function*() {
     const expected = yield* microappOf(microAppID)
@@ -398,6 +422,94 @@ for (const database of databases) {
           yield* expectEqualToMicroapp(table)
           // a caller that takes the interrupted run for an unfinished pass and runs again gets pass 3's counts
           expect(yield* mirror(table)).toMatchObject({ inserted: 0, updated: 0, deleted: 0, unchanged: size - 1 })
+        }))
+
+      it.effect("an unchanged pass writes no row of the table: each keeps the pass that wrote it, each is marked seen by the new pass", () =>
+        Effect.gen(function*() {
+          yield* reset
+          const table = "untouched"
+          yield* mirror(table)
+          const before = yield* stored(table)
+          expect(yield* mirror(table)).toMatchObject({ inserted: 0, updated: 0, deleted: 0, unchanged: size })
+          expect(yield* stored(table)).toEqual(before)
+          const ids = [...(yield* microapp).keys()].sort()
+          const { seen, wrote } = yield* marksOf(table)
+          expect([...wrote.keys()].sort()).toEqual(ids)
+          expect(new Set(wrote.values())).toEqual(new Set([1]))
+          expect([...seen.keys()].sort()).toEqual(ids)
+          expect(new Set(seen.values())).toEqual(new Set([2]))
+          // the next pass writes what changed, and marks the rest seen
+          const made = yield* changeTable
+          expect(yield* mirror(table)).toMatchObject({
+            inserted: made.inserted.length,
+            updated: made.updated.length,
+            unchanged: size - made.updated.length - made.deleted.length
+          })
+          const after = yield* marksOf(table)
+          const changed = new Set([...made.updated, ...made.inserted])
+          for (const [id, pass] of after.wrote) {
+            expect({ id, wrote: pass, seen: after.seen.get(id) }).toEqual(
+              changed.has(id)
+                ? { id, wrote: 3, seen: made.inserted.includes(id) ? undefined : 2 }
+                : { id, wrote: 1, seen: 3 }
+            )
+          }
+        }))
+
+      it.effect("a delete removes the row's mark in the seen table", () =>
+        Effect.gen(function*() {
+          yield* reset
+          const server = yield* MicroappServer
+          const table = "unmarked"
+          yield* mirror(table)
+          yield* mirror(table)
+          const gone = [5, 6, 100].map(idAt)
+          for (const id of gone) yield* server.rows.removeRow(id)
+          expect(yield* mirror(table)).toMatchObject({ deleted: gone.length, unchanged: size - gone.length })
+          const { seen, wrote } = yield* marksOf(table)
+          expect(seen.size).toBe(size - gone.length)
+          expect(wrote.size).toBe(size - gone.length)
+          for (const id of gone) expect({ id, wrote: wrote.get(id), seen: seen.get(id) }).toEqual({ id })
+          expect(new Set(seen.values())).toEqual(new Set([3]))
+        }))
+
+      it.effect("a pass an earlier version began, its marks in the table only and no seen table, resumes and counts exactly", () =>
+        Effect.gen(function*() {
+          yield* reset
+          const server = yield* MicroappServer
+          const sql = yield* SqlClient.SqlClient
+          const table = "earlier"
+          const seenTable = SqlMirror.seenTableOf(table)
+          yield* mirror(table)
+          yield* mirror(table)
+          const made = yield* changeTable
+          // stopped after its opening commit and five pages of twelve
+          yield* stoppedAt(mirror(table, { concurrency: 1 }), table, (yield* commitsOf(table)) + 6)
+          yield* server.log.clearHook
+          // the layout the earlier version left: each row the pass saw marked in the table itself
+          const marked = yield* sql<{ row_id: string }>`SELECT row_id FROM ${sql(seenTable)}
+            WHERE microapp_id = ${numbers} AND pass = 3`
+          expect(marked.length).toBeGreaterThanOrEqual(5 * pageSize - made.updated.length - made.inserted.length)
+          yield* sql`UPDATE ${sql(table)} SET pass = 3 WHERE microapp_id = ${numbers}
+            AND row_id IN (SELECT row_id FROM ${sql(seenTable)} WHERE microapp_id = ${numbers} AND pass = 3)`
+          yield* sql`DROP TABLE ${sql(seenTable)}`
+          expect(yield* mirror(table)).toMatchObject({
+            inserted: made.inserted.length,
+            updated: made.updated.length,
+            deleted: made.deleted.length,
+            unchanged: size - made.updated.length - made.deleted.length,
+            deletes: "reported",
+            resumed: 1
+          })
+          yield* expectEqualToMicroapp(table)
+          // the rest of the pass marked in the seen table; the next pass, all in the seen table, all unchanged
+          const { seen } = yield* marksOf(table)
+          expect(seen.size).toBe(size - made.updated.length - made.deleted.length - marked.length)
+          const rows = size - made.deleted.length + made.inserted.length
+          expect(yield* mirror(table)).toMatchObject({ inserted: 0, updated: 0, deleted: 0, unchanged: rows })
+          const last = yield* marksOf(table)
+          expect(last.seen.size).toBe(rows)
+          expect(new Set(last.seen.values())).toEqual(new Set([4]))
         }))
 
       if (database.name === "sqlite") {

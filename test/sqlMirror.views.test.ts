@@ -590,7 +590,15 @@ for (const database of databases) {
             expect(refused).toMatchObject({ _tag: "InvalidInput", input: "view" })
             expect(yield* exists(table)).toBe(false)
           }
-          for (const view of ["Microapp_Passes", "microapp_views", "LONG_C_history", "long_c_pass_kept"]) {
+          for (
+            const view of [
+              "Microapp_Passes",
+              "microapp_views",
+              "LONG_C_history",
+              "long_c_pass_kept",
+              "Long_C_Pass_Seen"
+            ]
+          ) {
             expect(yield* Effect.flip(SqlMirror.viewOf({ view, table: "long_c" }))).toMatchObject({ input: "view" })
           }
           const server = yield* MicroappServer

@@ -109,6 +109,15 @@ export const deletesTableOf: (table: string) => string = internal.deletesTableOf
 export const keptTableOf: (table: string) => string = internal.keptTableOf
 
 /**
+ * The table of the pass that last saw each row of `table` without writing it (unchanged in its
+ * scan, or found by a point read); a row a pass writes holds the pass in `table`'s own `pass`.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const seenTableOf: (table: string) => string = internal.seenTableOf
+
+/**
  * Where a mirror stands: its pass in progress or last completed, and its summary (none before a commit).
  *
  * @since 0.2.0

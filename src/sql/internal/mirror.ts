@@ -70,6 +70,11 @@ const createMissing = (sql: SqlClient.SqlClient, tables: Tables) =>
       yield* sql`CREATE TABLE IF NOT EXISTS ${sql(ids)} (
         microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, PRIMARY KEY (microapp_id, row_id))`
     }
+    // SQLite keeps such a narrow table in its key's own b-tree, with no rowid beside it
+    yield* sql`CREATE TABLE IF NOT EXISTS ${sql(tables.seen)} (
+      microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, pass INTEGER NOT NULL, PRIMARY KEY (microapp_id, row_id))${
+      sql.literal(sql.onDialectOrElse({ sqlite: () => " WITHOUT ROWID", orElse: () => "" }))
+    }`
     if (tables.history !== undefined) {
       yield* sql`CREATE TABLE IF NOT EXISTS ${sql(tables.history)} (
         microapp_id TEXT NOT NULL, row_id TEXT NOT NULL, pass INTEGER NOT NULL, data ${dataType(sql)} NOT NULL,
@@ -93,6 +98,33 @@ const grouped = <A, E>(items: ReadonlyArray<A>, f: (group: ReadonlyArray<A>) => 
     { discard: true }
   )
 
+/**
+ * `ids` as a table of one column, `value`, from one JSON parameter: a parameter an id cost more to
+ * bind than the statement's own work.
+ */
+const idTable = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string>) => {
+  const json = JSON.stringify(ids)
+  return sql.onDialectOrElse({
+    pg: () => sql`json_array_elements_text(${json}::json)`,
+    orElse: () => sql`json_each(${json})`
+  })
+}
+
+/** `row_id` is one of `ids`. */
+const rowIdIn = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string>) =>
+  sql`row_id IN (SELECT value FROM ${idTable(sql, ids)})`
+
+/**
+ * The rows of the target's table that pass `pass` has seen: those it wrote, and those it marked in
+ * the seen table. A pass an earlier version began marked them all in the table itself.
+ */
+const seenBy = ({ microAppID, sql, tables }: Target, pass: number) => {
+  // each column by its table's own name: an alias could be the name of the mirror's table
+  const [rows, seen] = [sql(tables.rows), sql(tables.seen)]
+  return sql`(${rows}.pass = ${pass} OR EXISTS (SELECT 1 FROM ${seen}
+    WHERE ${seen}.microapp_id = ${microAppID} AND ${seen}.row_id = ${rows}.row_id AND ${seen}.pass = ${pass}))`
+}
+
 /** The target's ids recorded in `ids` (its deletes, or its kept candidates). */
 const recorded = ({ microAppID, sql }: Target, ids: string) =>
   sql`row_id IN (SELECT row_id FROM ${sql(ids)} WHERE microapp_id = ${microAppID})`
@@ -108,6 +140,7 @@ const applyDeletes = (target: Target) =>
         WHERE microapp_id = ${microAppID} AND valid_to IS NULL AND ${deleted}`
     }
     yield* sql`DELETE FROM ${sql(tables.rows)} WHERE microapp_id = ${microAppID} AND ${deleted}`
+    yield* sql`DELETE FROM ${sql(tables.seen)} WHERE microapp_id = ${microAppID} AND ${deleted}`
   })
 
 /** The pass's row set to `values` (`Passes.writePass`); a new or complete pass's deletes forgotten, a complete pass's applied. */
@@ -154,13 +187,13 @@ const idsOf = (target: Target, from: string, conditions: ReadonlyArray<Statement
   Stream.map(keyset<{ row_id: string }>(target, "row_id", from, conditions), (row) => row.row_id)
 
 /**
- * What pass `pass` has compared so far (the rows it marked seen, but those a point read found),
+ * What pass `pass` has compared so far (the rows it has seen, but those a point read found),
  * deleted and kept, for `Changes.withIds`.
  */
 const sinkIds = (target: Target, pass: number): Changes.SinkIds<SqlError.SqlError> => {
   const { sql, tables } = target
   return {
-    ids: idsOf(target, tables.rows, [sql`pass = ${pass}`, sql`NOT ${recorded(target, tables.kept)}`]),
+    ids: idsOf(target, tables.rows, [seenBy(target, pass), sql`NOT ${recorded(target, tables.kept)}`]),
     deleted: idsOf(target, tables.deletes, []),
     kept: idsOf(target, tables.kept, [])
   }
@@ -180,25 +213,21 @@ const baseline = (target: Target, pass: number): Changes.Baseline<SqlError.SqlEr
     lookup: (ids) =>
       Effect.gen(function*() {
         const found = new Map<string, string>()
+        if (ids.length === 0) return found
         // one row of JSON text rather than a row per id: the drivers build an object for each row
         // they return, which cost more than the query itself
-        yield* grouped(ids, (group) =>
-          Effect.map(
-            sql<{ found: string | null }>`SELECT ${fingerprintsObject(sql)} AS found
-              FROM ${sql(tables.rows)} WHERE microapp_id = ${microAppID} AND ${sql.in("row_id", group)}`,
-            ([row]) => {
-              if (row?.found == null) return
-              for (const [id, fingerprint] of Object.entries(JSON.parse(row.found) as Record<string, string>)) {
-                found.set(id, fingerprint)
-              }
-            }
-          ))
+        const [row] = yield* sql<{ found: string | null }>`SELECT ${fingerprintsObject(sql)} AS found
+          FROM ${sql(tables.rows)} WHERE microapp_id = ${microAppID} AND ${rowIdIn(sql, ids)}`
+        if (row?.found == null) return found
+        for (const [id, fingerprint] of Object.entries(JSON.parse(row.found) as Record<string, string>)) {
+          found.set(id, fingerprint)
+        }
         return found
       }),
     unseen: () =>
       Stream.map(
         keyset<{ row_id: string; fingerprint: string }>(target, "row_id, fingerprint", tables.rows, [
-          sql`pass <> ${pass}`,
+          sql`NOT ${seenBy(target, pass)}`,
           sql`NOT ${recorded(target, tables.deletes)}`,
           sql`NOT ${recorded(target, tables.kept)}`
         ]),
@@ -209,8 +238,9 @@ const baseline = (target: Target, pass: number): Changes.Baseline<SqlError.SqlEr
 
 /**
  * One page of changes of pass `pass`: rows, history, recorded deletes and kept ids, not the
- * checkpoint. The page's scanned rows, and the rows a point read found, are marked seen by the
- * pass; the kept ids tell the second apart.
+ * checkpoint. The rows it writes hold the pass in the table; the page's other scanned rows, and the
+ * rows a point read found, are marked in the seen table, the table's wide rows left as they were;
+ * the kept ids tell the second apart.
  */
 export const writePage = (target: Target, pass: number, page: Changes.Page<Row>) =>
   Effect.gen(function*() {
@@ -235,22 +265,23 @@ export const writePage = (target: Target, pass: number, page: Changes.Page<Row>)
         sql`INSERT INTO ${sql(tables.rows)} ${sql.insert(group)} ON CONFLICT (microapp_id, row_id)
         DO UPDATE SET data = excluded.data, fingerprint = excluded.fingerprint, pass = excluded.pass`
     )
-    yield* grouped([...page.seen, ...page.found], (group) =>
-      sql`UPDATE ${sql(tables.rows)} SET pass = ${pass}
-        WHERE microapp_id = ${microAppID} AND pass <> ${pass} AND ${sql.in("row_id", group)}`)
+    const writtenIds = new Set(written.map((row) => row.row_id))
+    const unwritten = [...page.seen, ...page.found].filter((id) => !writtenIds.has(id))
+    if (unwritten.length > 0) {
+      // `WHERE true`: SQLite would read the upsert's ON as a join's
+      yield* sql`INSERT INTO ${sql(tables.seen)} (microapp_id, row_id, pass)
+        SELECT ${microAppID}, value, CAST(${pass} AS INTEGER) FROM ${idTable(sql, unwritten)} WHERE true
+        ON CONFLICT (microapp_id, row_id) DO UPDATE SET pass = excluded.pass`
+    }
     const kept = [...page.found, ...page.unconfirmed]
     for (const [ids, into] of [[deleted, tables.deletes], [kept, tables.kept]] as const) {
-      yield* grouped(
-        ids,
-        (group) =>
-          sql`INSERT INTO ${sql(into)} ${sql.insert(group.map((row_id) => ({ microapp_id: microAppID, row_id })))}`
-      )
+      if (ids.length === 0) continue
+      yield* sql`INSERT INTO ${sql(into)} (microapp_id, row_id) SELECT ${microAppID}, value FROM ${idTable(sql, ids)}`
     }
-    if (tables.history === undefined) return
+    if (tables.history === undefined || writtenIds.size === 0) return
     const history = tables.history
-    yield* grouped(written, (group) =>
-      sql`UPDATE ${sql(history)} SET valid_to = ${now}
-        WHERE microapp_id = ${microAppID} AND valid_to IS NULL AND ${sql.in("row_id", group.map((row) => row.row_id))}`)
+    yield* sql`UPDATE ${sql(history)} SET valid_to = ${now}
+      WHERE microapp_id = ${microAppID} AND valid_to IS NULL AND ${rowIdIn(sql, [...writtenIds])}`
     yield* grouped(
       written,
       (group) =>

@@ -16,12 +16,15 @@ export const deletesTableOf = (table: string): string => `${table}_pass_deletes`
 
 export const keptTableOf = (table: string): string => `${table}_pass_kept`
 
+export const seenTableOf = (table: string): string => `${table}_pass_seen`
+
 /** The tables of a mirror, by name. */
 export interface Tables {
   readonly rows: string
   readonly history: string | undefined
   readonly deletes: string
   readonly kept: string
+  readonly seen: string
 }
 
 /** The tables of a mirror into `table`. */
@@ -29,7 +32,8 @@ export const tablesOf = (table: string, history: boolean): Tables => ({
   rows: table,
   history: history ? historyTableOf(table) : undefined,
   deletes: deletesTableOf(table),
-  kept: keptTableOf(table)
+  kept: keptTableOf(table),
+  seen: seenTableOf(table)
 })
 
 /** One Microapp's mirror into one set of tables, on one database: what every step of a pass works on. */
@@ -69,6 +73,7 @@ export const viewOf = (
     historyTableOf(table),
     deletesTableOf(table),
     keptTableOf(table),
+    seenTableOf(table),
     passesTable,
     viewsTable
   ]

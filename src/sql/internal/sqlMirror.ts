@@ -12,7 +12,7 @@ import * as Passes from "./passes.js"
 import * as TypedView from "./typedView.js"
 
 export { databaseWords } from "./databaseWords.js"
-export { defaultTable, deletesTableOf, historyTableOf, keptTableOf, tableOf, viewOf } from "./names.js"
+export { defaultTable, deletesTableOf, historyTableOf, keptTableOf, seenTableOf, tableOf, viewOf } from "./names.js"
 export { passesTable } from "./passes.js"
 export { maxViewFields } from "./typedView.js"
 
