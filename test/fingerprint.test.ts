@@ -36,6 +36,14 @@ describe("fingerprint", () => {
     for (const text of [String.fromCharCode(...codes), "Ab+/9z=".repeat(plain), `${"x".repeat(plain)}"`]) {
       expect(fingerprint(text)).toBe(hashOf(text))
       expect(fingerprint({ packed: text })).toBe(fingerprint(JSON.parse(JSON.stringify({ packed: text }))))
+      // as a key among others: a key is fed as JSON writes it too, in code-unit order
+      const members = new Map<string, unknown>([["\u0000", 0], ["\uffff", true], [text, [text]]])
+      const sorted = [...members.keys()].sort().map((key) =>
+        `${JSON.stringify(key)}:${JSON.stringify(members.get(key))}`
+      )
+      const canonical = new Hash64()
+      canonical.text(`{${sorted.join(",")}}`)
+      expect(fingerprint(Object.fromEntries(members))).toBe(canonical.digest())
     }
   })
 

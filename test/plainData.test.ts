@@ -541,6 +541,56 @@ describe("numbers a double cannot hold as written", () => {
     }
   )
 
+  it.prop(
+    "in a row of strings full of digits, exponents and minus signs, at any offset, a number token is found exactly when it does not pass",
+    [
+      FC.boolean(),
+      FC.stringMatching(/^(0|[1-9][0-9]{0,24})$/),
+      FC.option(FC.stringMatching(/^[0-9]{1,24}$/)),
+      FC.option(FC.tuple(FC.constantFrom("e", "E", "e-", "E+", "e-0"), FC.integer({ min: 0, max: 400 }))),
+      FC.stringMatching(/^[0-9a-f .e+-]{0,40}$/),
+      FC.constantFrom("", " ", "\n\t", "  "),
+      FC.boolean(),
+      FC.boolean()
+    ],
+    ([negative, whole, fraction, exponent, noise, space, inArray, decoys]) => {
+      const token = `${negative ? "-" : ""}${whole}${fraction === null ? "" : `.${fraction}`}${
+        exponent === null ? "" : `${exponent[0]}${exponent[1]}`
+      }`
+      const read = Number(token)
+      const passes = Number.isFinite(read) &&
+        (sameFraction(token, String(read)) || sameFraction(token, exactText(read)))
+      // digits of ids and strings around it, the token anywhere against the characters looked at;
+      // with decoys, strings that hold what an inexact token holds
+      const value = inArray ? `[${space}"${noise}",${space}${token}${space}]` : `${space}${token}${space}`
+      const strings = decoys ? `,"s":"${noise}${token}","t":"${token}e-400"` : ""
+      const text = `{"_id":"64d0${noise.replace(/[^0-9a-f]/g, "0")}"${strings},"n":${value}}`
+      const fault = faultOf(parseExact(text))
+      expect(fault === undefined, text).toBe(passes)
+      if (fault !== undefined) expect(fault.path, text).toEqual(inArray ? ["n", 1] : ["n"])
+    },
+    {
+      fastCheck: {
+        numRuns: 3_000,
+        examples: [
+          [false, "1", null, ["e-", 400], "", "", false, false],
+          [false, "9007199254740993", null, null, "0123456789012345", "", true, false],
+          [true, "0", "10000000000000000001", null, "e-1234", "\n\t", false, true]
+        ]
+      }
+    }
+  )
+
+  it("a token of the fewest digits that can lose one, and of the shortest exponent that can, is found at every offset", () => {
+    for (let offset = 0; offset < 40; offset++) {
+      for (const token of ["9007199254740993", "-9007199254740993", "1e-400", "1E-0400", "5e-324"]) {
+        const text = `{"p":"${"x".repeat(offset)}","n":${token}}`
+        const expected = token === "5e-324" ? undefined : ["n"]
+        expect(faultOf(parseExact(text))?.path, text).toEqual(expected)
+      }
+    }
+  })
+
   it("what JavaScript writes for a double, and a double's exact value, pass as that double; what no double holds is named, with the double it would be read as", () => {
     for (const text of written) {
       const read = parseExact(`[${text}]`)

@@ -74,18 +74,46 @@ export class Hash64 {
    */
   quoted(text: string): boolean {
     this.unit(34)
+    const end = text.length
     // a long text with nothing to escape (a checkpoint's packed ids) fed whole: the regex scans it faster than a loop
-    if (text.length > longText && !toEscape.test(text)) {
+    if (end > longText && !toEscape.test(text)) {
       this.text(text)
       this.unit(34)
       return true
     }
+    let at = 0
+    if (end > 0 && this.pending >= 0) {
+      const code = text.charCodeAt(0)
+      if (!isPlain(code)) return this.escaped(text, 0)
+      this.unit(code)
+      at = 1
+    }
+    // two units a block, as `text` feeds them, while JSON writes both as they are: the lanes in locals
+    const blocks = at
+    let low = this.low
+    let high = this.high
+    for (; at + 1 < end; at += 2) {
+      const first = text.charCodeAt(at)
+      const second = text.charCodeAt(at + 1)
+      if (!isPlain(first) || !isPlain(second)) break
+      const key = first | (second << 16)
+      low = mixHash(low, key)
+      high = mixHash(high, key ^ 0x5bd1e995)
+    }
+    this.low = low
+    this.high = high
+    this.length += at - blocks
+    return this.escaped(text, at)
+  }
+
+  /** `quoted` from `from` on, each unit JSON escapes written as it does, and the closing quote. */
+  private escaped(text: string, from: number): boolean {
     let storable = true
     // runs of units JSON writes as they are, fed whole; each other unit as JSON escapes it
-    let run = 0
-    for (let i = 0; i < text.length; i++) {
+    let run = from
+    for (let i = from; i < text.length; i++) {
       const code = text.charCodeAt(i)
-      if (code >= 0x20 && code !== 34 && code !== 92 && (code < 0xd800 || code > 0xdfff)) continue
+      if (isPlain(code)) continue
       if (code >= 0xd800 && code <= 0xdbff && isLow(text.charCodeAt(i + 1))) {
         i++
         continue
@@ -117,39 +145,91 @@ export class Hash64 {
 
 const isLow = (code: number): boolean => code >= 0xdc00 && code <= 0xdfff
 
+/** A unit JSON writes as it is: no quote, backslash, control character or surrogate (a pair is written as it is, but looked at). */
+const isPlain = (code: number): boolean =>
+  code >= 0x20 && code !== 34 && code !== 92 && (code < 0xd800 || code > 0xdfff)
+
 /** What JSON escapes in a string, and any surrogate (a lone one is escaped, a pair is not: the loop tells them apart). */
 const toEscape = /["\\\u0000-\u001f\ud800-\udfff]/
 /** Texts longer than this are looked at by `toEscape` first; shorter ones, as a row's values are, go through the loop. */
 const longText = 256
 
-/** The last shapes whose sorted keys were asked for, by first key: the objects of a page's rows share a few shapes. */
-const shapes = new Map<string, { readonly keys: ReadonlyArray<string>; readonly sorted: ReadonlyArray<string> }>()
-const shapesMax = 256
-/** More keys than this and an object's sort is not kept: the cache holds no large object's keys. */
-const shapeKeysMax = 64
-
-const sameKeys = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): boolean => {
-  if (a.length !== b.length) return false
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
-  return true
+/**
+ * An object's keys in code-unit order, each also as JSON writes it before its value (`"key":`,
+ * and `,"key":` after another member), and whether it can be stored as itself.
+ */
+export interface Shape {
+  readonly sorted: ReadonlyArray<string>
+  /** Where each of `sorted` is among the object's own keys in their order. */
+  readonly order: ReadonlyArray<number>
+  readonly members: ReadonlyArray<string>
+  readonly nextMembers: ReadonlyArray<string>
+  readonly storable: ReadonlyArray<boolean>
 }
 
-/** An object's own keys in code-unit order (the sort of the last object of the same keys, when there was one). */
-export const sortedKeys = (record: object): ReadonlyArray<string> => {
+const shapeOfKeys = (keys: ReadonlyArray<string>): Shape => {
+  const order = keys.map((_, i) => i).sort((a, b) => compareUnits(keys[a] as string, keys[b] as string))
+  const sorted = order.map((i) => keys[i] as string)
+  const members = sorted.map((key) => `${JSON.stringify(key)}:`)
+  return {
+    sorted,
+    order,
+    members,
+    nextMembers: members.map((member) => `,${member}`),
+    storable: sorted.map((key) => new Hash64().quoted(key))
+  }
+}
+
+/** Code-unit order, as `Array.prototype.sort` puts strings by default. */
+const compareUnits = (a: string, b: string): number => a < b ? -1 : a > b ? 1 : 0
+
+/** The last shapes asked for, by first key: the objects of a page's rows share a few shapes. */
+const shapes = new Map<string, { readonly keys: ReadonlyArray<string>; readonly shape: Shape }>()
+const shapesMax = 256
+/** More keys than this and an object's shape is not kept: the cache holds no large object's keys. */
+const shapeKeysMax = 64
+
+/**
+ * The shape kept for `record`'s keys in their order, if one is, with `values` set to its values
+ * in that order: for-in makes no array, and reads each value by its place rather than by its name.
+ */
+const knownShape = (record: Record<string, unknown>, values: Array<unknown>): Shape | undefined => {
+  let known: { readonly keys: ReadonlyArray<string>; readonly shape: Shape } | undefined
+  let count = 0
+  for (const key in record) {
+    known ??= shapes.get(key)
+    if (known === undefined || known.keys[count] !== key) return undefined
+    values[count++] = record[key]
+  }
+  return known !== undefined && count === known.keys.length ? known.shape : undefined
+}
+
+/**
+ * The shape of a plain object (as JSON.parse makes them), that of the last object of the same keys
+ * when there was one, and its values in its keys' order, in `values`.
+ */
+export const shapeOf = (record: Record<string, unknown>, values: Array<unknown>): Shape => {
+  const known = knownShape(record, values)
+  if (known !== undefined) return known
   const keys = Object.keys(record)
+  for (let i = 0; i < keys.length; i++) values[i] = record[keys[i] as string]
+  const shape = shapeOfKeys(keys)
   const first = keys[0]
-  if (first === undefined || keys.length > shapeKeysMax) return keys.sort()
-  const known = shapes.get(first)
-  if (known !== undefined && sameKeys(known.keys, keys)) return known.sorted
+  if (first === undefined || keys.length > shapeKeysMax) return shape
   if (shapes.size >= shapesMax) shapes.clear()
-  const sorted = [...keys].sort()
-  shapes.set(first, { keys, sorted })
-  return sorted
+  shapes.set(first, { keys, shape })
+  return shape
 }
 
 /** Feeds a value that is neither an object nor a string as JSON writes it (`null` for what it leaves out). */
 export const feedScalar = (hash: Hash64, value: unknown): void => {
-  hash.text(typeof value === "number" && Number.isFinite(value) ? String(value) : JSON.stringify(value) ?? "null")
+  hash.text(
+    typeof value === "number" && Number.isFinite(value)
+      ? String(value)
+      : typeof value === "boolean"
+      ? value ? "true" : "false"
+      : JSON.stringify(value) ?? "null"
+  )
 }
 
 /**
@@ -180,14 +260,14 @@ export const fingerprint = (root: unknown): string => {
       }
       hash.unit(91)
     } else {
-      const record = value as Record<string, unknown>
+      const values: Array<unknown> = []
+      const { members, nextMembers, order } = shapeOf(value as Record<string, unknown>, values)
       // members holding undefined left out, as JSON leaves them out
-      const keys = sortedKeys(record).filter((key) => record[key] !== undefined)
+      const present = order.flatMap((at, i) => values[at] === undefined ? [] : [i])
       stack.push("}")
-      for (let i = keys.length - 1; i >= 0; i--) {
-        const key = keys[i] as string
-        stack.push({ value: record[key] }, ":", { value: key })
-        if (i > 0) stack.push(",")
+      for (let j = present.length - 1; j >= 0; j--) {
+        const i = present[j] as number
+        stack.push({ value: values[order[i] as number] }, (j === 0 ? members[i] : nextMembers[i]) as string)
       }
       hash.unit(123)
     }

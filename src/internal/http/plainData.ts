@@ -8,7 +8,7 @@
  * Schema's parser recurse).
  */
 import { Either, Schema } from "effect"
-import { feedScalar, Hash64, sortedKeys } from "../fingerprint.js"
+import { feedScalar, Hash64, shapeOf } from "../fingerprint.js"
 import { bounds } from "../limits.js"
 import { type Direction, numberFault } from "./numberText.js"
 
@@ -67,6 +67,9 @@ const holdsFault = (value: unknown, depth: number): boolean => {
   return false
 }
 
+/** The values of the object the copy's walk is in, by depth: an array a depth, not one an object. */
+const scratch: Array<Array<unknown>> = []
+
 /**
  * The copy's walk: the reader's check, and every text and key fed to `hash` as the value's
  * canonical JSON (fingerprint.ts: keys sorted) and checked for what storage cannot keep, in the
@@ -97,20 +100,20 @@ const copyWalk = (value: unknown, depth: number, hash: Hash64): Verdict => {
     hash.unit(93)
     return verdict
   }
-  const record = value as Record<string, unknown>
-  const keys = sortedKeys(record)
+  const values = scratch[depth] ??= []
+  const { members, nextMembers, order, sorted, storable } = shapeOf(value as Record<string, unknown>, values)
   hash.unit(123)
   let first = true
-  for (let i = 0; i < keys.length; i++) {
-    const key = keys[i] as string
-    const item = record[key]
+  for (let i = 0; i < sorted.length; i++) {
+    const key = sorted[i] as string
+    const item = values[order[i] as number]
     if (faultyMember(key, item)) return Verdict.faulty
     // a member holding undefined is left out, as JSON leaves it out
     if (item === undefined) continue
-    if (!first) hash.unit(44)
+    // the key as JSON writes it, and the comma before it, fed as one text
+    hash.text((first ? members[i] : nextMembers[i]) as string)
     first = false
-    if (!hash.quoted(key)) verdict = Verdict.unstorable
-    hash.unit(58)
+    if (storable[i] !== true) verdict = Verdict.unstorable
     const found = copyWalk(item, depth + 1, hash)
     if (found === Verdict.faulty) return found
     if (found > verdict) verdict = found
@@ -194,14 +197,79 @@ export const locateFault = (row: unknown, verdict: Verdict, id: string | null): 
   return idReason === undefined ? locate(row, 1, true) : { path: ["_id"], reason: `the id ${idReason}` }
 }
 
-// a number token that may not say what JSON.parse reads: 16 digits or more, or an exponent (a string may match too);
-// its first character a class, which V8 looks for fast
-const mayBeInexact = /[:,[]\s*-?(?:\d[\d.]{15,}|\d[\d.]*[eE])/
-
 // a text that is a number, not in an array or object: looked at whole
 const isNumber = /^\s*[-\d]/
 
 export const isDigit = (code: number): boolean => code >= 48 && code <= 57
+
+/** A digit or a point: what the digits of a number token before its exponent are made of. */
+const isMantissa = (code: number): boolean => (code >= 48 && code <= 57) || code === 46
+
+/** Whether a number token may start after the character at `at`: a sign, what opens a value, or the text's start. */
+const opensNumber = (text: string, at: number): boolean => {
+  if (at < 0) return true
+  const code = text.charCodeAt(at)
+  return code === 45 || code === 58 || code === 44 || code === 91 || code === 32 || code === 10 || code === 13 ||
+    code === 9
+}
+
+/** Whether the digits of a number token may end before the character at `at`: its exponent, what closes a value, or the end. */
+const closesMantissa = (text: string, at: number): boolean => {
+  if (at >= text.length) return true
+  const code = text.charCodeAt(at)
+  return code === 44 || code === 125 || code === 93 || code === 32 || code === 10 || code === 13 || code === 9 ||
+    (code | 32) === 101
+}
+
+/** Sixteen characters: a token with as many significant digits has a run of digits and point at least this long. */
+const longRun = 16
+
+/**
+ * Whether `text` has a run of at least `longRun` digits and points that may be a number token's:
+ * one character in `longRun` is looked at, and a run only when it is found there.
+ */
+const hasLongMantissa = (text: string): boolean => {
+  const end = text.length
+  for (let at = longRun - 1; at < end; at += longRun) {
+    if (!isMantissa(text.charCodeAt(at))) continue
+    let last = at + 1
+    while (last < end && isMantissa(text.charCodeAt(last))) last++
+    // digits followed by a quote or a letter are a string's (an id's)
+    if (closesMantissa(text, last)) {
+      let first = at
+      while (first > 0 && isMantissa(text.charCodeAt(first - 1))) first--
+      if (last - first >= longRun && opensNumber(text, first - 1)) return true
+    }
+    // every run from here on that is long enough holds one of the characters looked at next
+    at = last - 1
+  }
+  return false
+}
+
+/**
+ * Whether `text` has an exponent of at least three digits below zero after a number's digits: the
+ * only exponent of a token of fewer than 16 digits that takes it out of a double's normal range
+ * (an exponent above zero that does reads as Infinity, which is refused as it is). Each `-` is
+ * found by a native search.
+ */
+const hasTinyExponent = (text: string): boolean => {
+  for (let minus = text.indexOf("-"); minus >= 0; minus = text.indexOf("-", minus + 1)) {
+    if ((text.charCodeAt(minus - 1) | 32) !== 101) continue
+    if (!isDigit(text.charCodeAt(minus + 1)) || !isDigit(text.charCodeAt(minus + 2))) continue
+    if (!isDigit(text.charCodeAt(minus + 3)) || !isMantissa(text.charCodeAt(minus - 2))) continue
+    let first = minus - 2
+    while (first > 0 && isMantissa(text.charCodeAt(first - 1))) first--
+    if (opensNumber(text, first - 1)) return true
+  }
+  return false
+}
+
+/**
+ * Whether `text` may hold a number token that does not say what JSON.parse reads: false only
+ * when it holds none (numberText.ts: a token of at most 15 significant digits within a double's
+ * normal range passes). A string may make it true; then every token is checked.
+ */
+const mayHoldInexact = (text: string): boolean => hasLongMantissa(text) || hasTinyExponent(text) || isNumber.test(text)
 
 /** The index of the quote that closes the string opened at `open`, or -1 when none does. */
 export const closingQuote = (text: string, open: number): number => {
@@ -315,11 +383,11 @@ export const withMarks = (
  * `JSON.parse(text)`, each number that cannot pass as written (`9007199254740993`,
  * `0.1000000000000000055511151231257827`, `1e-400`) left as an object holding why, which `faultOf`
  * reports; `refused` for a text holding more than `markedNumbersMax` of them. Throws as JSON.parse
- * does. A text without a long number (nearly all) is scanned once, by a regex, and parsed as it is;
- * one with long numbers that all pass is scanned once more and parsed as it is.
+ * does. A text without a long number (nearly all) is looked at in one character of 16 and its `-`s
+ * found, and parsed as it is; one with long numbers that all pass is scanned once more and parsed as it is.
  */
 export const readExact = (text: string, direction: Direction = "read"): Read => {
-  if (!mayBeInexact.test(text) && !isNumber.test(text)) return { value: JSON.parse(text) }
+  if (!mayHoldInexact(text)) return { value: JSON.parse(text) }
   const marks = faultyNumbers(text, direction)
   if (typeof marks === "string") return { refused: marks }
   return { value: JSON.parse(marks.length === 0 ? text : withMarks(text, 0, text.length, marks, 0).text) }
