@@ -3,15 +3,14 @@
  * disturbances those tests run them under: faults, and rows inserted, updated and deleted all along.
  */
 import { expect } from "@effect/vitest"
-import { Duration, Effect, Random, Schedule } from "effect"
+import { Deferred, Duration, Effect, Random, Schedule } from "effect"
 import { buildSync } from "esbuild"
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { shellQuote } from "../src/cli/shell.js"
 import type { FaultPlan, MicroappServer } from "../src/testing/index.js"
-import { root, type Run, untilRequests } from "./cliSupport.js"
-import { eventually } from "./support/eventually.js"
+import { root, type Run } from "./cliSupport.js"
 
 /** The built command line, as `npm run build:bin` writes it. */
 export const bin = path.join(root, "dist", "cli", "bin.js")
@@ -74,11 +73,13 @@ export const endOf = (child: ChildProcessWithoutNullStreams) =>
   })
 
 /**
- * Starts a child five times, each killed with SIGKILL after a random number (0-6) of the
- * emulator's answers plus 0-20 ms (before its first request, in the middle of a page or of a
- * commit), then once more to its end; that end. The last three runs are killed only once
- * `committed` (a file's modification time, say) has moved since they started, so that the runs
- * are known to have gone on from each other.
+ * Starts a child five times, each killed with SIGKILL, then once more to its end; that end. Each
+ * kill comes 0-20 ms after the emulator starts holding the run's requests, from one of its first
+ * seven on (or, for the first two runs, at once: before its first request), in the middle of a page
+ * or of a commit; the last three runs are held only once `committed` (a file's modification time,
+ * say) has moved since they started, so that the runs are known to have gone on from each other.
+ * Held, a run cannot end before its kill, and each killed run passes a few pages, whatever the
+ * machine's speed.
  */
 export const killedFiveTimes = (
   server: MicroappServer.Service,
@@ -87,24 +88,31 @@ export const killedFiveTimes = (
 ) =>
   Effect.gen(function*() {
     for (let kill = 0; kill < 5; kill++) {
-      const seen = (yield* server.log.requests).length
       const before = yield* committed
+      const gate = yield* Deferred.make<void>()
+      const holding = yield* Deferred.make<void>()
+      const passed = yield* Random.nextIntBetween(kill < 2 ? -1 : 0, 7)
+      let arrived = 0
+      // asked at each request, before it is answered: from then on every request waits for the kill
+      const mayKill = kill >= 2 ? Effect.map(committed, (now) => now !== before) : Effect.succeed(true)
+      yield* server.log.onRequest(() =>
+        Effect.flatMap(mayKill, (may) =>
+          ++arrived > passed && may
+            ? Effect.zipRight(Deferred.succeed(holding, undefined), Deferred.await(gate))
+            : Effect.void)
+      )
       const child = spawnChild()
       const output = outputOf(child)
       child.stdin.end()
-      const requests = seen + (yield* Random.nextIntBetween(0, 7))
       const pause = Duration.millis(yield* Random.nextIntBetween(0, 21))
       // a run that ends by itself fails the test at once with what it said, not after a wait's deadline
       yield* Effect.raceFirst(
-        Effect.all([
-          kill >= 2 ? eventually(committed, (now) => now !== before) : Effect.void,
-          untilRequests(server, requests),
-          Effect.sleep(pause)
-        ], { discard: true }),
+        Effect.zipRight(passed < 0 ? Effect.void : Deferred.await(holding), Effect.sleep(pause)),
         Effect.flatMap(endOf(child), (end) =>
           Effect.dieMessage(`a run ended before it was killed: ${JSON.stringify({ ...end, ...output })}`))
       )
       child.kill("SIGKILL")
+      yield* Effect.zipRight(Deferred.succeed(gate, undefined), server.log.clearHook)
       expect(yield* endOf(child), "a run ended before it was killed").toEqual({ code: null, signal: "SIGKILL" })
     }
     return yield* runToEnd(spawnChild)
