@@ -22,6 +22,24 @@ describe("the exact id set", () => {
     expect(set.size()).toBe(model.size)
   })
 
+  it.prop(
+    "packs exactly the ids of 24 lower-case hex digits, whatever codes sit beside the digits",
+    [FC.array(FC.constantFrom(..."0123456789abcdefABCDEFg/:`@\u0130\u0660\u0000\uff10"), {
+      minLength: 23,
+      maxLength: 25
+    })],
+    ([chars]) => {
+      const id = chars.join("")
+      expect(IdSet.isPacked(id)).toBe(/^[0-9a-f]{24}$/.test(id))
+    },
+    {
+      fastCheck: {
+        numRuns: 2_000,
+        examples: [[[..."00000000000000000000000g"]], [[..."0000000000000000000000\u01300"]]]
+      }
+    }
+  )
+
   it("never takes an upper-case id for its lower-case twin", () => {
     const set = IdSet.exact()
     expect(set.add("64b7c0f1a2d3e4f5a6b7c8da")).toBe(true)

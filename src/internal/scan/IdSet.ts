@@ -73,18 +73,25 @@ export const heldContents = (contents: ExactContents): HeldContents => ({
 
 export const recentContents = (ids: ReadonlyArray<string>): RecentContents => ({ _tag: "Recent", ids })
 
-const hexDigit = (code: number): number =>
-  code >= 48 && code <= 57 ? code - 48 : code >= 97 && code <= 102 ? code - 87 : -1
+/** The value of each lower-case hex digit by its code, 16 for any other code below 128: one load a digit, no branch. */
+const hexValues = Uint8Array.from(
+  { length: 128 },
+  (_, code) => code >= 48 && code <= 57 ? code - 48 : code >= 97 && code <= 102 ? code - 87 : 16
+)
+
+const hexDigit = (code: number): number => code < 128 ? hexValues[code] ?? 16 : 16
 
 /** Eight hex digits of `id` from `at` as an unsigned 32-bit word, or -1 when one is not a lower-case hex digit. */
 const word = (id: string, at: number): number => {
   let value = 0
+  // a digit of 16 or more sets a bit past the four of a digit: one test for all eight
+  let past = 0
   for (let i = at; i < at + 8; i++) {
     const digit = hexDigit(id.charCodeAt(i))
-    if (digit < 0) return -1
-    value = value * 16 + digit
+    past |= digit
+    value = (value << 4) | (digit & 15)
   }
-  return value
+  return past > 15 ? -1 : value >>> 0
 }
 
 /** murmur3's finaliser over three words: the slot a packed id starts its probe at. */
