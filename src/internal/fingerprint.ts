@@ -262,12 +262,13 @@ export const fingerprint = (root: unknown): string => {
     } else {
       const values: Array<unknown> = []
       const { members, nextMembers, order } = shapeOf(value as Record<string, unknown>, values)
-      // members holding undefined left out, as JSON leaves them out
-      const present = order.flatMap((at, i) => values[at] === undefined ? [] : [i])
+      // members holding undefined left out, as JSON leaves them out; the first fed has no comma
+      let first = 0
+      while (first < order.length && values[order[first] as number] === undefined) first++
       stack.push("}")
-      for (let j = present.length - 1; j >= 0; j--) {
-        const i = present[j] as number
-        stack.push({ value: values[order[i] as number] }, (j === 0 ? members[i] : nextMembers[i]) as string)
+      for (let i = order.length - 1; i >= first; i--) {
+        const item = values[order[i] as number]
+        if (item !== undefined) stack.push({ value: item }, (i === first ? members[i] : nextMembers[i]) as string)
       }
       hash.unit(123)
     }
