@@ -11,6 +11,7 @@ import { type Finding, options, type Report } from "./common.js"
 
 const programs = [
   "throughput",
+  "layers",
   "latency",
   "memory",
   "decode",
