@@ -425,15 +425,35 @@ export const requestCount = Effect.map(
 )
 
 /**
+ * Holds every request from the first for which `from` (asked at each request, before it is
+ * answered) says yes, until `release` (which also clears the hook); `holding` waits for that first.
+ */
+export const holdWhen = (server: MicroappServer.Service, from: Effect.Effect<boolean>) =>
+  Effect.gen(function*() {
+    const gate = yield* Deferred.make<void>()
+    const holding = yield* Deferred.make<void>()
+    let held = false
+    yield* server.log.onRequest(() =>
+      held ? Deferred.await(gate) : Effect.flatMap(from, (now) => {
+        if (!now) return Effect.void
+        held = true
+        return Effect.zipRight(Deferred.succeed(holding, undefined), Deferred.await(gate))
+      })
+    )
+    return {
+      holding: Deferred.await(holding),
+      release: Effect.zipRight(Deferred.succeed(gate, undefined), server.log.clearHook)
+    }
+  })
+
+/**
  * Holds the `n`th request from now, and every one after it, until `release` (which also clears the
  * hook): a command stopped meanwhile is stopped mid-scan on any machine, with no latency to wait for.
  */
 export const holdFrom = (server: MicroappServer.Service, n: number) =>
-  Effect.gen(function*() {
-    const gate = yield* Deferred.make<void>()
+  Effect.suspend(() => {
     let arrived = 0
-    yield* server.log.onRequest(() => ++arrived >= n ? Deferred.await(gate) : Effect.void)
-    return { release: Effect.zipRight(Deferred.succeed(gate, undefined), server.log.clearHook) }
+    return holdWhen(server, Effect.sync(() => ++arrived >= n))
   })
 
 /** `rows --output FILE --checkpoint CKPT` stopped by SIGINT after a few pages: FILE and CKPT as after a crash half-way. */

@@ -3,14 +3,14 @@
  * disturbances those tests run them under: faults, and rows inserted, updated and deleted all along.
  */
 import { expect } from "@effect/vitest"
-import { Deferred, Duration, Effect, Random, Schedule } from "effect"
+import { Duration, Effect, Random, Schedule } from "effect"
 import { buildSync } from "esbuild"
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { shellQuote } from "../src/cli/shell.js"
 import type { FaultPlan, MicroappServer } from "../src/testing/index.js"
-import { root, type Run } from "./cliSupport.js"
+import { holdWhen, root, type Run } from "./cliSupport.js"
 
 /** The built command line, as `npm run build:bin` writes it. */
 export const bin = path.join(root, "dist", "cli", "bin.js")
@@ -89,17 +89,13 @@ export const killedFiveTimes = (
   Effect.gen(function*() {
     for (let kill = 0; kill < 5; kill++) {
       const before = yield* committed
-      const gate = yield* Deferred.make<void>()
-      const holding = yield* Deferred.make<void>()
       const passed = yield* Random.nextIntBetween(kill < 2 ? -1 : 0, 7)
       let arrived = 0
-      // asked at each request, before it is answered: from then on every request waits for the kill
+      // the hook asks it at each request: once it says yes, every request waits for the kill
       const mayKill = kill >= 2 ? Effect.map(committed, (now) => now !== before) : Effect.succeed(true)
-      yield* server.log.onRequest(() =>
-        Effect.flatMap(mayKill, (may) =>
-          ++arrived > passed && may
-            ? Effect.zipRight(Deferred.succeed(holding, undefined), Deferred.await(gate))
-            : Effect.void)
+      const { holding, release } = yield* holdWhen(
+        server,
+        Effect.map(mayKill, (may) => ++arrived > passed && may)
       )
       const child = spawnChild()
       const output = outputOf(child)
@@ -107,12 +103,12 @@ export const killedFiveTimes = (
       const pause = Duration.millis(yield* Random.nextIntBetween(0, 21))
       // a run that ends by itself fails the test at once with what it said, not after a wait's deadline
       yield* Effect.raceFirst(
-        Effect.zipRight(passed < 0 ? Effect.void : Deferred.await(holding), Effect.sleep(pause)),
+        Effect.zipRight(passed < 0 ? Effect.void : holding, Effect.sleep(pause)),
         Effect.flatMap(endOf(child), (end) =>
           Effect.dieMessage(`a run ended before it was killed: ${JSON.stringify({ ...end, ...output })}`))
       )
       child.kill("SIGKILL")
-      yield* Effect.zipRight(Deferred.succeed(gate, undefined), server.log.clearHook)
+      yield* release
       expect(yield* endOf(child), "a run ended before it was killed").toEqual({ code: null, signal: "SIGKILL" })
     }
     return yield* runToEnd(spawnChild)

@@ -18,7 +18,7 @@ import * as IdSet from "../../src/internal/scan/IdSet.js"
 import { Row } from "../../src/Row.js"
 import { failed, finish, formatRatio, median, options, type Report, rotate, startServer } from "./common.js"
 import { clientA } from "./contenders.js"
-import { authToken, microAppID, scanB, userId } from "./plain.js"
+import { pageRequest, scanB } from "./plain.js"
 
 const layers = [
   { key: "L0", label: "Effect's HttpClient (undici), `JSON.parse`" },
@@ -41,16 +41,11 @@ const layered = (layer: Layer, baseUrl: string, pageSize: number) =>
     const ids = IdSet.exact()
     let rows = 0
     for (let skip = 0;;) {
+      const { body, headers } = pageRequest(skip, pageSize)
       const response = yield* client.execute(
         HttpClientRequest.post(`${baseUrl}/api/microappdata`).pipe(
-          HttpClientRequest.setHeaders({ "x-auth-token": authToken, "x-user-id": userId }),
-          HttpClientRequest.bodyText(
-            JSON.stringify({
-              microAppID,
-              searchFilter: [{ resourceID: microAppID, skip: String(skip), limit: pageSize }]
-            }),
-            "application/json"
-          )
+          HttpClientRequest.setHeaders(headers),
+          HttpClientRequest.bodyText(body, "application/json")
         )
       )
       const text = yield* response.text

@@ -31,12 +31,14 @@ interface WirePage {
   readonly body: { readonly microAppRows: ReadonlyArray<{ readonly _id: string }> }
 }
 
+/** The request of one page, as every hand-written reader sends it. */
+export const pageRequest = (skip: number, limit: number) => ({
+  headers: { "content-type": "application/json", "x-auth-token": authToken, "x-user-id": userId },
+  body: JSON.stringify({ microAppID, searchFilter: [{ resourceID: microAppID, skip: String(skip), limit }] })
+})
+
 const post = async (baseUrl: string, skip: number, limit: number): Promise<WirePage> => {
-  const response = await fetch(`${baseUrl}/api/microappdata`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-auth-token": authToken, "x-user-id": userId },
-    body: JSON.stringify({ microAppID, searchFilter: [{ resourceID: microAppID, skip: String(skip), limit }] })
-  })
+  const response = await fetch(`${baseUrl}/api/microappdata`, { method: "POST", ...pageRequest(skip, limit) })
   if (!response.ok) throw new Error(`HTTP ${response.status}`)
   // no validation: the practical upper bound of reading pages
   return JSON.parse(await response.text()) as WirePage

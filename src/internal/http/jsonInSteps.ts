@@ -8,17 +8,8 @@
  */
 import { Effect } from "effect"
 import { bounds } from "../limits.js"
-import type { Direction } from "./numberText.js"
-import {
-  closingQuote,
-  isDigit,
-  type Mark,
-  markNumber,
-  numberEnd,
-  type Read,
-  readExact,
-  withMarks
-} from "./plainData.js"
+import { type Direction, isDigit } from "./numberText.js"
+import { closingQuote, type Mark, markNumber, numberEnd, type Read, readExact, withMarks } from "./plainData.js"
 
 /**
  * The longest text parsed in one piece: at `JSON.parse`'s slowest (short numbers) some 100 ms on a

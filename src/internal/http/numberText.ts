@@ -25,7 +25,7 @@ const keptDigits = 800
 /** Fifteen significant digits: a double holds every such decimal within its normal range as written. */
 const heldDigits = 15
 
-const isDigit = (code: number): boolean => code >= 48 && code <= 57
+export const isDigit = (code: number): boolean => code >= 48 && code <= 57
 
 /** The end of the run of digits of `text` from `from` (before `end`). */
 const digitsEnd = (text: string, from: number, end: number): number => {

@@ -10,7 +10,7 @@
 import { Either, Schema } from "effect"
 import { feedScalar, Hash64, shapeOf } from "../fingerprint.js"
 import { bounds } from "../limits.js"
-import { type Direction, numberFault } from "./numberText.js"
+import { type Direction, isDigit, numberFault } from "./numberText.js"
 
 /** Where in a value it cannot pass unchanged, and why. */
 export interface Fault {
@@ -199,8 +199,6 @@ export const locateFault = (row: unknown, verdict: Verdict, id: string | null): 
 
 // a text that is a number, not in an array or object: looked at whole
 const isNumber = /^\s*[-\d]/
-
-export const isDigit = (code: number): boolean => code >= 48 && code <= 57
 
 /** A digit or a point: what the digits of a number token before its exponent are made of. */
 const isMantissa = (code: number): boolean => (code >= 48 && code <= 57) || code === 46
