@@ -11,10 +11,10 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, type Layer, Option, Stream } from "effect"
+import { Deferred, Effect, FastCheck, type Layer, Option, Stream } from "effect"
 import * as Zlib from "node:zlib"
 import { MicroappClient } from "../src/index.js"
-import { nativeBodyOf, wholeReadOf } from "../src/internal/http/body.js"
+import { nativeBodyOf, utf8Length, wholeReadOf, withinBytes } from "../src/internal/http/body.js"
 import { clientOf, hostileServer, plainRows, transports, writtenInAll } from "./hostile.js"
 import { runAtOnTestClock } from "./support.js"
 
@@ -224,4 +224,30 @@ describe("every way of reading a body reads the same answer, under the same boun
         }).pipe(Effect.scoped))
     }
   }
+})
+
+describe("a body read whole as text is held to its bound in UTF-8 bytes", () => {
+  // whole code points, as a decoder hands them: ASCII, two-, three- and four-byte ones
+  const decodedText = FastCheck.array(
+    FastCheck.oneof(
+      FastCheck.integer({ min: 0, max: 0x7f }),
+      FastCheck.integer({ min: 0x80, max: 0x7ff }),
+      FastCheck.integer({ min: 0x800, max: 0xd7ff }),
+      FastCheck.integer({ min: 0xe000, max: 0xffff }),
+      FastCheck.integer({ min: 0x10000, max: 0x10ffff })
+    ).map((point) => String.fromCodePoint(point)),
+    { maxLength: 200 }
+  ).map((points) => points.join(""))
+
+  it.prop("utf8Length is the length TextEncoder writes", [decodedText], ([text]) => {
+    expect(utf8Length(text)).toBe(encoder.encode(text).length)
+  })
+
+  it.prop(
+    "withinBytes is whether the encoded text fits the limit, whatever the limit",
+    [decodedText, FastCheck.integer({ min: 0, max: 900 })],
+    ([text, limit]) => {
+      expect(withinBytes(text, limit)).toBe(encoder.encode(text).length <= limit)
+    }
+  )
 })

@@ -122,16 +122,18 @@ export const nativeBodyOf = (response: object): Option.Option<NativeBody> => {
 }
 
 interface WholeRead {
-  arrayBuffer(): Promise<ArrayBuffer>
+  text(): Promise<string>
 }
 
-const hasWholeRead = (value: unknown): value is WholeRead => isObject(value) && typeof value.arrayBuffer === "function"
+const hasWholeRead = (value: unknown): value is WholeRead => isObject(value) && typeof value.text === "function"
 
 /**
- * The transport's own read of a whole body under a response of @effect/platform, not yet read:
- * undici's body's `arrayBuffer()`, or the web `Response`'s. The platform's `arrayBuffer` calls the
- * same, through an `Effect.cached` made and run on a fiber of its own for every response (some 40
- * of the 500 effects a small call runs).
+ * The transport's own read of a whole body as text under a response of @effect/platform, not yet
+ * read: undici's body's `text()`, or the web `Response`'s; both decode UTF-8 as `TextDecoder` does,
+ * a BOM dropped. The platform's reads call the same through an `Effect.cached` made and run on a
+ * fiber of its own for every response (some 40 of the 500 effects a small call runs). Read as
+ * bytes and decoded here, a scan's megabyte pages set off a full collection for external memory
+ * every 30 pages or so; read as text, about one a scan.
  */
 export const wholeReadOf = (response: object): Option.Option<WholeRead> => {
   const source = "source" in response ? response.source : undefined
@@ -143,6 +145,24 @@ export const wholeReadOf = (response: object): Option.Option<WholeRead> => {
     : Option.none()
 }
 
+/** The bytes of `text` in UTF-8: one to three a code unit, a surrogate pair's four two apiece. */
+export const utf8Length = (text: string): number => {
+  let bytes = text.length
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i)
+    if (unit >= 0x80) bytes += unit < 0x800 || (unit >= 0xd800 && unit <= 0xdfff) ? 1 : 2
+  }
+  return bytes
+}
+
+/**
+ * Whether a decoded body is within `limit` bytes, counted as UTF-8: a text of `limit` code units
+ * or fewer takes at most three bytes each, so only one between a third of the limit and the limit
+ * is counted.
+ */
+export const withinBytes = (text: string, limit: number): boolean =>
+  text.length <= limit && (text.length <= limit / 3 || utf8Length(text) <= limit)
+
 /**
  * Reads a body in one piece with the transport's own read (`wholeReadOf`), which stops at its
  * declared length; a body read past `limit` all the same is refused.
@@ -152,7 +172,10 @@ export const readWhole = <E>(
   limit: number,
   onError: (cause: unknown) => E
 ): Effect.Effect<Body, E> =>
-  Effect.map(Effect.tryPromise({ try: () => body.arrayBuffer(), catch: onError }), (bytes) => wholeBody(bytes, limit))
+  Effect.map(
+    Effect.tryPromise({ try: () => body.text(), catch: onError }),
+    (text) => withinBytes(text, limit) ? { text, complete: true } : pastLimit
+  )
 
 /**
  * Reads a Node `Readable` up to `limit` bytes as its chunks arrive (one `Effect.async`, no stream):
