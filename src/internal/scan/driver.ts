@@ -3,7 +3,7 @@
  * scan's span and interruption around the state machine of `engine.ts`, which decides
  * everything else.
  */
-import { Chunk, Clock, Effect, Either, Fiber, Queue, Ref, Schema, Stream, Take, type Tracer } from "effect"
+import { Channel, Chunk, Clock, Effect, Either, Fiber, Queue, Ref, Schema, Stream, Take, type Tracer } from "effect"
 import { type InvalidInput, type ScanError, ScanInconsistent, type UnexpectedResponse } from "../../MicroappError.js"
 import * as RowStream from "../../RowStream.js"
 import { CheckpointEvery, validate } from "../bounds.js"
@@ -463,9 +463,29 @@ const runStream = <A, O>(
           )
         )
       )
-      return Stream.flattenTake(Stream.map(Stream.fromQueue(queue), (parcel) => parcel.open()))
+      return Stream.fromChannel(emptying(queue))
     })
   )
+
+/**
+ * The queue's parcels as one channel, each opened as it is taken: a chunk a page, written as it
+ * comes, the end, or the failure (a third of the channel steps a page of the stream that takes
+ * the queue, opens the parcels and flattens their takes in stages).
+ */
+const emptying = <O>(
+  queue: Queue.Dequeue<Parcel<O>>
+): Channel.Channel<Chunk.Chunk<O>, unknown, ScanError, unknown, void, unknown> => {
+  const next: Channel.Channel<Chunk.Chunk<O>, unknown, ScanError, unknown, void, unknown> = Channel.flatMap(
+    Channel.fromEffect(Queue.take(queue)),
+    (parcel) =>
+      Take.match(parcel.open(), {
+        onEnd: () => Channel.void,
+        onFailure: Channel.failCause,
+        onSuccess: (chunk) => Channel.zipRight(Channel.write(chunk), Channel.suspend(() => next))
+      })
+  )
+  return next
+}
 
 /** Hands on each window's rows as they are, in chunks. */
 const offerRows = <A>(_: Run, queue: Queue.Enqueue<Parcel<A>>): Deliver<A> => (rows) =>
