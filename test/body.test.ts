@@ -6,15 +6,16 @@
  * whatever the answer's form: with a length, chunked, compressed (fetch decodes; undici decodes
  * nothing, see transport.test.ts), past the bound, a bomb, cut, or stalled until the timeout.
  */
-import { NodeHttpServerRequest } from "@effect/platform-node"
+import { NodeHttpClient, NodeHttpServerRequest } from "@effect/platform-node"
 import * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, FastCheck, type Layer, Option, Stream } from "effect"
+import { EventEmitter } from "node:events"
 import * as Zlib from "node:zlib"
 import { MicroappClient } from "../src/index.js"
-import { nativeBodyOf, utf8Length, wholeReadOf, withinBytes } from "../src/internal/http/body.js"
+import { nativeBodyOf, readWhole, utf8Length, wholeReadOf, withinBytes } from "../src/internal/http/body.js"
 import { clientOf, hostileServer, plainRows, transports, writtenInAll } from "./hostile.js"
 import { runAtOnTestClock } from "./support.js"
 
@@ -123,6 +124,29 @@ describe("the body the transport keeps, and its read of a whole body, are found 
         expect(wholeReadOf(response)).toEqual(Option.none())
       }).pipe(Effect.provide(transport), Effect.scoped))
   }
+})
+
+describe("a whole read leaves nothing on undici's body that holds what it read", () => {
+  it.live("the listeners the read added are taken off; an error after it reaches no one", () =>
+    Effect.gen(function*() {
+      const bytes = encoder.encode(answerText)
+      const server = yield* hostileServer(() =>
+        Effect.succeed(HttpServerResponse.uint8Array(bytes, { contentType: "application/json" }))
+      )
+      const http = HttpClient.withScope(yield* HttpClient.HttpClient)
+      const response = yield* http.post(`${server.baseUrl}/api/microappdata`)
+      const native = Option.getOrThrow(nativeBodyOf(response))
+      const source = native._tag === "Node" ? native.readable : undefined
+      if (!(source instanceof EventEmitter)) return expect.fail("undici's body is a Node stream")
+      const before = { close: source.listeners("close").length, error: source.listeners("error").length }
+      const whole = Option.getOrThrow(wholeReadOf(response))
+      const body = yield* readWhole(whole, 1024 * 1024, (cause) => cause)
+      expect(body).toEqual({ text: answerText, complete: true })
+      expect(source.listeners("close").length).toBe(before.close)
+      // the read's own error listener gives way to one that ignores
+      expect(source.listeners("error").length).toBe(Math.max(before.error, 1))
+      expect(() => source.emit("error", new Error("late"))).not.toThrow()
+    }).pipe(Effect.provide(NodeHttpClient.layerUndici), Effect.scoped))
 })
 
 describe("every way of reading a body reads the same answer, under the same bounds", () => {

@@ -131,9 +131,7 @@ const hasWholeRead = (value: unknown): value is WholeRead => isObject(value) && 
  * The transport's own read of a whole body as text under a response of @effect/platform, not yet
  * read: undici's body's `text()`, or the web `Response`'s; both decode UTF-8 as `TextDecoder` does,
  * a BOM dropped. The platform's reads call the same through an `Effect.cached` made and run on a
- * fiber of its own for every response (some 40 of the 500 effects a small call runs). Read as
- * bytes and decoded here, a scan's megabyte pages set off a full collection for external memory
- * every 30 pages or so; read as text, about one a scan.
+ * fiber of its own for every response (some 40 of the 500 effects a small call runs).
  */
 export const wholeReadOf = (response: object): Option.Option<WholeRead> => {
   const source = "source" in response ? response.source : undefined
@@ -163,6 +161,54 @@ export const utf8Length = (text: string): number => {
 export const withinBytes = (text: string, limit: number): boolean =>
   text.length <= limit && (text.length <= limit / 3 || utf8Length(text) <= limit)
 
+type Listener = (...args: Array<never>) => void
+
+/** The listeners of a Node body (undici's) that its whole read adds. */
+interface Listened {
+  listeners(event: "close" | "error"): ReadonlyArray<Listener>
+  off(event: "close" | "error", listener: Listener): unknown
+  on(event: "error", listener: (error: unknown) => void): unknown
+}
+
+const isListened = (value: unknown): value is Listened =>
+  isObject(value) && typeof value.listeners === "function" && typeof value.off === "function" &&
+  typeof value.on === "function"
+
+const ignore = (): void => {}
+
+/** Takes off the `close` and `error` listeners of `body` not in `before`. */
+const offAdded = (body: Listened, before: { readonly close: Set<Listener>; readonly error: Set<Listener> }) => {
+  for (const event of ["close", "error"] as const) {
+    for (const listener of body.listeners(event)) {
+      if (!before[event].has(listener)) body.off(event, listener)
+    }
+  }
+  // a body read to its end that fails later fails no one: without a listener its error would throw
+  if (body.listeners("error").length === 0) body.on("error", ignore)
+}
+
+/**
+ * The whole text of `body`. undici's read leaves a `close` and an `error` listener on the body
+ * whose closures hold the read's promise, and so the text, for as long as the body is reachable:
+ * through the attempt's scope, past a scavenge, which then promoted every page's text to the old
+ * generation (its bytes, read by `arrayBuffer()`, likewise). They are taken off once it is read.
+ */
+const textOf = (body: WholeRead): Promise<string> => {
+  if (!isListened(body)) return body.text()
+  const before = { close: new Set(body.listeners("close")), error: new Set(body.listeners("error")) }
+  const released = () => offAdded(body, before)
+  return body.text().then(
+    (text) => {
+      released()
+      return text
+    },
+    (error: unknown) => {
+      released()
+      throw error
+    }
+  )
+}
+
 /**
  * Reads a body in one piece with the transport's own read (`wholeReadOf`), which stops at its
  * declared length; a body read past `limit` all the same is refused.
@@ -173,7 +219,7 @@ export const readWhole = <E>(
   onError: (cause: unknown) => E
 ): Effect.Effect<Body, E> =>
   Effect.map(
-    Effect.tryPromise({ try: () => body.text(), catch: onError }),
+    Effect.tryPromise({ try: () => textOf(body), catch: onError }),
     (text) => withinBytes(text, limit) ? { text, complete: true } : pastLimit
   )
 
