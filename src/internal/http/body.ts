@@ -189,9 +189,9 @@ const offAdded = (body: Listened, before: { readonly close: Set<Listener>; reado
 
 /**
  * The whole text of `body`. undici's read leaves a `close` and an `error` listener on the body
- * whose closures hold the read's promise, and so the text, for as long as the body is reachable:
- * through the attempt's scope, past a scavenge, which then promoted every page's text to the old
- * generation (its bytes, read by `arrayBuffer()`, likewise). They are taken off once it is read.
+ * whose closures hold the read's promise, and so the text, for as long as the body is reachable,
+ * which in a scan outlasted a scavenge: every page's text was promoted to the old generation (its
+ * bytes, read by `arrayBuffer()`, likewise). They are taken off once it is read.
  */
 const textOf = (body: WholeRead): Promise<string> => {
   if (!isListened(body)) return body.text()
