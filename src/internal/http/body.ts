@@ -196,17 +196,7 @@ const offAdded = (body: Listened, before: { readonly close: Set<Listener>; reado
 const textOf = (body: WholeRead): Promise<string> => {
   if (!isListened(body)) return body.text()
   const before = { close: new Set(body.listeners("close")), error: new Set(body.listeners("error")) }
-  const released = () => offAdded(body, before)
-  return body.text().then(
-    (text) => {
-      released()
-      return text
-    },
-    (error: unknown) => {
-      released()
-      throw error
-    }
-  )
+  return body.text().finally(() => offAdded(body, before))
 }
 
 /**

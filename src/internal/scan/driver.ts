@@ -467,15 +467,16 @@ const runStream = <A, O>(
     })
   )
 
+/** A channel that writes a scan's chunks, and ends or fails as the scan does. */
+type Chunks<O> = Channel.Channel<Chunk.Chunk<O>, unknown, ScanError, unknown, void, unknown>
+
 /**
  * The queue's parcels as one channel, each opened as it is taken: a chunk a page, written as it
  * comes, the end, or the failure (a third of the channel steps a page of the stream that takes
  * the queue, opens the parcels and flattens their takes in stages).
  */
-const emptying = <O>(
-  queue: Queue.Dequeue<Parcel<O>>
-): Channel.Channel<Chunk.Chunk<O>, unknown, ScanError, unknown, void, unknown> => {
-  const next: Channel.Channel<Chunk.Chunk<O>, unknown, ScanError, unknown, void, unknown> = Channel.flatMap(
+const emptying = <O>(queue: Queue.Dequeue<Parcel<O>>): Chunks<O> => {
+  const next: Chunks<O> = Channel.flatMap(
     Channel.fromEffect(Queue.take(queue)),
     (parcel) =>
       Take.match(parcel.open(), {
