@@ -50,7 +50,13 @@ const fleet = (extras: ReadonlyArray<Readonly<Record<string, string>>>) =>
     )
     yield* Effect.addFinalizer(() => Effect.sync(() => runners.forEach((child) => child.kill("SIGKILL"))))
     const outputs = runners.map(outputOf)
-    const dead = () => runners.flatMap((child, i) => child.exitCode === null ? [] : [outputs[i]?.stderr])
+    // a runner that ended, how (a signal leaves no exit code) and what it said
+    const dead = () =>
+      runners.flatMap((child, i) =>
+        child.exitCode === null && child.signalCode === null
+          ? []
+          : [`exit ${child.exitCode}, signal ${child.signalCode}: ${outputs[i]?.stderr ?? ""}`]
+      )
     const up = yield* eventually(
       Effect.map(registeredRunners(clusterUrl), (n) => ({ n, dead: dead() })),
       ({ dead, n }) => n === extras.length || dead.length > 0
