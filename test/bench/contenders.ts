@@ -13,6 +13,8 @@ export type Transport = "undici" | "fetch"
 
 export interface ClientA {
   readonly scan: (options: { readonly pageSize: number; readonly concurrency: number | "auto" }) => Promise<Tally>
+  /** The table read a page at a time by `query`: the client's request path and row checks, no scan. */
+  readonly queryPages: (pageSize: number) => Promise<Tally>
   readonly dispose: () => Promise<void>
 }
 
@@ -34,6 +36,20 @@ export const clientA = (baseUrl: string, transport: Transport): ClientA => {
         })
         const summary = yield* scan.summary
         return { ...seen, concurrency: { reached: summary.concurrencyReached, settled: summary.concurrency } }
+      })),
+    queryPages: (pageSize) =>
+      runtime.runPromise(Effect.gen(function*() {
+        const client = yield* MicroappClient
+        const seen = tally()
+        for (let skip = 0;;) {
+          const rows = yield* client.query({ microAppID, skip, limit: pageSize })
+          for (const row of rows) {
+            seen.rows++
+            seen.lastId = row._id
+          }
+          if (rows.length < pageSize) return seen
+          skip += rows.length
+        }
       })),
     dispose: () => runtime.dispose()
   }

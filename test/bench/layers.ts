@@ -5,7 +5,9 @@
  * read instead of `JSON.parse` (L1), the reader's row decoder (L2), the exact id set (L3), and
  * `rows()` itself (A), against the `fetch` loop (B). What each step costs is what it adds, CPU a
  * row, median of the rounds; A less L3 is the scan's own machinery: the driver, the engine, the
- * stream, the transport's steps and what they keep alive.
+ * stream, the transport's steps and what they keep alive. Beside the layers, Q reads the table a
+ * page at a time by the client's `query`: its request path with the row checks, without a scan,
+ * which splits A less L3 into the request path (Q less L2) and the scan.
  */
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
@@ -26,6 +28,10 @@ const layers = [
   { key: "L2", label: "+ the reader's row decoder (the walk, the `Row` Schema)" },
   { key: "L3", label: "+ the exact id set" },
   { key: "A", label: "`rows()`, concurrency 1" },
+  {
+    key: "Q",
+    label: "beside: `query()` a page at a time, the client's request path and row checks, no scan (adds: over L2)"
+  },
   { key: "B", label: "the `fetch` + `JSON.parse` loop" }
 ] as const
 
@@ -64,10 +70,10 @@ const layered = (layer: Layer, baseUrl: string, pageSize: number) =>
 
 /** In a child: reads the table twice, the first to warm up; the second's CPU a row. */
 const child = async (layer: Layer, baseUrl: string, pageSize: number): Promise<number> => {
-  const a = layer === "A" ? clientA(baseUrl, "undici") : undefined
+  const a = layer === "A" || layer === "Q" ? clientA(baseUrl, "undici") : undefined
   const once = (): Promise<number> =>
     a !== undefined
-      ? a.scan({ pageSize, concurrency: 1 }).then((seen) => seen.rows)
+      ? (layer === "Q" ? a.queryPages(pageSize) : a.scan({ pageSize, concurrency: 1 })).then((seen) => seen.rows)
       : layer === "B"
       ? scanB(baseUrl, pageSize).then((seen) => seen.rows)
       : Effect.runPromise(layered(layer, baseUrl, pageSize))
@@ -107,7 +113,9 @@ const main = async (): Promise<Report> => {
   const b = of("B")
   const lines = layers.map((layer, i) => {
     const before = layers[i - 1]
-    const adds = layer.key === "B" || before === undefined ? "" : (of(layer.key) - of(before.key)).toFixed(2)
+    const adds = layer.key === "B" || before === undefined
+      ? ""
+      : (of(layer.key) - of(layer.key === "Q" ? "L2" : before.key)).toFixed(2)
     return `| ${layer.key} | ${layer.label} | ${of(layer.key).toFixed(2)} | ${adds} | ${
       formatRatio(of(layer.key) / b)
     } |`
@@ -127,7 +135,9 @@ const main = async (): Promise<Report> => {
       figure: "CPU a row, `rows()` at concurrency 1 / B, by layers",
       measured: `${formatRatio(of("A") / b)}x; the layers below it ${
         (["L0", "L1", "L2", "L3"] as const).map((key) => `${key} ${formatRatio(of(key) / b)}x`).join(", ")
-      }; \`rows()\` less L3 ${(of("A") - of("L3")).toFixed(2)} µs a row`,
+      }; \`rows()\` less L3 ${(of("A") - of("L3")).toFixed(2)} µs a row; \`query()\` page by page ${
+        formatRatio(of("Q") / b)
+      }x, less L2 ${(of("Q") - of("L2")).toFixed(2)} µs a row`,
       goal: "<= 1.3x",
       met: of("A") / b <= 1.3
     }]
