@@ -6,7 +6,7 @@ import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { Effect, Layer, ManagedRuntime, Redacted, Stream } from "effect"
 import { MicroappClient } from "../../src/index.js"
-import { authToken, microAppID, type Tally, tally, userId } from "./plain.js"
+import { authToken, microAppID, type Tally, tally, tallyRows, userId } from "./plain.js"
 
 /** The HttpClient under A: undici through @effect/platform-node, or the global fetch. */
 export type Transport = "undici" | "fetch"
@@ -43,10 +43,7 @@ export const clientA = (baseUrl: string, transport: Transport): ClientA => {
         const seen = tally()
         for (let skip = 0;;) {
           const rows = yield* client.query({ microAppID, skip, limit: pageSize })
-          for (const row of rows) {
-            seen.rows++
-            seen.lastId = row._id
-          }
+          tallyRows(seen, rows)
           if (rows.length < pageSize) return seen
           skip += rows.length
         }

@@ -19,6 +19,15 @@ export interface Tally {
 
 export const tally = (): Tally => ({ rows: 0, lastId: undefined })
 
+/** Counts `rows` into `seen`, the last one's id kept. */
+export const tallyRows = (seen: Tally, rows: ReadonlyArray<{ readonly _id: string }>): Tally => {
+  for (const row of rows) {
+    seen.rows++
+    seen.lastId = row._id
+  }
+  return seen
+}
+
 /** Fails unless `seen` is `count` rows ending with the row `lastId`. */
 export const expectRows = (name: string, seen: Tally, count: number, lastId: string | undefined): void => {
   if (seen.rows !== count || seen.lastId !== lastId) {
@@ -49,10 +58,7 @@ export const scanB = async (baseUrl: string, pageSize: number): Promise<Tally> =
   const seen = tally()
   for (let skip = 0;;) {
     const rows = (await post(baseUrl, skip, pageSize)).body.microAppRows
-    for (const row of rows) {
-      seen.rows++
-      seen.lastId = row._id
-    }
+    tallyRows(seen, rows)
     if (rows.length < pageSize) return seen
     skip += rows.length
   }
@@ -64,12 +70,7 @@ const hugeLimit = 1_000_000_000
 /** C: the whole table in one answer, held in memory, then walked. */
 export const scanC = async (baseUrl: string): Promise<Tally> => {
   const rows = (await post(baseUrl, 0, hugeLimit)).body.microAppRows
-  const seen = tally()
-  for (const row of rows) {
-    seen.rows++
-    seen.lastId = row._id
-  }
-  return seen
+  return tallyRows(tally(), rows)
 }
 
 /** The writes' hand-written contender: `concurrency` `fetch` workers sending `updates`, each checked. */
