@@ -23,6 +23,37 @@ describe("the exact id set", () => {
   })
 
   it.prop(
+    "answers as a Set does for ids that come mostly in ascending order, some out of it, some again",
+    [
+      FC.uniqueArray(FC.bigInt({ min: 0n, max: (1n << 96n) - 1n }), { minLength: 1, maxLength: 600 }),
+      FC.array(FC.tuple(FC.nat(), FC.nat()), { maxLength: 40 }),
+      FC.array(FC.nat(), { maxLength: 40 })
+    ],
+    ([values, swaps, repeats]) => {
+      const ids = values.sort((a, b) => (a < b ? -1 : 1)).map((value) => value.toString(16).padStart(24, "0"))
+      for (const [i, j] of swaps) {
+        const x = i % ids.length, y = j % ids.length
+        ;[ids[x], ids[y]] = [ids[y] as string, ids[x] as string]
+      }
+      for (const at of repeats) ids.splice(at % ids.length, 0, ids[(at * 7) % ids.length] as string)
+      const set = IdSet.exact({ journal: true })
+      const model = new Set<string>()
+      for (const id of ids) {
+        expect(set.has(id)).toBe(model.has(id))
+        expect(set.add(id)).toBe(!model.has(id))
+        model.add(id)
+      }
+      expect(set.size()).toBe(model.size)
+      for (const id of model) expect(set.has(id)).toBe(true)
+      const contents = set.contents()
+      if (contents?._tag !== "Exact") return expect(contents?._tag).toBe("Exact")
+      const again = Either.getOrThrow(IdSet.restore(contents, { journal: false, capacity: 0 }))
+      expect(again.size()).toBe(model.size)
+      for (const id of model) expect(again.add(id)).toBe(false)
+    }
+  )
+
+  it.prop(
     "packs exactly the ids of 24 lower-case hex digits, whatever codes sit beside the digits",
     [FC.array(FC.constantFrom(..."0123456789abcdefABCDEFg/:`@\u0130\u0660\u0000\uff10"), {
       minLength: 23,

@@ -200,6 +200,8 @@ const compile = (ast: AST.AST, options: AST.ParseOptions, checked: boolean): Com
             }
           }
           if (indexValue === undefined) return build(record, Object.keys(record))
+          // every named key is behind, and the rest are kept as they are: nothing left to look at
+          if (indexValue === identity && next >= count) break
           const decoded = indexValue(value)
           if (decoded === undecided) return undecided
           if (decoded !== value) (output ??= { ...record })[key] = decoded

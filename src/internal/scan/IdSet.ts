@@ -2,8 +2,10 @@
  * The ids a scan has emitted: `add` says whether an id is new. Two kinds:
  *
  * - `exact`: every id, never a false answer. The service's ids (24 lower-case hex digits) are
- *   packed into 12 bytes in open-addressing tables of typed arrays kept between half and three
- *   quarters full (at most 24 bytes an id); any other id goes into a plain `Set`.
+ *   packed into 12 bytes: each one greater than every id before it (the service's ids grow with
+ *   time, and a table is read in their order) is appended to a sorted run, which a binary search
+ *   answers for; any other goes into open-addressing tables of typed arrays kept between half and
+ *   three quarters full. Either takes at most 24 bytes an id. Any other id goes into a plain `Set`.
  * - `recent`: the last `capacity` ids only, in bounded memory; an id seen before those is new again.
  *
  * A set hands out its contents for a checkpoint, and is made again from them (`restore`). An
@@ -212,9 +214,99 @@ class Segment {
   }
 }
 
+/** Whether the packed id (a, b, c) sorts before (x, y, z), as unsigned words, most significant first. */
+const before = (a: number, b: number, c: number, x: number, y: number, z: number): boolean =>
+  a !== x ? a < x : b !== y ? b < y : c < z
+
+/** The most ids one piece of a run holds: 48 KB. */
+const runPieceIds = 4096
+
+/**
+ * Packed ids in ascending order, appended in pieces that double up to `runPieceIds` ids, so that
+ * nothing is ever copied and the room is about the ids' twice at most. An id is found by two
+ * binary searches: among the pieces by their last id, then in one.
+ */
+class Run {
+  private readonly pieces: Array<Uint32Array> = []
+  /** The ids in each piece. */
+  private readonly counts: Array<number> = []
+  private a = 0
+  private b = 0
+  private c = 0
+
+  /** Whether (a, b, c) sorts after every id of the run: appending it keeps it sorted. */
+  follows(a: number, b: number, c: number): boolean {
+    return this.counts.length === 0 || before(this.a, this.b, this.c, a, b, c)
+  }
+
+  /** Appends (a, b, c), which `follows` the run. */
+  append(a: number, b: number, c: number): void {
+    const last = this.counts.length - 1
+    let count = this.counts[last] ?? 0
+    let piece = this.pieces[last]
+    if (piece === undefined || count * 3 === piece.length) {
+      piece = new Uint32Array(3 * (piece === undefined ? initialSlots : Math.min(runPieceIds, 2 * piece.length / 3)))
+      this.pieces.push(piece)
+      this.counts.push(0)
+      count = 0
+    }
+    piece[count * 3] = a
+    piece[count * 3 + 1] = b
+    piece[count * 3 + 2] = c
+    this.counts[this.counts.length - 1] = count + 1
+    this.a = a
+    this.b = b
+    this.c = c
+  }
+
+  has(a: number, b: number, c: number): boolean {
+    const pieces = this.pieces
+    // the first piece whose last id is not before (a, b, c)
+    let low = 0
+    let high = pieces.length
+    while (low < high) {
+      const middle = (low + high) >>> 1
+      const piece = pieces[middle] as Uint32Array
+      const at = ((this.counts[middle] ?? 0) - 1) * 3
+      if (before(piece[at] ?? 0, piece[at + 1] ?? 0, piece[at + 2] ?? 0, a, b, c)) low = middle + 1
+      else high = middle
+    }
+    const piece = pieces[low]
+    if (piece === undefined) return false
+    let first = 0
+    let last = (this.counts[low] ?? 0) - 1
+    while (first <= last) {
+      const middle = (first + last) >>> 1
+      const at = middle * 3
+      const x = piece[at] ?? 0, y = piece[at + 1] ?? 0, z = piece[at + 2] ?? 0
+      if (x === a && y === b && z === c) return true
+      if (before(x, y, z, a, b, c)) first = middle + 1
+      else last = middle - 1
+    }
+    return false
+  }
+
+  bytes(): number {
+    return this.pieces.reduce((sum, piece) => sum + piece.byteLength, 0)
+  }
+}
+
+/** The three words of the id `pack` read last. */
+const words = new Uint32Array(3)
+
+/** Reads `id` into `words`; false when it is not 24 lower-case hex digits, which the exact set packs. */
+const pack = (id: string): boolean => {
+  if (id.length !== 24) return false
+  const a = word(id, 0), b = word(id, 8), c = word(id, 16)
+  if (a < 0 || b < 0 || c < 0) return false
+  words[0] = a
+  words[1] = b
+  words[2] = c
+  return true
+}
+
 /** Whether the exact set packs `id`: 24 lower-case hex digits. */
-export const isPacked = (id: string): boolean =>
-  id.length === 24 && word(id, 0) >= 0 && word(id, 8) >= 0 && word(id, 16) >= 0
+export const isPacked = (id: string): boolean => pack(id)
 
 /** The word of the four bytes of a binary string from `at`. */
 const wordAt = (bytes: string, at: number): number =>
@@ -310,50 +402,49 @@ const makeExact = (journaled: boolean, from = "", ids?: Uint32Array) => {
   const journal = journaled ? new Journal(from === "" ? [] : [from], from.length / 16) : undefined
   // kept with the journal only: a checkpoint's contents are what need it
   const digest = journaled ? new Digest() : undefined
+  const run = new Run()
   let zero = false
   let packed = 0
   const insert = (a: number, b: number, c: number): boolean => {
-    const hash = mix(a, b, c)
     if (a === 0 && b === 0 && c === 0) {
       if (zero) return false
       zero = true
+    } else if (run.follows(a, b, c)) {
+      // an id after the run's last is in no table: those hold only ids that were before it
+      run.append(a, b, c)
+      packed++
     } else {
+      if (run.has(a, b, c)) return false
+      const hash = mix(a, b, c)
       const index = segmentOf(hash)
       const segment = segments[index] ?? (segments[index] = new Segment())
       if (!segment.add(a, b, c, hash >>> segmentBits)) return false
       packed++
     }
-    digest?.addPacked(a, b, c, hash)
+    digest?.addPacked(a, b, c, mix(a, b, c))
     return true
   }
-  /** Calls `packedId` with the id's three words, or `other` when it is not 24 lower-case hex digits. */
-  const route = <A>(id: string, other: () => A, packedId: (a: number, b: number, c: number) => A): A => {
-    const a = id.length === 24 ? word(id, 0) : -1
-    const b = a < 0 ? -1 : word(id, 8)
-    const c = b < 0 ? -1 : word(id, 16)
-    return c < 0 ? other() : packedId(a, b, c)
+  const add = (id: string): boolean => {
+    if (!pack(id)) {
+      if (others.size === others.add(id).size) return false
+      digest?.addOther(id)
+      return true
+    }
+    const a = words[0] ?? 0, b = words[1] ?? 0, c = words[2] ?? 0
+    if (!insert(a, b, c)) return false
+    journal?.add(a, b, c)
+    return true
   }
-  const add = (id: string): boolean =>
-    route(
-      id,
-      () => {
-        if (others.size === others.add(id).size) return false
-        digest?.addOther(id)
-        return true
-      },
-      (a, b, c) => {
-        if (!insert(a, b, c)) return false
-        journal?.add(a, b, c)
-        return true
-      }
-    )
-  const has = (id: string): boolean =>
-    route(id, () => others.has(id), (a, b, c) => {
-      if (a === 0 && b === 0 && c === 0) return zero
-      const hash = mix(a, b, c)
-      const segment = segments[segmentOf(hash)]
-      return segment !== undefined && segment.taken(segment.find(a, b, c, hash >>> segmentBits))
-    })
+  const has = (id: string): boolean => {
+    if (!pack(id)) return others.has(id)
+    const a = words[0] ?? 0, b = words[1] ?? 0, c = words[2] ?? 0
+    if (a === 0 && b === 0 && c === 0) return zero
+    if (run.follows(a, b, c)) return false
+    if (run.has(a, b, c)) return true
+    const hash = mix(a, b, c)
+    const segment = segments[segmentOf(hash)]
+    return segment !== undefined && segment.taken(segment.find(a, b, c, hash >>> segmentBits))
+  }
   const contents = (): ExactContents | undefined => {
     if (journal === undefined || digest === undefined) return undefined
     const chunks = journal.chunks
@@ -374,7 +465,7 @@ const makeExact = (journaled: boolean, from = "", ids?: Uint32Array) => {
     add,
     has,
     size: () => packed + others.size + (zero ? 1 : 0),
-    packedBytes: () => segments.reduce((sum, segment) => sum + (segment?.words.byteLength ?? 0), 0),
+    packedBytes: () => segments.reduce((sum, segment) => sum + (segment?.words.byteLength ?? 0), run.bytes()),
     contents
   }
   return { set, insert }
@@ -423,10 +514,22 @@ export const restore = (
   if (bytes === undefined || bytes.length % 12 !== 0) {
     return Either.left("packed ids are not base64 of 12 bytes an id")
   }
-  // each segment made once, at its size: no rehash, and none of the small ones made on the way
+  // each segment made once, at its size: no rehash, and none of the small ones made on the way;
+  // an id after every one before it goes to the run, as it did when it was added
   const ids = new Uint32Array(1 << segmentBits)
+  let runs = false
+  let x = 0, y = 0, z = 0
   for (let at = 0; at < bytes.length; at += 12) {
-    const index = segmentOf(mix(wordAt(bytes, at), wordAt(bytes, at + 4), wordAt(bytes, at + 8)))
+    const a = wordAt(bytes, at), b = wordAt(bytes, at + 4), c = wordAt(bytes, at + 8)
+    if (a === 0 && b === 0 && c === 0) continue
+    if (!runs || before(x, y, z, a, b, c)) {
+      runs = true
+      x = a
+      y = b
+      z = c
+      continue
+    }
+    const index = segmentOf(mix(a, b, c))
     ids[index] = (ids[index] ?? 0) + 1
   }
   const { insert, set } = makeExact(options.journal, base64, ids)
