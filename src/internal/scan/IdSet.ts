@@ -409,16 +409,16 @@ const makeExact = (journaled: boolean, from = "", ids?: Uint32Array) => {
     if (a === 0 && b === 0 && c === 0) {
       if (zero) return false
       zero = true
-    } else if (run.follows(a, b, c)) {
-      // an id after the run's last is in no table: those hold only ids that were before it
-      run.append(a, b, c)
-      packed++
     } else {
-      if (run.has(a, b, c)) return false
-      const hash = mix(a, b, c)
-      const index = segmentOf(hash)
-      const segment = segments[index] ?? (segments[index] = new Segment())
-      if (!segment.add(a, b, c, hash >>> segmentBits)) return false
+      // an id after the run's last is in no table: those hold only ids that were before it
+      if (run.follows(a, b, c)) run.append(a, b, c)
+      else {
+        if (run.has(a, b, c)) return false
+        const hash = mix(a, b, c)
+        const index = segmentOf(hash)
+        const segment = segments[index] ?? (segments[index] = new Segment())
+        if (!segment.add(a, b, c, hash >>> segmentBits)) return false
+      }
       packed++
     }
     digest?.addPacked(a, b, c, mix(a, b, c))
