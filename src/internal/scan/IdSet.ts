@@ -223,7 +223,7 @@ const runPieceIds = 4096
 
 /**
  * Packed ids in ascending order, appended in pieces that double up to `runPieceIds` ids, so that
- * nothing is ever copied and the room is about the ids' twice at most. An id is found by two
+ * nothing is ever copied and the room is at most about twice the ids. An id is found by two
  * binary searches: among the pieces by their last id, then in one.
  */
 class Run {
