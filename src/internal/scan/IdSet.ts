@@ -228,35 +228,35 @@ const runPieceIds = 4096
  */
 class Run {
   private readonly pieces: Array<Uint32Array> = []
-  /** The ids in each piece. */
-  private readonly counts: Array<number> = []
-  private a = 0
-  private b = 0
-  private c = 0
+  /** The ids in the last piece: every piece before it is full. */
+  private filled = 0
+
+  /** How many ids piece `i` holds. */
+  private count(i: number): number {
+    return i === this.pieces.length - 1 ? this.filled : (this.pieces[i]?.length ?? 0) / 3
+  }
 
   /** Whether (a, b, c) sorts after every id of the run: appending it keeps it sorted. */
   follows(a: number, b: number, c: number): boolean {
-    return this.counts.length === 0 || before(this.a, this.b, this.c, a, b, c)
+    const piece = this.pieces[this.pieces.length - 1]
+    if (piece === undefined) return true
+    const at = (this.filled - 1) * 3
+    return before(piece[at] ?? 0, piece[at + 1] ?? 0, piece[at + 2] ?? 0, a, b, c)
   }
 
   /** Appends (a, b, c), which `follows` the run. */
   append(a: number, b: number, c: number): void {
-    const last = this.counts.length - 1
-    let count = this.counts[last] ?? 0
-    let piece = this.pieces[last]
-    if (piece === undefined || count * 3 === piece.length) {
+    let piece = this.pieces[this.pieces.length - 1]
+    if (piece === undefined || this.filled * 3 === piece.length) {
       piece = new Uint32Array(3 * (piece === undefined ? initialSlots : Math.min(runPieceIds, 2 * piece.length / 3)))
       this.pieces.push(piece)
-      this.counts.push(0)
-      count = 0
+      this.filled = 0
     }
-    piece[count * 3] = a
-    piece[count * 3 + 1] = b
-    piece[count * 3 + 2] = c
-    this.counts[this.counts.length - 1] = count + 1
-    this.a = a
-    this.b = b
-    this.c = c
+    const at = this.filled * 3
+    piece[at] = a
+    piece[at + 1] = b
+    piece[at + 2] = c
+    this.filled++
   }
 
   has(a: number, b: number, c: number): boolean {
@@ -267,14 +267,14 @@ class Run {
     while (low < high) {
       const middle = (low + high) >>> 1
       const piece = pieces[middle] as Uint32Array
-      const at = ((this.counts[middle] ?? 0) - 1) * 3
+      const at = (this.count(middle) - 1) * 3
       if (before(piece[at] ?? 0, piece[at + 1] ?? 0, piece[at + 2] ?? 0, a, b, c)) low = middle + 1
       else high = middle
     }
     const piece = pieces[low]
     if (piece === undefined) return false
     let first = 0
-    let last = (this.counts[low] ?? 0) - 1
+    let last = this.count(low) - 1
     while (first <= last) {
       const middle = (first + last) >>> 1
       const at = middle * 3
@@ -306,7 +306,7 @@ const pack = (id: string): boolean => {
 }
 
 /** Whether the exact set packs `id`: 24 lower-case hex digits. */
-export const isPacked = (id: string): boolean => pack(id)
+export const isPacked: (id: string) => boolean = pack
 
 /** The word of the four bytes of a binary string from `at`. */
 const wordAt = (bytes: string, at: number): number =>
